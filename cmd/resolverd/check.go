@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+func checkCommand() *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd check", flag.ContinueOnError)
+	listings := fs.String("listings", "", "listing events, JSONL (`FILE`, - for stdin); required")
+	calls := fs.String("calls", "", "call events, JSONL (`FILE`, - for stdin); required")
+	mode := fs.String("mode", "strict", "resolution `mode`: strict (same-trust collisions are M2) or pin-assisted (resolved deterministically)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "resolver goroutines")
+	quiet := fs.Bool("quiet", false, "no summary and no listing warnings on stderr")
+	return &ffcli.Command{
+		Name:       "check",
+		ShortUsage: "resolverd check --listings FILE --calls FILE [--mode strict|pin-assisted]",
+		ShortHelp:  "resolve a calls file against a listings file, offline",
+		LongHelp: `Reads every listing event first (any order: they are applied in event
+time), then resolves each call against the registry version current at
+its emitted_at. Writes one decision per call, as JSONL, to stdout, in
+input order; a summary (count per class and verdict) goes to stderr.
+
+A line that is not a usable call is a MALFORMED decision, not an error;
+a bad listing line is reported on stderr and skipped. The exit status is
+non-zero only when an input file cannot be read (1) or for a usage
+error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD_CHECK")},
+		Exec: func(ctx context.Context, _ []string) error {
+			if *listings == "" || *calls == "" {
+				return usageError{errors.New("check needs --listings and --calls")}
+			}
+			if *listings == "-" && *calls == "-" {
+				return usageError{errors.New("only one of --listings and --calls can be stdin")}
+			}
+			m, err := resolve.ParseMode(*mode)
+			if err != nil {
+				return usageError{err}
+			}
+			return runCheck(ctx, checkArgs{*listings, *calls, m, *workers, *quiet})
+		},
+	}
+}
+
+type checkArgs struct {
+	listings, calls string
+	mode            resolve.Mode
+	workers         int
+	quiet           bool
+}
+
+func runCheck(ctx context.Context, a checkArgs) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if a.quiet {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lf, err := open(a.listings)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	cf, err := open(a.calls)
+	if err != nil {
+		return err
+	}
+	defer cf.Close()
+
+	start := time.Now()
+	store := registryversions.New()
+	ls, err := offline.LoadListings(lf, store, log)
+	if err != nil {
+		return err
+	}
+	snap := store.Snapshot()
+	log.Info("listings applied", "lines", ls.Lines, "applied", ls.Applied, "bad", ls.Bad,
+		"issues", ls.Issues, "registries", snap.Registries(), "signatures_compiled", store.Compiled())
+
+	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	sum, err := offline.Check(ctx, offline.Config{Resolver: resolve.Resolver{Mode: a.mode}, Workers: a.workers}, snap, cf, out)
+	if ferr := out.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write decisions: %w", ferr)
+	}
+	if err != nil {
+		return err
+	}
+	if !a.quiet {
+		printSummary(os.Stderr, sum, a.mode, time.Since(start))
+	}
+	return nil
+}
+
+func open(name string) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open input: %w", err)
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("open input: %s is a directory", name)
+	}
+	return f, nil
+}
+
+func printSummary(w io.Writer, s offline.Summary, mode resolve.Mode, took time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "class\tverdict\tcalls\tshare\t\n")
+	for _, c := range schema.Classes {
+		n := s.ByClass[c]
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f%%\t\n", c, schema.VerdictOf(c), n, 100*float64(n)/float64(max(s.Calls, 1)))
+	}
+	allow := s.Allowed()
+	fmt.Fprintf(tw, "allow\t\t%d\t%.2f%%\t\n", allow, 100*float64(allow)/float64(max(s.Calls, 1)))
+	fmt.Fprintf(tw, "reject\t\t%d\t%.2f%%\t\n", s.Calls-allow, 100*float64(s.Calls-allow)/float64(max(s.Calls, 1)))
+	fmt.Fprintf(tw, "total\t\t%d\t\t\n", s.Calls)
+	tw.Flush()
+	fmt.Fprintf(w, "mode %s, %d calls in %s\n", mode, s.Calls, took.Round(time.Millisecond))
+}

@@ -1,0 +1,62 @@
+// Command resolverd audits and enforces LLM-agent tool calls: it resolves
+// each call against the registry version current when the call was emitted
+// and classifies every failure (wire contract v1).
+//
+// Subcommands:
+//
+//	check   resolve a calls file against a listings file (offline)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+// run returns the process exit code: 0, 1 for unusable input or a failed
+// run, 2 for a usage error.
+func run(ctx context.Context, args []string) int {
+	root := &ffcli.Command{
+		Name:       "resolverd",
+		ShortUsage: "resolverd <subcommand> [flags]",
+		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
+was current when each call was emitted, and classifies every failure
+(OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
+		Subcommands: []*ffcli.Command{checkCommand()},
+		Exec: func(context.Context, []string) error {
+			return flag.ErrHelp
+		},
+	}
+	err := root.ParseAndRun(ctx, args)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		if len(args) == 0 {
+			fmt.Fprintln(os.Stderr, ffcli.DefaultUsageFunc(root))
+			return 2
+		}
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "resolverd:", err)
+		return 2
+	default:
+		fmt.Fprintln(os.Stderr, "resolverd:", err)
+		return 1
+	}
+}
+
+type usageError struct{ error }

@@ -1,0 +1,330 @@
+package registryversions
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
+)
+
+// DefaultCacheSize is the default number of compiled signatures kept.
+const DefaultCacheSize = 1 << 16
+
+// Issue is something wrong or unenforced in an applied listing. Issues do
+// not stop the listing from being applied.
+type Issue struct {
+	EventID  string
+	Registry string
+	Server   string
+	Tool     string
+	Detail   string
+}
+
+func (i Issue) String() string {
+	return fmt.Sprintf("listing %s (%s/%s) tool %q: %s", i.EventID, i.Registry, i.Server, i.Tool, i.Detail)
+}
+
+// Store holds the listing history of every registry. Apply is safe for
+// concurrent use with itself and with readers; readers use Snapshot.
+type Store struct {
+	mu    sync.Mutex // serializes writers
+	regs  map[string]*history
+	view  atomic.Pointer[Snapshot]
+	cache *lru.Cache[string, *signature.Signature]
+
+	compiled atomic.Int64 // signatures compiled (cache misses)
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithCacheSize sets how many compiled signatures are kept (default
+// DefaultCacheSize). A signature evicted and seen again is recompiled.
+func WithCacheSize(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.cache, _ = lru.New[string, *signature.Signature](n)
+		}
+	}
+}
+
+// New returns an empty store.
+func New(opts ...Option) *Store {
+	s := &Store{regs: map[string]*history{}}
+	s.cache, _ = lru.New[string, *signature.Signature](DefaultCacheSize)
+	for _, o := range opts {
+		o(s)
+	}
+	s.view.Store(&Snapshot{timelines: map[string]*timeline{}})
+	return s
+}
+
+// Compiled returns how many signatures the store has compiled: a measure
+// of the cache's work.
+func (s *Store) Compiled() int64 { return s.compiled.Load() }
+
+// Snapshot returns the current immutable view of every registry.
+func (s *Store) Snapshot() *Snapshot { return s.view.Load() }
+
+// At is shorthand for s.Snapshot().At.
+func (s *Store) At(registry string, t time.Time) *Version {
+	return s.Snapshot().At(registry, t)
+}
+
+// Apply applies listing events, in any order, and publishes a new view.
+// An event whose event_id was already applied to its registry is skipped
+// (Kafka redelivers). It returns what it found wrong or unenforced.
+func (s *Store) Apply(ls ...*schema.Listing) []Issue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var issues []Issue
+	dirty := map[string]*history{}
+	for _, l := range ls {
+		h := s.regs[l.Registry]
+		if h == nil {
+			h = &history{registry: l.Registry, ids: map[string]bool{}}
+			s.regs[l.Registry] = h
+		}
+		if h.ids[l.EventID] {
+			continue
+		}
+		h.ids[l.EventID] = true
+		e := &entry{l: l}
+		for _, t := range l.Tools {
+			tool, iss := s.tool(l, t)
+			issues = append(issues, iss...)
+			if tool != nil {
+				e.tools = append(e.tools, tool)
+			}
+		}
+		h.insert(e)
+		dirty[l.Registry] = h
+	}
+	if len(dirty) == 0 {
+		return issues
+	}
+	old := s.view.Load()
+	next := &Snapshot{timelines: maps.Clone(old.timelines)}
+	for reg, h := range dirty {
+		next.timelines[reg] = h.build()
+	}
+	s.view.Store(next)
+	return issues
+}
+
+func (s *Store) tool(l *schema.Listing, t schema.Tool) (*Tool, []Issue) {
+	issue := func(detail string) Issue {
+		return Issue{EventID: l.EventID, Registry: l.Registry, Server: l.Server, Tool: t.Name, Detail: detail}
+	}
+	d, err := Digest(t.Name, t.InputSchema)
+	if err != nil {
+		return nil, []Issue{issue("tool skipped: " + err.Error())}
+	}
+	sig, ok := s.cache.Get(d)
+	if !ok {
+		sig, err = signature.Compile(t.InputSchema)
+		if err != nil {
+			return nil, []Issue{issue("tool skipped: " + err.Error())}
+		}
+		s.compiled.Add(1)
+		s.cache.Add(d, sig)
+	}
+	var issues []Issue
+	for _, u := range sig.Unsupported() {
+		issues = append(issues, issue("inputSchema"+u.String()))
+	}
+	return &Tool{Server: l.Server, Name: t.Name, Trust: l.Trust, Digest: d, Description: t.Description, Sig: sig}, issues
+}
+
+// entry is one applied listing with its tools compiled.
+type entry struct {
+	l     *schema.Listing
+	tools []*Tool
+}
+
+// history is the writer-side record of one registry.
+type history struct {
+	registry string
+	ids      map[string]bool
+	events   []*entry // sorted by (observed_at, event_id)
+}
+
+func (h *history) insert(e *entry) {
+	i, _ := slices.BinarySearchFunc(h.events, e, func(a, b *entry) int {
+		return cmp.Or(a.l.ObservedAt.Compare(b.l.ObservedAt), cmp.Compare(a.l.EventID, b.l.EventID))
+	})
+	h.events = slices.Insert(h.events, i, e)
+}
+
+// stateAt is one server's state from a moment on; nil state: not connected.
+type stateAt struct {
+	at    time.Time
+	state *ServerState
+}
+
+// timeline is the immutable, read-side history of one registry.
+type timeline struct {
+	versions []*Version           // sorted by From; consecutive IDs differ
+	servers  map[string][]stateAt // per server, changes only
+}
+
+// build replays the registry's events in event time. Events that share an
+// observed_at are applied together (in event_id order) and make one version.
+func (h *history) build() *timeline {
+	tl := &timeline{servers: map[string][]stateAt{}}
+	cur := map[string]*ServerState{}
+	for i := 0; i < len(h.events); {
+		at := h.events[i].l.ObservedAt
+		for ; i < len(h.events) && h.events[i].l.ObservedAt.Equal(at); i++ {
+			e := h.events[i]
+			name := e.l.Server
+			var st *ServerState
+			if e.l.Op == schema.OpSnapshot {
+				st = newServerState(name, e.l.Trust, e.tools)
+			}
+			prev := cur[name]
+			if sameState(prev, st) {
+				continue
+			}
+			if st == nil {
+				delete(cur, name)
+			} else {
+				cur[name] = st
+			}
+			tl.servers[name] = append(tl.servers[name], stateAt{at: at, state: st})
+		}
+		v := newVersion(h.registry, at, cur)
+		if n := len(tl.versions); n > 0 && tl.versions[n-1].ID == v.ID {
+			continue
+		}
+		tl.versions = append(tl.versions, v)
+	}
+	return tl
+}
+
+func newServerState(name string, trust int, tools []*Tool) *ServerState {
+	s := &ServerState{Name: name, Trust: trust, tools: make(map[string]*Tool, len(tools))}
+	s.list = slices.Clone(tools)
+	slices.SortFunc(s.list, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	for _, t := range s.list {
+		s.tools[t.Name] = t
+	}
+	return s
+}
+
+// sameState reports whether two states have the same trust and digests; a
+// description-only change is the same state.
+func sameState(a, b *ServerState) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Trust != b.Trust || len(a.list) != len(b.list) {
+		return false
+	}
+	for i := range a.list {
+		if a.list[i].Name != b.list[i].Name || a.list[i].Digest != b.list[i].Digest {
+			return false
+		}
+	}
+	return true
+}
+
+func newVersion(registry string, from time.Time, cur map[string]*ServerState) *Version {
+	v := &Version{
+		Registry: registry,
+		From:     from,
+		servers:  slices.SortedFunc(maps.Values(cur), func(a, b *ServerState) int { return cmp.Compare(a.Name, b.Name) }),
+		byServer: maps.Clone(cur),
+		byName:   map[string][]*Tool{},
+	}
+	h := sha256.New()
+	h.Write([]byte(registry))
+	for _, s := range v.servers {
+		h.Write([]byte{0})
+		h.Write([]byte(s.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(s.Trust)))
+		for _, t := range s.list {
+			h.Write([]byte{1})
+			h.Write([]byte(t.Name))
+			h.Write([]byte{1})
+			h.Write([]byte(t.Digest))
+			v.byName[t.Name] = append(v.byName[t.Name], t)
+			v.all = append(v.all, t)
+		}
+	}
+	v.ID = "rv-" + hex.EncodeToString(h.Sum(nil)[:10])
+	return v
+}
+
+// Snapshot is an immutable view of every registry's history.
+type Snapshot struct {
+	timelines map[string]*timeline
+}
+
+// At returns the version of the registry current at t, or nil when no
+// listing of that registry was observed at or before t.
+func (s *Snapshot) At(registry string, t time.Time) *Version {
+	tl := s.timelines[registry]
+	if tl == nil {
+		return nil
+	}
+	// The first version whose From is after t; the one before it is current.
+	i, _ := slices.BinarySearchFunc(tl.versions, t, func(v *Version, t time.Time) int {
+		if v.From.After(t) {
+			return 1
+		}
+		return -1
+	})
+	if i == 0 {
+		return nil
+	}
+	return tl.versions[i-1]
+}
+
+// Drift reports whether a listing observed after t changed the digest of
+// that server's tool, or dropped it (snapshot without it, or remove).
+func (s *Snapshot) Drift(registry, server, tool, digest string, t time.Time) bool {
+	tl := s.timelines[registry]
+	if tl == nil {
+		return false
+	}
+	hist := tl.servers[server]
+	i, _ := slices.BinarySearchFunc(hist, t, func(e stateAt, t time.Time) int {
+		if e.at.After(t) {
+			return 1
+		}
+		return -1
+	})
+	for _, e := range hist[i:] {
+		if e.state == nil {
+			return true
+		}
+		if tt := e.state.tools[tool]; tt == nil || tt.Digest != digest {
+			return true
+		}
+	}
+	return false
+}
+
+// Registries returns the number of registries known.
+func (s *Snapshot) Registries() int { return len(s.timelines) }
+
+// Versions returns how many distinct versions the registry has had.
+func (s *Snapshot) Versions(registry string) int {
+	if tl := s.timelines[registry]; tl != nil {
+		return len(tl.versions)
+	}
+	return 0
+}

@@ -1,0 +1,63 @@
+package registryversions
+
+import (
+	"time"
+
+	"github.com/toolaudit/toolaudit/signature"
+)
+
+// Tool is one tool of one server, as some snapshot defined it.
+type Tool struct {
+	Server      string
+	Name        string
+	Trust       int // the trust of the listing that defined it
+	Digest      string
+	Description string
+	Sig         *signature.Signature // never nil
+}
+
+// ServerState is one server's tool set between two of its listings.
+type ServerState struct {
+	Name  string
+	Trust int
+	tools map[string]*Tool
+	list  []*Tool // sorted by name
+}
+
+// Tool returns the server's tool of that name, or nil.
+func (s *ServerState) Tool(name string) *Tool { return s.tools[name] }
+
+// Tools returns the server's tools sorted by name. Do not modify.
+func (s *ServerState) Tools() []*Tool { return s.list }
+
+// Version is a registry's tool namespace during an interval of event time.
+// It is immutable and safe for concurrent use.
+type Version struct {
+	ID       string
+	Registry string
+	From     time.Time      // observed_at of the listing that made it current
+	servers  []*ServerState // sorted by name
+	byServer map[string]*ServerState
+	byName   map[string][]*Tool // providers of a name, in server order
+	all      []*Tool            // every tool, by server then name
+}
+
+// Single reports whether this is a single registry: its only server is ""
+// (spec v1, rule 1). An empty version is not single.
+func (v *Version) Single() bool {
+	return len(v.servers) == 1 && v.servers[0].Name == ""
+}
+
+// Server returns the connected server of that name, or nil.
+func (v *Version) Server(name string) *ServerState { return v.byServer[name] }
+
+// Servers returns the connected servers sorted by name. Do not modify.
+func (v *Version) Servers() []*ServerState { return v.servers }
+
+// Providers returns the tools of that exact name, one per server that
+// provides it, in server-name order. Do not modify.
+func (v *Version) Providers(name string) []*Tool { return v.byName[name] }
+
+// Tools returns every tool of the version, by server then name. Do not
+// modify.
+func (v *Version) Tools() []*Tool { return v.all }

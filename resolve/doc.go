@@ -1,0 +1,20 @@
+// Package resolve decides one tool call against the registry version that
+// was current when the call was emitted: closed-world name resolution, MCP
+// provider resolution, digest checks and argument checks, classified by
+// the taxonomy of the wire contract (spec v1).
+//
+// Checks run in the contract's order and the first failure is the class:
+//
+//	MALFORMED (decoding, see schema)
+//	name: H1 (single registry) or M1, M2, M3 (named servers)
+//	M4    seen_digest differs from the current definition
+//	M5    arguments fail the resolved tool but fit the same name elsewhere
+//	H5    arguments fail the resolved tool but fit another tool
+//	H2    undeclared or missing required key
+//	H3    a value violates type, enum, range, pattern or length
+//	H4    the tool is not on the agent's visible frontier
+//	OK
+//
+// Resolution is pure (no I/O, no locks) and does not allocate on the OK
+// path; a Resolver is safe for concurrent use.
+package resolve

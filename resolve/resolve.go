@@ -1,0 +1,283 @@
+package resolve
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
+)
+
+// Mode chooses how unpinned names that several top-trust servers provide
+// are treated.
+type Mode uint8
+
+const (
+	// Strict rejects them as M2 (the default).
+	Strict Mode = iota
+	// PinAssisted resolves them deterministically (see Resolver.Resolve)
+	// and still rejects M3 shadowing.
+	PinAssisted
+)
+
+func (m Mode) String() string {
+	if m == PinAssisted {
+		return "pin-assisted"
+	}
+	return "strict"
+}
+
+// ParseMode parses "strict" or "pin-assisted".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "strict", "":
+		return Strict, nil
+	case "pin-assisted":
+		return PinAssisted, nil
+	}
+	return Strict, fmt.Errorf("unknown mode %q (want strict or pin-assisted)", s)
+}
+
+// Versions is what the resolver reads of the registry history;
+// *registryversions.Snapshot implements it.
+type Versions interface {
+	At(registry string, t time.Time) *registryversions.Version
+	Drift(registry, server, tool, digest string, t time.Time) bool
+}
+
+var _ Versions = (*registryversions.Snapshot)(nil)
+
+// Resolver resolves calls. The zero value is a strict resolver.
+type Resolver struct {
+	Mode Mode
+}
+
+// Malformed fills d for an event that could not be decoded.
+func Malformed(err error, d *schema.Decision) {
+	d.Reset()
+	var me *schema.MalformedError
+	if errors.As(err, &me) {
+		d.EventID = me.EventID
+		d.Set(schema.Malformed, me.Reason)
+		return
+	}
+	d.Set(schema.Malformed, err.Error())
+}
+
+// Resolve decides call c against vs and writes the decision into d.
+//
+// In PinAssisted mode an unpinned name that several top-trust servers
+// provide resolves to the provider whose digest equals seen_digest, else
+// to the only one whose signature accepts the arguments, else to the first
+// by server name; lower-trust providers of the name still make it M3.
+func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
+	d.Reset()
+	d.EventID = c.EventID
+	d.SeenDigest = c.SeenDigest
+	v := vs.At(c.Registry, c.EmittedAt)
+	if v == nil {
+		cls := schema.H1
+		if c.Server != "" {
+			cls = schema.M1
+		}
+		d.Set(cls, "registry "+quote(c.Registry)+" has no listing at or before emitted_at")
+		return
+	}
+	d.RegistryVersion = v.ID
+	t, cls, reason := r.name(v, c)
+	if t == nil {
+		d.Set(cls, reason)
+		return
+	}
+	d.ResolvedServer, d.ResolvedTool, d.CurrentDigest = t.Server, t.Name, t.Digest
+	d.Drift = vs.Drift(c.Registry, t.Server, t.Name, t.Digest, c.EmittedAt)
+	if cls != schema.OK { // M3 after a pin-assisted tie-break
+		d.Set(cls, reason)
+		return
+	}
+	if c.SeenDigest != "" && c.SeenDigest != t.Digest {
+		d.Set(schema.M4, "seen_digest differs from the definition current at emission")
+		return
+	}
+	if res := t.Sig.Check(c.Arguments); res.Kind != signature.Pass {
+		r.arguments(v, c, t, res, d)
+		return
+	}
+	if c.HasVisible && !visible(c, t) {
+		d.Set(schema.H4, "tool is not in the agent's visible tools")
+		return
+	}
+	d.Set(schema.OK, "")
+}
+
+// arguments classifies arguments that fail the resolved tool t.
+func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *registryversions.Tool, res signature.Result, d *schema.Decision) {
+	for _, o := range v.Providers(t.Name) {
+		if o != t && o.Sig.Accepts(c.Arguments) {
+			d.Set(schema.M5, "arguments fit "+quote(t.Name)+" on server "+quote(o.Server)+", not on "+quote(t.Server))
+			d.Path = res.Path
+			return
+		}
+	}
+	for _, o := range v.Tools() {
+		if o.Name != t.Name && o.Sig.Accepts(c.Arguments) {
+			d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
+			d.Path = res.Path
+			return
+		}
+	}
+	if res.Kind == signature.KeyFail {
+		d.Set(schema.H2, res.Reason)
+	} else {
+		d.Set(schema.H3, res.Reason)
+		d.Coercible = res.Coercible
+	}
+	d.Path = res.Path
+}
+
+// name resolves the emitted name (spec v1, rule 2). It returns the tool and
+// OK, or no tool and the failing class, or (pin-assisted) a tool and M3.
+func (r *Resolver) name(v *registryversions.Version, c *schema.Call) (*registryversions.Tool, schema.Class, string) {
+	if c.Server != "" {
+		s := v.Server(c.Server)
+		if s == nil {
+			return nil, schema.M1, "pinned server " + quote(c.Server) + " is not connected"
+		}
+		if t := s.Tool(c.Tool); t != nil {
+			return t, schema.OK, ""
+		}
+		if srv, name, ok := split(v, c.Tool); ok && srv.Name == c.Server {
+			if t := srv.Tool(name); t != nil {
+				return t, schema.OK, ""
+			}
+		}
+		return nil, schema.M1, "pinned server " + quote(c.Server) + " has no tool " + quote(c.Tool)
+	}
+	provs := v.Providers(c.Tool)
+	switch len(provs) {
+	case 0:
+		if srv, name, ok := split(v, c.Tool); ok {
+			if t := srv.Tool(name); t != nil {
+				return t, schema.OK, ""
+			}
+			return nil, schema.M1, "server " + quote(srv.Name) + " has no tool " + quote(name)
+		}
+		if v.Single() {
+			return nil, schema.H1, "no tool named " + quote(c.Tool)
+		}
+		return nil, schema.M1, "no connected server provides " + quote(c.Tool)
+	case 1:
+		return provs[0], schema.OK, ""
+	}
+	top, nTop, lower := provs[0].Trust, 0, false
+	for _, p := range provs {
+		top = max(top, p.Trust)
+	}
+	for _, p := range provs {
+		if p.Trust == top {
+			nTop++
+		} else {
+			lower = true
+		}
+	}
+	if nTop > 1 && r.Mode == Strict {
+		return nil, schema.M2, fmt.Sprintf("%d servers of trust %d provide %s; no pin", nTop, top, quote(c.Tool))
+	}
+	if nTop > 1 {
+		t := tieBreak(v, c, provs, top)
+		if lower {
+			return t, schema.M3, "a lower-trust server shadows " + quote(c.Tool)
+		}
+		return t, schema.OK, ""
+	}
+	return nil, schema.M3, "a lower-trust server shadows " + quote(c.Tool) + " of a trust-" + itoa(top) + " server"
+}
+
+// tieBreak picks one of several top-trust providers (pin-assisted mode).
+func tieBreak(v *registryversions.Version, c *schema.Call, provs []*registryversions.Tool, top int) *registryversions.Tool {
+	var first, fits *registryversions.Tool
+	nFit := 0
+	for _, p := range provs {
+		if p.Trust != top {
+			continue
+		}
+		if c.SeenDigest != "" && p.Digest == c.SeenDigest {
+			return p
+		}
+		if first == nil {
+			first = p
+		}
+		if p.Sig.Accepts(c.Arguments) {
+			nFit++
+			fits = p
+		}
+	}
+	if nFit == 1 {
+		return fits
+	}
+	return first
+}
+
+// split parses a flattened name: "mcp__server__tool", "server__tool" or
+// "server/tool", only where the prefix is a connected, named server (an
+// exact name was already tried; BFCL has tool names beginning with "__").
+func split(v *registryversions.Version, name string) (*registryversions.ServerState, string, bool) {
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		if s, tool, ok := cutAny(v, rest, "__"); ok {
+			return s, tool, true
+		}
+	}
+	if s, tool, ok := cutAny(v, name, "__"); ok {
+		return s, tool, true
+	}
+	return cutAny(v, name, "/")
+}
+
+// cutAny tries every occurrence of sep, leftmost first, as the boundary
+// between a connected server's name and a tool name.
+func cutAny(v *registryversions.Version, name, sep string) (*registryversions.ServerState, string, bool) {
+	for i := 0; ; {
+		j := strings.Index(name[i:], sep)
+		if j < 0 {
+			return nil, "", false
+		}
+		i += j
+		if i > 0 && i+len(sep) < len(name) {
+			if s := v.Server(name[:i]); s != nil {
+				return s, name[i+len(sep):], true
+			}
+		}
+		i += len(sep)
+	}
+}
+
+// visible reports whether the agent's frontier lists the resolved tool,
+// under the emitted name, its own name or a flattened form.
+func visible(c *schema.Call, t *registryversions.Tool) bool {
+	for _, n := range c.Visible {
+		if n == c.Tool || n == t.Name {
+			return true
+		}
+		if t.Server != "" && len(n) > len(t.Server) && strings.HasPrefix(n, t.Server) && strings.HasSuffix(n, t.Name) {
+			sep := n[len(t.Server) : len(n)-len(t.Name)]
+			if sep == "__" || sep == "/" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func qualified(t *registryversions.Tool) string {
+	if t.Server == "" {
+		return t.Name
+	}
+	return t.Server + "/" + t.Name
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+func itoa(i int) string { return fmt.Sprint(i) }

@@ -1,0 +1,227 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+)
+
+// MalformedError says why an event is unusable. Its Reason is the reason of
+// the MALFORMED decision; EventID is set when the event had a usable id.
+type MalformedError struct {
+	EventID string
+	Reason  string
+}
+
+func (e *MalformedError) Error() string { return "malformed event: " + e.Reason }
+
+func malformed(id, reason string) *MalformedError {
+	return &MalformedError{EventID: id, Reason: reason}
+}
+
+// CallDecoder decodes call events. It reuses its parse buffers, so a
+// decoder is not safe for concurrent use; use one per goroutine.
+type CallDecoder struct {
+	p    fastjson.Parser
+	keys [][]byte // scratch for the duplicate-key check
+}
+
+// Decode parses one call event into c. On a *MalformedError, c.EventID is
+// set when the event carried one, so the MALFORMED decision keeps its id.
+// The Arguments of c stay valid until the next call of Decode.
+//
+// JSON is checked by encoding/json.Valid first: fastjson, used for speed,
+// accepts NaN, leading zeros and bad escapes, and the contract is JSON.
+func (d *CallDecoder) Decode(line []byte, c *Call) error {
+	*c = Call{}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return malformed("", "empty line")
+	}
+	if !json.Valid(line) {
+		return malformed("", "not valid JSON")
+	}
+	v, err := d.p.ParseBytes(line)
+	if err != nil {
+		return malformed("", "not valid JSON")
+	}
+	o, err := v.Object()
+	if err != nil {
+		return malformed("", "event is not a JSON object")
+	}
+	id, ok := optString(o, "event_id")
+	if !ok || id == "" {
+		return malformed("", "event_id missing or not a non-empty string")
+	}
+	c.EventID = id
+	if t, ok := optString(o, "type"); !ok || (t != "" && t != "call") {
+		return malformed(id, `type is not "call"`)
+	}
+	if c.Tool, ok = optString(o, "tool"); !ok || c.Tool == "" {
+		return malformed(id, "tool name missing or empty")
+	}
+	ts := o.Get("emitted_at")
+	if ts == nil || ts.Type() == fastjson.TypeNull {
+		return malformed(id, "emitted_at missing")
+	}
+	tb, err := ts.StringBytes()
+	if err != nil {
+		return malformed(id, "emitted_at is not an RFC 3339 UTC timestamp")
+	}
+	if c.EmittedAt, err = ParseTime(string(tb)); err != nil {
+		return malformed(id, "emitted_at is not an RFC 3339 UTC timestamp")
+	}
+	args := o.Get("arguments")
+	switch {
+	case args == nil && o.Get("arguments_raw") != nil:
+		return malformed(id, "arguments are not JSON (only arguments_raw)")
+	case args == nil:
+		return malformed(id, "arguments missing")
+	case args.Type() != fastjson.TypeObject:
+		return malformed(id, "arguments is not an object")
+	}
+	if d.hasDuplicateKey(args) {
+		return malformed(id, "arguments repeat the key "+string(d.duplicateKey(args, nil)))
+	}
+	c.Arguments = args
+	reg := o.Get("registry")
+	if reg == nil || reg.Type() != fastjson.TypeString {
+		return malformed(id, "registry missing or not a string")
+	}
+	c.Registry = string(reg.GetStringBytes())
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"agent_id", &c.AgentID}, {"session_id", &c.SessionID}, {"model", &c.Model},
+		{"provider", &c.Provider}, {"surface", &c.Surface}, {"server", &c.Server},
+		{"seen_digest", &c.SeenDigest},
+	} {
+		if *f.dst, ok = optString(o, f.key); !ok {
+			return malformed(id, f.key+" is not a string")
+		}
+	}
+	if vis := o.Get("visible"); vis != nil && vis.Type() != fastjson.TypeNull {
+		arr, err := vis.Array()
+		if err != nil {
+			return malformed(id, "visible is not an array of strings")
+		}
+		c.HasVisible = true
+		c.Visible = make([]string, len(arr))
+		for i, e := range arr {
+			b, err := e.StringBytes()
+			if err != nil {
+				return malformed(id, "visible is not an array of strings")
+			}
+			c.Visible[i] = string(b)
+		}
+	}
+	return nil
+}
+
+// optString reads an optional string member: absent and null give "".
+// ok is false when the member has another type.
+func optString(o *fastjson.Object, key string) (s string, ok bool) {
+	v := o.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return "", true
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// hasDuplicateKey reports whether an object in v repeats a key. It does not
+// allocate; duplicateKey then finds where, on the rare failure path.
+func (d *CallDecoder) hasDuplicateKey(v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		if o.Len() > 1 {
+			keys := d.keys[:0]
+			o.Visit(func(k []byte, _ *fastjson.Value) { keys = append(keys, k) })
+			d.keys = keys[:0]
+			for i := 1; i < len(keys); i++ {
+				for j := 0; j < i; j++ {
+					if bytes.Equal(keys[i], keys[j]) {
+						return true
+					}
+				}
+			}
+		}
+		dup := false
+		o.Visit(func(_ []byte, e *fastjson.Value) {
+			dup = dup || d.hasDuplicateKey(e)
+		})
+		return dup
+	case fastjson.TypeArray:
+		arr, _ := v.Array()
+		for _, e := range arr {
+			if d.hasDuplicateKey(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// duplicateKey returns the JSON pointer of the first repeated object key in
+// v, or nil. Parsers disagree on repeated keys (first wins in some, last in
+// others), so a call that repeats a key could be checked with one value and
+// executed with the other: it is unusable, not merely suspicious.
+func (d *CallDecoder) duplicateKey(v *fastjson.Value, at []byte) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		if o.Len() > 1 {
+			keys := d.keys[:0]
+			o.Visit(func(k []byte, _ *fastjson.Value) { keys = append(keys, k) })
+			d.keys = keys[:0]
+			for i := 1; i < len(keys); i++ {
+				for j := 0; j < i; j++ {
+					if bytes.Equal(keys[i], keys[j]) {
+						return AppendPointer(append([]byte(nil), at...), keys[i])
+					}
+				}
+			}
+		}
+		var dup []byte
+		o.Visit(func(k []byte, e *fastjson.Value) {
+			if dup == nil && (e.Type() == fastjson.TypeObject || e.Type() == fastjson.TypeArray) {
+				dup = d.duplicateKey(e, AppendPointer(append([]byte(nil), at...), k))
+			}
+		})
+		return dup
+	case fastjson.TypeArray:
+		arr, _ := v.Array()
+		for i, e := range arr {
+			if e.Type() == fastjson.TypeObject || e.Type() == fastjson.TypeArray {
+				p := append(append([]byte(nil), at...), '/')
+				if dup := d.duplicateKey(e, strconv.AppendInt(p, int64(i), 10)); dup != nil {
+					return dup
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// AppendPointer appends "/" and the RFC 6901 escaped token to a JSON pointer.
+func AppendPointer(p []byte, token []byte) []byte {
+	p = append(p, '/')
+	for _, c := range token {
+		switch c {
+		case '~':
+			p = append(p, '~', '0')
+		case '/':
+			p = append(p, '~', '1')
+		default:
+			p = append(p, c)
+		}
+	}
+	return p
+}
