@@ -66,7 +66,7 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.view.Store(&Snapshot{timelines: map[string]*timeline{}})
+	s.view.Store(&Snapshot{timelines: map[string]timelineRef{}})
 	return s
 }
 
@@ -117,7 +117,15 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 	old := s.view.Load()
 	next := &Snapshot{timelines: maps.Clone(old.timelines)}
 	for reg, h := range dirty {
-		next.timelines[reg] = h.build()
+		tl := h.build()
+		ref := timelineRef{tl: tl}
+		if len(tl.versions) > 0 {
+			ref.first = tl.froms[0]
+		}
+		if len(tl.versions) == 1 {
+			ref.only = tl.versions[0]
+		}
+		next.timelines[reg] = ref
 	}
 	s.view.Store(next)
 	return issues
@@ -176,6 +184,7 @@ type stateAt struct {
 // timeline is the immutable, read-side history of one registry.
 type timeline struct {
 	versions []*Version           // sorted by From; consecutive IDs differ
+	froms    []int64              // versions[i].From in Unix nanoseconds, for search
 	servers  map[string][]stateAt // per server, changes only
 }
 
@@ -209,13 +218,43 @@ func (h *history) build() *timeline {
 			continue
 		}
 		tl.versions = append(tl.versions, v)
+		tl.froms = append(tl.froms, at.UnixNano())
+	}
+	for _, chain := range tl.servers {
+		markDrift(chain)
 	}
 	return tl
 }
 
+// markDrift sets Tool.Drift along one server's chain of states, last to
+// first: a tool has drifted when the next state drops it, changes its
+// digest, or drifts it later. Drift is a property of the version current
+// at emission: every listing after emitted_at is after that version began.
+func markDrift(chain []stateAt) {
+	for k := len(chain) - 2; k >= 0; k-- {
+		if chain[k].state == nil {
+			continue
+		}
+		next := chain[k+1].state
+		for _, t := range chain[k].state.list {
+			var n *Tool
+			if next != nil {
+				n = next.tools[t.Name]
+			}
+			t.Drift = n == nil || n.Digest != t.Digest || n.Drift
+		}
+	}
+}
+
+// newServerState copies the tools: each build owns its Tool values, so it
+// can set Drift without touching what readers of an older view hold.
 func newServerState(name string, trust int, tools []*Tool) *ServerState {
 	s := &ServerState{Name: name, Trust: trust, tools: make(map[string]*Tool, len(tools))}
-	s.list = slices.Clone(tools)
+	s.list = make([]*Tool, len(tools))
+	for i, t := range tools {
+		cp := *t
+		s.list[i] = &cp
+	}
 	slices.SortFunc(s.list, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range s.list {
 		s.tools[t.Name] = t
@@ -270,52 +309,52 @@ func newVersion(registry string, from time.Time, cur map[string]*ServerState) *V
 
 // Snapshot is an immutable view of every registry's history.
 type Snapshot struct {
-	timelines map[string]*timeline
+	timelines map[string]timelineRef
+}
+
+// timelineRef is held by value in the snapshot's map: most registries have
+// one version, and their lookups then end in the map's own slot instead of
+// following three more pointers (resolution is bound by memory latency).
+type timelineRef struct {
+	first int64    // froms[0]
+	only  *Version // the version, when there is exactly one
+	tl    *timeline
 }
 
 // At returns the version of the registry current at t, or nil when no
 // listing of that registry was observed at or before t.
 func (s *Snapshot) At(registry string, t time.Time) *Version {
-	tl := s.timelines[registry]
-	if tl == nil {
+	ref, ok := s.timelines[registry]
+	ns := t.UnixNano()
+	if !ok || ns < ref.first || ref.tl == nil || len(ref.tl.versions) == 0 {
 		return nil
 	}
-	// The first version whose From is after t; the one before it is current.
-	i, _ := slices.BinarySearchFunc(tl.versions, t, func(v *Version, t time.Time) int {
-		if v.From.After(t) {
-			return 1
+	if ref.only != nil {
+		return ref.only
+	}
+	// The first version that begins after t; the one before it is current.
+	froms := ref.tl.froms
+	i, j := 0, len(froms)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if froms[h] <= ns {
+			i = h + 1
+		} else {
+			j = h
 		}
-		return -1
-	})
-	if i == 0 {
-		return nil
 	}
-	return tl.versions[i-1]
+	return ref.tl.versions[i-1]
 }
 
 // Drift reports whether a listing observed after t changed the digest of
 // that server's tool, or dropped it (snapshot without it, or remove).
 func (s *Snapshot) Drift(registry, server, tool, digest string, t time.Time) bool {
-	tl := s.timelines[registry]
-	if tl == nil {
+	v := s.At(registry, t)
+	if v == nil || v.Server(server) == nil || v.Server(server).Tool(tool) == nil {
 		return false
 	}
-	hist := tl.servers[server]
-	i, _ := slices.BinarySearchFunc(hist, t, func(e stateAt, t time.Time) int {
-		if e.at.After(t) {
-			return 1
-		}
-		return -1
-	})
-	for _, e := range hist[i:] {
-		if e.state == nil {
-			return true
-		}
-		if tt := e.state.tools[tool]; tt == nil || tt.Digest != digest {
-			return true
-		}
-	}
-	return false
+	tt := v.Server(server).Tool(tool)
+	return tt.Digest != digest || tt.Drift
 }
 
 // Registries returns the number of registries known.
@@ -323,8 +362,8 @@ func (s *Snapshot) Registries() int { return len(s.timelines) }
 
 // Versions returns how many distinct versions the registry has had.
 func (s *Snapshot) Versions(registry string) int {
-	if tl := s.timelines[registry]; tl != nil {
-		return len(tl.versions)
+	if ref, ok := s.timelines[registry]; ok {
+		return len(ref.tl.versions)
 	}
 	return 0
 }

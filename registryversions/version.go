@@ -14,6 +14,9 @@ type Tool struct {
 	Digest      string
 	Description string
 	Sig         *signature.Signature // never nil
+	// Drift: a listing after the version that holds this tool changed
+	// its digest or dropped it (spec v1, drift).
+	Drift bool
 }
 
 // ServerState is one server's tool set between two of its listings.

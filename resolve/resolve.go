@@ -3,6 +3,7 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,6 @@ func ParseMode(s string) (Mode, error) {
 // *registryversions.Snapshot implements it.
 type Versions interface {
 	At(registry string, t time.Time) *registryversions.Version
-	Drift(registry, server, tool, digest string, t time.Time) bool
 }
 
 var _ Versions = (*registryversions.Snapshot)(nil)
@@ -93,7 +93,7 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 		return
 	}
 	d.ResolvedServer, d.ResolvedTool, d.CurrentDigest = t.Server, t.Name, t.Digest
-	d.Drift = vs.Drift(c.Registry, t.Server, t.Name, t.Digest, c.EmittedAt)
+	d.Drift = t.Drift
 	if cls != schema.OK { // M3 after a pin-assisted tie-break
 		d.Set(cls, reason)
 		return
@@ -261,14 +261,24 @@ func visible(c *schema.Call, t *registryversions.Tool) bool {
 		if n == c.Tool || n == t.Name {
 			return true
 		}
-		if t.Server != "" && len(n) > len(t.Server) && strings.HasPrefix(n, t.Server) && strings.HasSuffix(n, t.Name) {
-			sep := n[len(t.Server) : len(n)-len(t.Name)]
-			if sep == "__" || sep == "/" {
-				return true
-			}
+		if t.Server == "" {
+			continue
+		}
+		if flattenedAs(n, t.Server, t.Name, "__") || flattenedAs(n, t.Server, t.Name, "/") {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(n, "mcp__"); ok && flattenedAs(rest, t.Server, t.Name, "__") {
+			return true
 		}
 	}
 	return false
+}
+
+// flattenedAs reports whether n is server+sep+tool, without allocating.
+func flattenedAs(n, server, tool, sep string) bool {
+	return len(n) == len(server)+len(sep)+len(tool) &&
+		strings.HasPrefix(n, server) && strings.HasSuffix(n, tool) &&
+		n[len(server):len(server)+len(sep)] == sep
 }
 
 func qualified(t *registryversions.Tool) string {
@@ -278,6 +288,6 @@ func qualified(t *registryversions.Tool) string {
 	return t.Server + "/" + t.Name
 }
 
-func quote(s string) string { return fmt.Sprintf("%q", s) }
+func quote(s string) string { return strconv.Quote(s) }
 
-func itoa(i int) string { return fmt.Sprint(i) }
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 
 	"github.com/valyala/fastjson"
@@ -40,7 +39,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	if len(line) == 0 {
 		return malformed("", "empty line")
 	}
-	if !json.Valid(line) {
+	if !validJSON(line) {
 		return malformed("", "not valid JSON")
 	}
 	v, err := d.p.ParseBytes(line)
@@ -56,7 +55,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		return malformed("", "event_id missing or not a non-empty string")
 	}
 	c.EventID = id
-	if t, ok := optString(o, "type"); !ok || (t != "" && t != "call") {
+	if !typeIs(o, "call") {
 		return malformed(id, `type is not "call"`)
 	}
 	if c.Tool, ok = optString(o, "tool"); !ok || c.Tool == "" {
@@ -119,6 +118,13 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		}
 	}
 	return nil
+}
+
+// typeIs reports whether the event's optional type member, when present,
+// is exactly want.
+func typeIs(o *fastjson.Object, want string) bool {
+	t := o.Get("type")
+	return t == nil || (t.Type() == fastjson.TypeString && string(t.GetStringBytes()) == want)
 }
 
 // optString reads an optional string member: absent and null give "".

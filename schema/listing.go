@@ -2,7 +2,6 @@ package schema
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 
@@ -17,7 +16,7 @@ func DecodeListing(line []byte) (*Listing, error) {
 	if len(line) == 0 {
 		return nil, malformed("", "empty line")
 	}
-	if !json.Valid(line) {
+	if !validJSON(line) {
 		return nil, malformed("", "not valid JSON")
 	}
 	var p fastjson.Parser
@@ -35,7 +34,7 @@ func DecodeListing(line []byte) (*Listing, error) {
 		return nil, malformed("", "event_id missing or not a non-empty string")
 	}
 	l.EventID = id
-	if t, ok := optString(o, "type"); !ok || (t != "" && t != "listing") {
+	if !typeIs(o, "listing") {
 		return nil, malformed(id, `type is not "listing"`)
 	}
 	ts, ok := optString(o, "observed_at")
@@ -55,7 +54,7 @@ func DecodeListing(line []byte) (*Listing, error) {
 	}
 	if tr := o.Get("trust"); tr != nil && tr.Type() != fastjson.TypeNull {
 		f, err := tr.Float64()
-		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<31 {
+		if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
 			return nil, malformed(id, "trust is not an integer")
 		}
 		l.Trust = int(f)

@@ -13,20 +13,61 @@ var errNotUTC = errors.New("not an RFC 3339 UTC timestamp")
 // offset: event time must be unambiguous.
 func ParseTime(s string) (time.Time, error) {
 	n := len(s)
-	if n < len("2006-01-02T15:04:05Z") || (s[10] != 'T' && s[10] != 't') {
+	if !wellFormed(s) {
 		return time.Time{}, errNotUTC
 	}
-	switch {
-	case s[n-1] == 'Z' || s[n-1] == 'z':
-	case n > 6 && s[n-6:] == "+00:00":
-	default:
-		return time.Time{}, errNotUTC
+	if s[10] == 't' || s[n-1] == 'z' { // RFC 3339 allows lower case; Go does not
+		b := []byte(s)
+		b[10] = 'T'
+		if b[n-1] == 'z' {
+			b[n-1] = 'Z'
+		}
+		s = string(b)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, errNotUTC
 	}
 	return t.UTC(), nil
+}
+
+// wellFormed checks the RFC 3339 grammar exactly, with a UTC offset:
+// time.Parse alone also accepts one-digit hours and "," before the
+// fraction (found by FuzzDecodeCall).
+func wellFormed(s string) bool {
+	const layout = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(layout)+1 {
+		return false
+	}
+	for i := 0; i < len(layout); i++ {
+		c := s[i]
+		switch layout[i] {
+		case 'd':
+			if c < '0' || c > '9' {
+				return false
+			}
+		case 'T':
+			if c != 'T' && c != 't' {
+				return false
+			}
+		default:
+			if c != layout[i] {
+				return false
+			}
+		}
+	}
+	rest := s[len(layout):]
+	if rest[0] == '.' {
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 1 {
+			return false
+		}
+		rest = rest[i:]
+	}
+	return rest == "Z" || rest == "z" || rest == "+00:00"
 }
 
 // AppendTime appends t as RFC 3339 UTC with millisecond precision, the

@@ -36,16 +36,57 @@ type fail struct {
 	segs      []string // path segments, innermost first
 }
 
-func newFail(k Kind, reason string) *fail { return &fail{kind: k, reason: reason} }
+// Accepts needs only pass or fail and which kind: in quiet mode failures
+// are these shared values, so a scan over many tools does not allocate.
+var (
+	quietKey = &fail{kind: KeyFail}
+	quietVal = &fail{kind: ValueFail}
+)
+
+// mode is the checking mode: loud failures carry a reason and a path.
+type mode bool
+
+const (
+	loud  mode = false
+	quiet mode = true
+)
+
+func (m mode) fail(k Kind, reason string) *fail {
+	if m == quiet {
+		if k == KeyFail {
+			return quietKey
+		}
+		return quietVal
+	}
+	return &fail{kind: k, reason: reason}
+}
+
+func (f *fail) quiet() bool { return f == quietKey || f == quietVal }
 
 func (f *fail) at(seg string) *fail {
-	f.segs = append(f.segs, seg)
+	if !f.quiet() {
+		f.segs = append(f.segs, seg)
+	}
+	return f
+}
+
+func (f *fail) atKey(k []byte) *fail {
+	if !f.quiet() {
+		f.segs = append(f.segs, string(k))
+	}
+	return f
+}
+
+func (f *fail) atIndex(i int) *fail {
+	if !f.quiet() {
+		f.segs = append(f.segs, strconv.Itoa(i))
+	}
 	return f
 }
 
 // Check checks the arguments of a call. It does not allocate when they pass.
 func (s *Signature) Check(args *fastjson.Value) Result {
-	f := check(s.root, args)
+	f := check(s.root, args, loud)
 	if f == nil {
 		return Result{}
 	}
@@ -58,55 +99,58 @@ func (s *Signature) Check(args *fastjson.Value) Result {
 }
 
 // Accepts reports whether the arguments pass.
-func (s *Signature) Accepts(args *fastjson.Value) bool { return check(s.root, args) == nil }
+func (s *Signature) Accepts(args *fastjson.Value) bool { return check(s.root, args, quiet) == nil }
 
-func check(n *node, v *fastjson.Value) *fail {
-	if n.never {
-		return newFail(ValueFail, "no value is allowed here")
-	}
-	if n.ref != nil {
-		if f := check(n.ref, v); f != nil {
+func check(n *node, v *fastjson.Value, m mode) *fail {
+	if n.has&(cNever|cRef) != 0 {
+		if n.never {
+			return m.fail(ValueFail, "no value is allowed here")
+		}
+		if f := check(n.ref, v, m); f != nil {
 			return f
 		}
 	}
 	t := v.Type()
 	if n.types != 0 && !n.types.has(v, t) {
-		f := newFail(ValueFail, "wrong type: want "+n.types.String()+", got "+typeOf(v, t))
+		if m == quiet {
+			return quietVal
+		}
+		f := m.fail(ValueFail, "wrong type: want "+n.types.String()+", got "+typeOf(v, t))
 		f.coercible = coercible(n.types, v, t)
 		return f
 	}
-	if n.hasEnum && !n.inEnum(v, t) {
-		return newFail(ValueFail, "value not in enum")
+	if n.has&cEnum != 0 && !n.inEnum(v, t) {
+		return m.fail(ValueFail, "value not in enum")
 	}
-	if n.hasConst && !equal(v, n.constVal) {
-		return newFail(ValueFail, "value is not the const")
+	if n.has&cConst != 0 && !equal(v, n.constVal) {
+		return m.fail(ValueFail, "value is not the const")
 	}
 	var f *fail
-	switch t {
-	case fastjson.TypeObject:
-		f = n.object(v)
-	case fastjson.TypeArray:
-		f = n.array(v)
-	case fastjson.TypeString:
-		f = n.string(v)
-	case fastjson.TypeNumber:
-		f = n.number(v)
+	switch {
+	case t == fastjson.TypeObject && n.has&cObject != 0:
+		f = n.object(v, m)
+	case t == fastjson.TypeArray && n.has&cArray != 0:
+		f = n.array(v, m)
+	case t == fastjson.TypeString && n.has&cString != 0:
+		f = n.string(v, m)
+	case t == fastjson.TypeNumber && n.has&cNumber != 0:
+		f = n.number(v, m)
 	}
-	if f != nil && f.kind == KeyFail {
+	if f != nil && f.kind == KeyFail || n.has&cComb == 0 {
 		return f
 	}
 	// Combinators: a key failure found in them still outranks a value
 	// failure found above.
-	if g := n.combinators(v); g != nil && (f == nil || g.kind > f.kind) {
+	if g := n.combinators(v, m); g != nil && (f == nil || g.kind > f.kind) {
 		return g
 	}
 	return f
 }
 
-func (n *node) combinators(v *fastjson.Value) *fail {
+func (n *node) combinators(v *fastjson.Value, m mode) *fail {
 	var worst *fail
 	for _, s := range n.allOf {
-		if f := check(s, v); f != nil {
+		if f := check(s, v, m); f != nil {
 			if f.kind == KeyFail {
 				return f
 			}
@@ -119,26 +163,26 @@ func (n *node) combinators(v *fastjson.Value) *fail {
 		return worst
 	}
 	if n.anyOf != nil {
-		if f := anyOf(n.anyOf, v, "anyOf"); f != nil {
+		if f := anyOf(n.anyOf, v, "anyOf", m); f != nil {
 			return f
 		}
 	}
 	if n.oneOf != nil {
 		passed := 0
 		for _, s := range n.oneOf {
-			if check(s, v) == nil {
+			if check(s, v, m) == nil {
 				passed++
 			}
 		}
 		switch {
 		case passed == 0:
-			return anyOf(n.oneOf, v, "oneOf")
+			return anyOf(n.oneOf, v, "oneOf", m)
 		case passed > 1:
-			return newFail(ValueFail, "matches more than one branch of oneOf")
+			return m.fail(ValueFail, "matches more than one branch of oneOf")
 		}
 	}
-	if n.not != nil && check(n.not, v) == nil {
-		return newFail(ValueFail, "matches the schema of not")
+	if n.not != nil && check(n.not, v, m) == nil {
+		return m.fail(ValueFail, "matches the schema of not")
 	}
 	return nil
 }
@@ -146,10 +190,10 @@ func (n *node) combinators(v *fastjson.Value) *fail {
 // anyOf passes when a branch passes. When none does, a branch that failed on
 // keys (the value had the branch's type but an undeclared or missing key)
 // explains the failure better than a type mismatch of another branch.
-func anyOf(subs []*node, v *fastjson.Value, kw string) *fail {
+func anyOf(subs []*node, v *fastjson.Value, kw string, m mode) *fail {
 	var key *fail
 	for _, s := range subs {
-		f := check(s, v)
+		f := check(s, v, m)
 		if f == nil {
 			return nil
 		}
@@ -160,10 +204,13 @@ func anyOf(subs []*node, v *fastjson.Value, kw string) *fail {
 	if key != nil {
 		return key
 	}
-	return newFail(ValueFail, "matches no branch of "+kw)
+	if m == quiet {
+		return quietVal
+	}
+	return m.fail(ValueFail, "matches no branch of "+kw)
 }
 
-func (n *node) object(v *fastjson.Value) *fail {
+func (n *node) object(v *fastjson.Value, m mode) *fail {
 	o, _ := v.Object()
 	var val, key *fail
 	o.Visit(func(k []byte, e *fastjson.Value) {
@@ -173,15 +220,15 @@ func (n *node) object(v *fastjson.Value) *fail {
 		p := n.prop(k)
 		if p == nil {
 			if n.closed {
-				key = newFail(KeyFail, "undeclared argument").at(string(k))
+				key = m.fail(KeyFail, "undeclared argument").atKey(k)
 				return
 			}
 			if p = n.addl; p == nil {
 				return // free-form
 			}
 		}
-		if f := check(p, e); f != nil {
-			f.at(string(k))
+		if f := check(p, e, m); f != nil {
+			f.atKey(k)
 			if f.kind == KeyFail {
 				key = f
 			} else if val == nil {
@@ -194,14 +241,14 @@ func (n *node) object(v *fastjson.Value) *fail {
 	}
 	for _, r := range n.required {
 		if o.Get(r) == nil {
-			return newFail(KeyFail, "required argument missing").at(r)
+			return m.fail(KeyFail, "required argument missing").at(r)
 		}
 	}
 	if val != nil {
 		return val
 	}
 	if l := o.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
-		return newFail(ValueFail, "number of properties out of range")
+		return m.fail(ValueFail, "number of properties out of range")
 	}
 	return nil
 }
@@ -220,13 +267,13 @@ func (n *node) prop(k []byte) *node {
 	return n.propIndex[string(k)]
 }
 
-func (n *node) array(v *fastjson.Value) *fail {
+func (n *node) array(v *fastjson.Value, m mode) *fail {
 	arr, _ := v.Array()
 	if len(arr) < n.minItems {
-		return newFail(ValueFail, "too few items")
+		return m.fail(ValueFail, "too few items")
 	}
 	if n.maxItems >= 0 && len(arr) > n.maxItems {
-		return newFail(ValueFail, "too many items")
+		return m.fail(ValueFail, "too many items")
 	}
 	var val *fail
 	for i, e := range arr {
@@ -239,8 +286,8 @@ func (n *node) array(v *fastjson.Value) *fail {
 		if s == nil {
 			continue
 		}
-		if f := check(s, e); f != nil {
-			f.at(strconv.Itoa(i))
+		if f := check(s, e, m); f != nil {
+			f.atIndex(i)
 			if f.kind == KeyFail {
 				return f
 			}
@@ -256,7 +303,7 @@ func (n *node) array(v *fastjson.Value) *fail {
 		for i := 1; i < len(arr); i++ {
 			for j := 0; j < i; j++ {
 				if equalValues(arr[i], arr[j]) {
-					return newFail(ValueFail, "items are not unique").at(strconv.Itoa(i))
+					return m.fail(ValueFail, "items are not unique").atIndex(i)
 				}
 			}
 		}
@@ -264,7 +311,7 @@ func (n *node) array(v *fastjson.Value) *fail {
 	return nil
 }
 
-func (n *node) string(v *fastjson.Value) *fail {
+func (n *node) string(v *fastjson.Value, m mode) *fail {
 	if n.minLen == 0 && n.maxLen < 0 && n.pattern == nil {
 		return nil
 	}
@@ -272,37 +319,37 @@ func (n *node) string(v *fastjson.Value) *fail {
 	if n.minLen > 0 || n.maxLen >= 0 {
 		l := utf8.RuneCount(b)
 		if l < n.minLen {
-			return newFail(ValueFail, "string shorter than minLength")
+			return m.fail(ValueFail, "string shorter than minLength")
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
-			return newFail(ValueFail, "string longer than maxLength")
+			return m.fail(ValueFail, "string longer than maxLength")
 		}
 	}
 	if n.pattern != nil && !n.pattern.Match(b) {
-		return newFail(ValueFail, "string does not match pattern")
+		return m.fail(ValueFail, "string does not match pattern")
 	}
 	return nil
 }
 
-func (n *node) number(v *fastjson.Value) *fail {
+func (n *node) number(v *fastjson.Value, m mode) *fail {
 	if !n.hasMin && !n.hasMax && !n.hasExMin && !n.hasExMax && n.multipleOf == 0 {
 		return nil
 	}
 	x := v.GetFloat64()
 	switch {
 	case n.hasMin && x < n.min:
-		return newFail(ValueFail, "below minimum")
+		return m.fail(ValueFail, "below minimum")
 	case n.hasMax && x > n.max:
-		return newFail(ValueFail, "above maximum")
+		return m.fail(ValueFail, "above maximum")
 	case n.hasExMin && x <= n.exMin:
-		return newFail(ValueFail, "not above exclusiveMinimum")
+		return m.fail(ValueFail, "not above exclusiveMinimum")
 	case n.hasExMax && x >= n.exMax:
-		return newFail(ValueFail, "not below exclusiveMaximum")
+		return m.fail(ValueFail, "not below exclusiveMaximum")
 	}
 	if n.multipleOf > 0 {
 		q := x / n.multipleOf
 		if math.IsInf(q, 0) || math.Abs(q-math.Round(q)) > 1e-9*math.Max(1, math.Abs(q)) {
-			return newFail(ValueFail, "not a multiple of multipleOf")
+			return m.fail(ValueFail, "not a multiple of multipleOf")
 		}
 	}
 	return nil

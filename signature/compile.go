@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -61,10 +62,28 @@ type prop struct {
 	n    *node
 }
 
-// node is one compiled schema node. Zero values mean "no constraint".
+// checks says which groups of keywords a node has, so that checking a
+// value reads one word of the node instead of every field.
+type checks uint16
+
+const (
+	cNever checks = 1 << iota
+	cRef
+	cEnum
+	cConst
+	cObject
+	cArray
+	cString
+	cNumber
+	cComb
+)
+
+// node is one compiled schema node. Zero values mean "no constraint". The
+// fields read for every value come first.
 type node struct {
-	never bool    // the false schema
+	has   checks
 	types typeSet // 0: any type
+	never bool    // the false schema
 
 	// objects
 	props      []prop // sorted by name; nil when "properties" is absent
@@ -155,21 +174,36 @@ func (c *compiler) node(s any, path string, root bool) *node {
 		if root && v {
 			n.closed = true // closed-world: the top level never takes unknown keys
 		}
-		return n
 	case map[string]any:
 		c.fill(n, v, path, root)
 	default:
 		c.report(path, "", "schema is neither an object nor a boolean")
 	}
+	n.has = n.summarize()
 	return n
 }
 
-func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+func (n *node) summarize() checks {
+	var h checks
+	set := func(c checks, on bool) {
+		if on {
+			h |= c
+		}
 	}
-	slices.Sort(keys) // deterministic reports
+	set(cNever, n.never)
+	set(cRef, n.ref != nil)
+	set(cEnum, n.hasEnum)
+	set(cConst, n.hasConst)
+	set(cObject, n.props != nil || n.closed || n.addl != nil || n.required != nil || n.minProps > 0 || n.maxProps >= 0)
+	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique)
+	set(cString, n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil)
+	set(cNumber, n.hasMin || n.hasMax || n.hasExMin || n.hasExMax || n.multipleOf > 0)
+	set(cComb, n.anyOf != nil || n.oneOf != nil || n.allOf != nil || n.not != nil)
+	return h
+}
+
+func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
+	keys := slices.Sorted(maps.Keys(m)) // deterministic reports
 	addlSet := false
 	addlOpen := false
 	for _, k := range keys {
@@ -187,12 +221,11 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 			n.hasObjKeys = true
 			n.props = make([]prop, 0, len(pm))
 			n.propIndex = make(map[string]*node, len(pm))
-			for name, ps := range pm {
-				pn := c.node(ps, kp+"/"+escape(name), false)
+			for _, name := range slices.Sorted(maps.Keys(pm)) { // deterministic reports
+				pn := c.node(pm[name], kp+"/"+escape(name), false)
 				n.props = append(n.props, prop{name, pn})
 				n.propIndex[name] = pn
 			}
-			slices.SortFunc(n.props, func(a, b prop) int { return strings.Compare(a.name, b.name) })
 		case "required":
 			arr, ok := v.([]any)
 			if !ok {

@@ -22,8 +22,9 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-func checkCommand() *ffcli.Command {
+func checkCommand(std stdio) *ffcli.Command {
 	fs := flag.NewFlagSet("resolverd check", flag.ContinueOnError)
+	fs.SetOutput(std.err)
 	listings := fs.String("listings", "", "listing events, JSONL (`FILE`, - for stdin); required")
 	calls := fs.String("calls", "", "call events, JSONL (`FILE`, - for stdin); required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict (same-trust collisions are M2) or pin-assisted (resolved deterministically)")
@@ -55,7 +56,7 @@ error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.`,
 			if err != nil {
 				return usageError{err}
 			}
-			return runCheck(ctx, checkArgs{*listings, *calls, m, *workers, *quiet})
+			return runCheck(ctx, std, checkArgs{*listings, *calls, m, *workers, *quiet})
 		},
 	}
 }
@@ -67,17 +68,17 @@ type checkArgs struct {
 	quiet           bool
 }
 
-func runCheck(ctx context.Context, a checkArgs) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+func runCheck(ctx context.Context, std stdio, a checkArgs) error {
+	log := slog.New(slog.NewTextHandler(std.err, nil))
 	if a.quiet {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lf, err := open(a.listings)
+	lf, err := open(a.listings, std.in)
 	if err != nil {
 		return err
 	}
 	defer lf.Close()
-	cf, err := open(a.calls)
+	cf, err := open(a.calls, std.in)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func runCheck(ctx context.Context, a checkArgs) error {
 	log.Info("listings applied", "lines", ls.Lines, "applied", ls.Applied, "bad", ls.Bad,
 		"issues", ls.Issues, "registries", snap.Registries(), "signatures_compiled", store.Compiled())
 
-	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	out := bufio.NewWriterSize(std.out, 1<<20)
 	sum, err := offline.Check(ctx, offline.Config{Resolver: resolve.Resolver{Mode: a.mode}, Workers: a.workers}, snap, cf, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write decisions: %w", ferr)
@@ -102,14 +103,14 @@ func runCheck(ctx context.Context, a checkArgs) error {
 		return err
 	}
 	if !a.quiet {
-		printSummary(os.Stderr, sum, a.mode, time.Since(start))
+		printSummary(std.err, sum, a.mode, time.Since(start))
 	}
 	return nil
 }
 
-func open(name string) (io.ReadCloser, error) {
+func open(name string, stdin io.Reader) (io.ReadCloser, error) {
 	if name == "-" {
-		return io.NopCloser(os.Stdin), nil
+		return io.NopCloser(stdin), nil
 	}
 	f, err := os.Open(name)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,39 +23,55 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:]))
+	os.Exit(run(ctx, os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// stdio are the process's streams, passed explicitly so tests can run
+// commands in-process.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
 }
 
 // run returns the process exit code: 0, 1 for unusable input or a failed
 // run, 2 for a usage error.
-func run(ctx context.Context, args []string) int {
+func run(ctx context.Context, args []string, std stdio) int {
+	rootFlags := flag.NewFlagSet("resolverd", flag.ContinueOnError)
+	rootFlags.SetOutput(std.err)
 	root := &ffcli.Command{
 		Name:       "resolverd",
 		ShortUsage: "resolverd <subcommand> [flags]",
 		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
-		Subcommands: []*ffcli.Command{checkCommand()},
+		FlagSet:     rootFlags,
+		Subcommands: []*ffcli.Command{checkCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},
 	}
-	err := root.ParseAndRun(ctx, args)
+	err := root.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(std.err, "resolverd:", err)
+		return 2
+	}
+	if err == nil {
+		err = root.Run(ctx)
+	}
 	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		if len(args) == 0 {
-			fmt.Fprintln(os.Stderr, ffcli.DefaultUsageFunc(root))
-			return 2
+			return 2 // ffcli has printed the usage
 		}
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "resolverd:", err)
+		fmt.Fprintln(std.err, "resolverd:", err)
 		return 2
 	default:
-		fmt.Fprintln(os.Stderr, "resolverd:", err)
+		fmt.Fprintln(std.err, "resolverd:", err)
 		return 1
 	}
 }

@@ -1,0 +1,44 @@
+# toolaudit: the two commands a user needs are `make demo` (run it) and
+# `make test` (test it). See README.md.
+
+GO       ?= go
+BIN      ?= bin
+PKGS     ?= ./...
+
+.PHONY: all build test vet fmt-check fuzz bench check-sample clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The test command of the README and of CI.
+test: fmt-check vet
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Run each fuzz target for FUZZTIME (default 60s).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCall -fuzztime $(FUZZTIME) ./schema/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeListing -fuzztime $(FUZZTIME) ./schema/
+	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./resolve/
+	$(GO) test -run '^$$' -fuzz FuzzDifferentialOracle -fuzztime $(FUZZTIME) ./signature/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./resolve/
+
+# The worked example of the README: decide the shared sample and score it.
+check-sample: build
+	$(BIN)/resolverd check --listings testdata/corpus/sample/listings.jsonl \
+	  --calls testdata/corpus/sample/calls.jsonl > $(BIN)/sample.decisions.jsonl
+	python3 testdata/corpus/score.py testdata/corpus/sample/expected.jsonl $(BIN)/sample.decisions.jsonl
+
+clean:
+	rm -rf $(BIN)

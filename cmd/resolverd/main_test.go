@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func corpus(parts ...string) string {
+	return filepath.Join(append([]string{"..", "..", "testdata", "corpus"}, parts...)...)
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, stdio{strings.NewReader(stdin), &out, &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestCheckCommand(t *testing.T) {
+	calls, err := os.ReadFile(corpus("sample", "calls.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCmd(t, string(calls), "check", "--listings", corpus("sample", "listings.jsonl"), "--calls", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 270 {
+		t.Fatalf("%d decision lines, want 270", len(lines))
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first["event_id"] != "c-a5840a" || first["class"] != "H1" {
+		t.Fatalf("first decision %v (%v)", first, err)
+	}
+	for _, want := range []string{"OK    allow    167", "MALFORMED   reject      2", "total", "mode strict, 270 calls"} {
+		if !strings.Contains(strings.Join(strings.Fields(stderr), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	sample := corpus("sample", "listings.jsonl")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no subcommand", nil, 2, "SUBCOMMANDS"},
+		{"help", []string{"check", "--help"}, 0, "--listings"},
+		{"missing flags", []string{"check"}, 2, "needs --listings and --calls"},
+		{"unknown flag", []string{"check", "--bogus"}, 2, "bogus"},
+		{"bad mode", []string{"check", "--listings", sample, "--calls", sample, "--mode", "lenient"}, 2, "unknown mode"},
+		{"both stdin", []string{"check", "--listings", "-", "--calls", "-"}, 2, "stdin"},
+		{"missing file", []string{"check", "--listings", "/nonexistent/l.jsonl", "--calls", sample}, 1, "no such file"},
+		{"directory", []string{"check", "--listings", sample, "--calls", "."}, 1, "is a directory"},
+		// A listings file passed as calls: every line is MALFORMED, not an exit.
+		{"wrong file kind", []string{"check", "--listings", sample, "--calls", sample, "--quiet"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := runCmd(t, "", tt.args...)
+			if code != tt.code || !strings.Contains(stderr+out, tt.msg) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tt.code, tt.msg, out, stderr)
+			}
+		})
+	}
+}
+
+func TestCheckEnvConfig(t *testing.T) {
+	t.Setenv("RESOLVERD_CHECK_MODE", "pin-assisted")
+	code, _, stderr := runCmd(t, "", "check", "--listings", corpus("sample", "listings.jsonl"), "--calls", corpus("sample", "calls.jsonl"))
+	if code != 0 || !strings.Contains(stderr, "mode pin-assisted") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+}

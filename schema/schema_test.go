@@ -1,0 +1,265 @@
+package schema
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func TestDecodeCall(t *testing.T) {
+	tests := []struct {
+		name, line, reason string // reason "" means the call is usable
+	}{
+		{"minimal", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, ""},
+		{"empty tool", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"","arguments":{}}`, "tool name missing or empty"},
+		{"no tool", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","arguments":{}}`, "tool name missing or empty"},
+		{"bad time", `{"event_id":"c","emitted_at":"yesterday","registry":"r","tool":"t","arguments":{}}`, "emitted_at is not an RFC 3339 UTC timestamp"},
+		{"offset time", `{"event_id":"c","emitted_at":"2026-12-01T01:00:00+01:00","registry":"r","tool":"t","arguments":{}}`, "emitted_at is not an RFC 3339 UTC timestamp"},
+		{"no time", `{"event_id":"c","registry":"r","tool":"t","arguments":{}}`, "emitted_at missing"},
+		{"raw only", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments_raw":"{oops"}`, "arguments are not JSON (only arguments_raw)"},
+		{"no arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t"}`, "arguments missing"},
+		{"string arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":"{}"}`, "arguments is not an object"},
+		{"repeated key", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"q":{"a":1,"a~/b":1,"a~/b":2}}}`, "arguments repeat the key /q/a~0~1b"},
+		{"not json", `{"event_id":"c",`, "not valid JSON"},
+		{"NaN", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"a":NaN}}`, "not valid JSON"},
+		{"array", `[]`, "event is not a JSON object"},
+		{"listing", `{"type":"listing","event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, `type is not "call"`},
+		{"blank", "  \n", "empty line"},
+	}
+	var d CallDecoder
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Call
+			err := d.Decode([]byte(tt.line), &c)
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				if c.Arguments == nil || c.EventID != "c" || c.Tool != "t" {
+					t.Fatalf("decoded %+v", c)
+				}
+				return
+			}
+			me, ok := err.(*MalformedError)
+			if !ok {
+				t.Fatalf("err = %v, want *MalformedError", err)
+			}
+			if me.Reason != tt.reason {
+				t.Fatalf("reason = %q, want %q", me.Reason, tt.reason)
+			}
+			if strings.Contains(tt.line, `"event_id":"c"`) && tt.name != "not json" && tt.name != "NaN" && me.EventID != "c" {
+				t.Fatalf("event id lost: %q", me.EventID)
+			}
+		})
+	}
+}
+
+func TestDecodeCallFields(t *testing.T) {
+	line := `{"type":"call","event_id":"c-1","emitted_at":"2026-11-29T10:00:05.250Z","registry":"fleet-a","agent_id":"a-7","session_id":"s-19",
+	 "model":"m","provider":"bedrock","surface":"raw_json","tool":"create_issue","server":"github","arguments":{"owner":"o"},
+	 "seen_digest":"sha256:00","visible":["create_issue","search_code"]}`
+	var d CallDecoder
+	var c Call
+	if err := d.Decode([]byte(line), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 29, 10, 0, 5, 250e6, time.UTC)
+	if !c.EmittedAt.Equal(want) || c.Registry != "fleet-a" || c.AgentID != "a-7" || c.Key() != "s-19" ||
+		c.Model != "m" || c.Provider != "bedrock" || c.Surface != "raw_json" || c.Server != "github" ||
+		c.SeenDigest != "sha256:00" || !c.HasVisible || len(c.Visible) != 2 || c.Visible[1] != "search_code" ||
+		string(c.Arguments.GetStringBytes("owner")) != "o" {
+		t.Fatalf("decoded %+v", c)
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"2026-12-01T00:00:00Z", true},
+		{"2026-12-01T00:00:00.123Z", true},
+		{"2026-12-01T00:00:00.123456789Z", true},
+		{"2026-12-01t00:00:00z", true},
+		{"2026-12-01T00:00:00+00:00", true},
+		{"2026-12-01T00:00:00-00:00", false},
+		{"2026-12-01T00:00:00+01:00", false},
+		{"2026-12-01T00:00:00", false},
+		{"2026-12-01", false},
+		{"2026-12-01 00:00:00Z", false},
+		{"2026-02-30T00:00:00Z", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		_, err := ParseTime(tt.in)
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseTime(%q) err = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+	}
+}
+
+func compileSchemas(t testing.TB) (call, listing, decision *jsonschema.Schema) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	for _, s := range [][]byte{CallSchema, ListingSchema, DecisionSchema} {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(doc.(map[string]any)["$id"].(string), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(id string) *jsonschema.Schema {
+		s, err := c.Compile("https://toolaudit.dev/schema/v1/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return must("call.schema.json"), must("listing.schema.json"), must("decision.schema.json")
+}
+
+func schemaAccepts(s *jsonschema.Schema, line []byte) bool {
+	if !json.Valid(line) {
+		return false
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
+	return err == nil && s.Validate(v) == nil
+}
+
+func readLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			out = append(out, bytes.Clone(sc.Bytes()))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestJSONSchemasAgreeWithDecoders: the published JSON Schemas and the Go
+// decoders accept exactly the same events, on the corpus and on hand-made
+// bad events, except for the rules the schemas' descriptions name.
+func TestJSONSchemasAgreeWithDecoders(t *testing.T) {
+	callS, listingS, _ := compileSchemas(t)
+	corpus := filepath.Join("..", "testdata", "corpus")
+	type file struct {
+		path  string
+		kind  string // call or listing
+		valid int    // 1: all valid, 0: all invalid, -1: decoder-only rules (decoder rejects, schema accepts)
+	}
+	files := []file{
+		{filepath.Join(corpus, "sample", "calls.jsonl"), "call", 2},
+		{filepath.Join(corpus, "bfcl", "calls.jsonl"), "call", 1},
+		{filepath.Join(corpus, "sample", "listings.jsonl"), "listing", 1},
+		{filepath.Join(corpus, "bfcl", "listings.jsonl"), "listing", 1},
+		{filepath.Join(corpus, "mcp", "listings.jsonl"), "listing", 1},
+		{filepath.Join(corpus, "mcp", "history.jsonl"), "listing", 1},
+		{"testdata/good_calls.jsonl", "call", 1},
+		{"testdata/bad_calls.jsonl", "call", 0},
+		{"testdata/good_listings.jsonl", "listing", 1},
+		{"testdata/bad_listings.jsonl", "listing", 0},
+		{"testdata/decoder_only_bad.jsonl", "", -1},
+	}
+	var dec CallDecoder
+	for _, f := range files {
+		lines := readLines(t, f.path)
+		for i, line := range lines {
+			kind := f.kind
+			if kind == "" {
+				kind = "call"
+				if bytes.Contains(line, []byte(`"listing"`)) {
+					kind = "listing"
+				}
+			}
+			var decoded, valid bool
+			if kind == "call" {
+				var c Call
+				decoded = dec.Decode(line, &c) == nil
+				valid = schemaAccepts(callS, line)
+			} else {
+				_, err := DecodeListing(line)
+				decoded = err == nil
+				valid = schemaAccepts(listingS, line)
+			}
+			where := f.path + ":" + strconv.Itoa(i+1)
+			switch f.valid {
+			case -1:
+				if decoded || !valid {
+					t.Errorf("%s: decoder-only rule: decoded=%v schema=%v, want false/true", where, decoded, valid)
+				}
+				continue
+			case 0, 1:
+				if decoded != (f.valid == 1) {
+					t.Errorf("%s: decoded=%v, want %v", where, decoded, f.valid == 1)
+				}
+			}
+			if decoded != valid {
+				t.Errorf("%s: decoder says %v, JSON Schema says %v", where, decoded, valid)
+			}
+		}
+	}
+}
+
+func TestDecisionEncoding(t *testing.T) {
+	_, _, decS := compileSchemas(t)
+	ds := []Decision{
+		{EventID: "c-1", Class: OK, Verdict: Allow, ResolvedServer: "s", ResolvedTool: "t", RegistryVersion: "rv-1",
+			CurrentDigest: "sha256:" + strings.Repeat("ab", 32), SeenDigest: "x"},
+		{EventID: "c-2\"\\\n\x01\u2028<>&", Class: H3, Verdict: Reject, Reason: "wrong type", Path: "/a~1b/0", Coercible: true, Drift: true},
+		{EventID: "bad \xff utf8", Class: Malformed, Verdict: Reject, Reason: "not valid JSON"},
+	}
+	for _, d := range ds {
+		b := d.AppendJSON(nil)
+		if !json.Valid(b) {
+			t.Fatalf("invalid JSON: %s", b)
+		}
+		if !schemaAccepts(decS, b) {
+			t.Fatalf("decision schema rejects %s", b)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ToValidUTF8(d.EventID, "\ufffd"); back["event_id"] != want {
+			t.Fatalf("event_id round trip: %q, want %q", back["event_id"], want)
+		}
+		if back["class"] != string(d.Class) || back["verdict"] != string(d.Verdict) || back["drift"] != d.Drift {
+			t.Fatalf("round trip: %s", b)
+		}
+	}
+	bad := Decision{EventID: "c", Class: H1, Verdict: Allow}
+	if schemaAccepts(decS, bad.AppendJSON(nil)) {
+		t.Fatal("decision schema accepts an allowed H1")
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote\"back\\slash", "\x00\x1f\x7f", "tab\tnl\ncr\r", "é😀", "\u2028\u2029", "<&>"} {
+		var got any
+		if err := json.Unmarshal(AppendString(nil, s), &got); err != nil || got != s {
+			t.Errorf("AppendString(%q) round trip = %q, %v", s, got, err)
+		}
+	}
+}
