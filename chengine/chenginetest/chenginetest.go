@@ -1,0 +1,126 @@
+// Package chenginetest gives tests a real ClickHouse engine (package chengine)
+// and decides what happens when the engine library has not been fetched.
+//
+// The gate: if libchdb.so cannot be found, tests that ask for a server are
+// skipped with a message saying how to fetch it, unless CHENGINE_REQUIRED=1
+// (CI sets it), in which case they fail. Any other start failure always
+// fails. So a machine without the library never passes silently in CI.
+// Tests that never ask for a server are unaffected either way.
+//
+// Typical use, one server per test binary (a start costs 0.3-1 s and ~210 MB):
+//
+//	func TestMain(m *testing.M) { os.Exit(chenginetest.Main(m)) }
+//
+//	func TestX(t *testing.T) {
+//		srv := chenginetest.Server(t)
+//		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
+//		...
+//	}
+//
+// Tests sharing that server should use their own database or table names.
+// Start gives a test a private server instead.
+package chenginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/toolaudit/toolaudit/chengine"
+)
+
+// EnvRequired, set to 1, turns "library not found" from a skip into a failure.
+const EnvRequired = "CHENGINE_REQUIRED"
+
+var (
+	mainCalled bool
+	once       sync.Once
+	shared     *chengine.Server
+	sharedDir  string
+	sharedErr  error // why shared is nil
+)
+
+// Required reports whether CHENGINE_REQUIRED=1.
+func Required() bool { return os.Getenv(EnvRequired) == "1" }
+
+// Main runs the tests and then stops the shared server, if a test started it,
+// and removes its data; call it from TestMain as os.Exit(chenginetest.Main(m)).
+// The server starts on the first call to Server, so a run whose selected
+// tests need no engine costs nothing.
+func Main(m *testing.M) int {
+	mainCalled = true
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "chenginetest:", err)
+			code = 1
+		}
+	}
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	return code
+}
+
+// Server returns the test binary's shared server, starting it on first use
+// with its data in a temporary directory. Without a library it skips tb, or
+// fails it when CHENGINE_REQUIRED=1; any other start failure fails tb.
+func Server(tb testing.TB) *chengine.Server {
+	tb.Helper()
+	if !mainCalled {
+		tb.Fatal("chenginetest.Server needs TestMain to call chenginetest.Main (which stops the server)")
+	}
+	once.Do(func() {
+		if sharedDir, sharedErr = os.MkdirTemp("", "chenginetest-"); sharedErr == nil {
+			shared, sharedErr = chengine.Start(context.Background(), chengine.Options{Dir: sharedDir})
+		}
+	})
+	if shared == nil {
+		gate(tb, sharedErr)
+	}
+	return shared
+}
+
+// Start starts a private server with its data in tb.TempDir() (or opts.Dir if
+// set), stopped when the test ends. Gating is as for Server.
+func Start(tb testing.TB, opts chengine.Options) *chengine.Server {
+	tb.Helper()
+	if opts.Dir == "" {
+		opts.Dir = tb.TempDir()
+	}
+	srv, err := chengine.Start(context.Background(), opts)
+	if err != nil {
+		gate(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return srv
+}
+
+// gate skips tb for a missing library unless it is required; anything else
+// is a failure.
+func gate(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, chengine.ErrNotFound) && !Required() {
+		tb.Skip(message(err))
+	}
+	tb.Fatal(message(err))
+}
+
+// message says which way the gate went; ErrNotFound itself says how to fetch.
+func message(err error) string {
+	switch {
+	case !errors.Is(err, chengine.ErrNotFound):
+		return err.Error()
+	case Required():
+		return fmt.Sprintf("%v; failing because %s=1", err, EnvRequired)
+	default:
+		return fmt.Sprintf("skipping: %v; set %s=1 to make this a failure", err, EnvRequired)
+	}
+}

@@ -1,0 +1,314 @@
+package chengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// keepAlive is the query that keeps chdb_query_cmdline, and so the
+// listeners, running: one row every 3 s (sleepEachRow's per-block cap with
+// max_block_size=1) over the endless system.numbers, discarded. It costs no
+// CPU and no memory, and is visible in system.processes.
+const keepAlive = "SELECT sleepEachRow(3) FROM system.numbers SETTINGS max_block_size = 1 FORMAT Null"
+
+// Options configure Start. The zero value of each field is a usable default,
+// except Dir.
+type Options struct {
+	// Dir is the data directory (clickhouse --path). Required: tables live
+	// here and survive Stop, so reusing a Dir restarts on the same data. One
+	// server at a time per Dir (the engine locks it).
+	Dir string
+	// TCPPort and HTTPPort are the loopback ports of the native and HTTP
+	// protocols; 0 picks free ports.
+	TCPPort, HTTPPort int
+	// Lib is the path of libchdb.so; "" means Find("").
+	Lib string
+	// Logger receives lifecycle events and the engine's output (Debug);
+	// nil discards them.
+	Logger *slog.Logger
+	// StartTimeout bounds the wait for readiness; 0 means 60 s. A healthy
+	// start takes well under a second, the margin is for loaded CI machines.
+	StartTimeout time.Duration
+}
+
+// Server is a running engine child process. Its methods are safe for
+// concurrent use.
+type Server struct {
+	addr, httpAddr string
+	cmd            *exec.Cmd
+	parentEnd      *os.File // write end of the child's stdin; see package doc
+	out            *tailWriter
+	done           chan struct{} // closed when the child has exited
+	waitErr        error         // set before done is closed
+	stopping       atomic.Bool
+	stopOnce       sync.Once
+	log            *slog.Logger
+}
+
+// Addr is the native protocol address, "127.0.0.1:port".
+func (s *Server) Addr() string { return s.addr }
+
+// HTTPAddr is the HTTP interface address, "127.0.0.1:port".
+func (s *Server) HTTPAddr() string { return s.httpAddr }
+
+// Start launches the engine in a child process and returns once both the
+// native port answers a clickhouse-go Ping and HTTP /ping answers "Ok.". If it
+// fails, the error carries the tail of the engine's output. When the ports
+// were picked by Start (0) and lost to a race, it retries with new ones.
+// ctx bounds the start only; the server then runs until Stop.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("chengine: Options.Dir is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	var err error
+	if opts.Lib == "" {
+		if opts.Lib, err = Find(""); err != nil {
+			return nil, err
+		}
+	} else if opts.Lib, err = checkLib(opts.Lib, "Options.Lib"); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("chengine: data dir: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, opts)
+		var busy *portBusyError
+		if errors.As(err, &busy) && opts.TCPPort == 0 && opts.HTTPPort == 0 && attempt < 3 {
+			opts.Logger.Info("chengine: picked port was taken, retrying", "err", err)
+			continue
+		}
+		return s, err
+	}
+}
+
+// portBusyError marks a start that failed only because a port was taken.
+type portBusyError struct{ error }
+
+func (e *portBusyError) Unwrap() error { return e.error }
+
+func start(ctx context.Context, opts Options) (*Server, error) {
+	t0 := time.Now()
+	tcpPort, httpPort, err := pickPorts(opts.TCPPort, opts.HTTPPort)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: []string{
+		"clickhouse",
+		"--path=" + opts.Dir,
+		"--tcp_port=" + strconv.Itoa(tcpPort),
+		"--http_port=" + strconv.Itoa(httpPort),
+		"--listen_host=127.0.0.1",
+		"--query=SYSTEM START LISTEN QUERIES ALL; " + keepAlive,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("chengine: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("chengine: cannot re-execute self: %w", err)
+	}
+	childEnd, parentEnd, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("chengine: %w", err)
+	}
+	s := &Server{
+		addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(tcpPort)),
+		httpAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
+		parentEnd: parentEnd,
+		out:       &tailWriter{max: 8 << 10, log: opts.Logger},
+		done:      make(chan struct{}),
+		log:       opts.Logger,
+	}
+	s.cmd = &exec.Cmd{
+		Path:        exe,
+		Args:        []string{"chengine-engine"}, // what ps shows
+		Env:         append(os.Environ(), envChild+"="+string(spec)),
+		Stdin:       childEnd,
+		Stdout:      s.out,
+		Stderr:      s.out,
+		SysProcAttr: sysProcAttr(),
+	}
+	err = s.cmd.Start()
+	childEnd.Close() // only the child may hold the read end
+	if err != nil {
+		parentEnd.Close()
+		return nil, fmt.Errorf("chengine: start child %s: %w", exe, err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		out := s.out.String()
+		err = fmt.Errorf("chengine: engine (lib %s, dir %s) not ready: %w\nengine output:\n%s", opts.Lib, opts.Dir, err, out)
+		if strings.Contains(out, "Address already in use") {
+			err = &portBusyError{err}
+		}
+		return nil, err
+	}
+	s.log.Info("chengine: ready", "addr", s.addr, "http", s.httpAddr, "dir", opts.Dir,
+		"pid", s.cmd.Process.Pid, "took", time.Since(t0).Round(time.Millisecond))
+	return s, nil
+}
+
+// waitReady polls until the engine answers on both ports, the child exits, or
+// ctx ends.
+func (s *Server) waitReady(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = s.ping(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("child exited: %v", s.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last probe: %v)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// ping checks that the HTTP interface and the native protocol both answer.
+func (s *Server) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.httpAddr+"/ping", nil)
+	if err != nil {
+		return err
+	}
+	// A fresh transport without keep-alives leaves no idle connection (and
+	// goroutine) behind for leak checkers.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
+	resp.Body.Close()
+	if string(body) != "Ok.\n" {
+		return fmt.Errorf("http /ping: %s %q", resp.Status, body)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.addr}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	return nil
+}
+
+// Stop kills the engine with SIGKILL (the engine's own signal handling makes
+// gentler signals unreliable) and waits for it to exit, so its ports are
+// closed and its Dir unlocked when Stop returns. It is idempotent; it returns
+// an error only if the child could not be killed.
+func (s *Server) Stop() error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
+		if kerr := s.cmd.Process.Kill(); kerr != nil && !errors.Is(kerr, os.ErrProcessDone) {
+			err = fmt.Errorf("chengine: kill engine: %w", kerr)
+		}
+		s.parentEnd.Close()
+		<-s.done
+		s.log.Info("chengine: stopped", "addr", s.addr)
+	})
+	return err
+}
+
+// Wait blocks until the engine exits. It returns nil if Stop ended it, and an
+// error with the engine's output tail if it died on its own (for example a
+// KILL QUERY on the keep-alive query, or a crash).
+func (s *Server) Wait() error {
+	<-s.done
+	if s.stopping.Load() {
+		return nil
+	}
+	return fmt.Errorf("chengine: engine exited unexpectedly: %v\nengine output:\n%s", s.waitErr, s.out.String())
+}
+
+// pickPorts returns the requested ports, replacing each 0 with a free one.
+// Both probe listeners stay open until both are chosen so they differ; the
+// gap between closing them and the engine binding is covered by Start's retry.
+func pickPorts(tcpPort, httpPort int) (int, int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	pick := func(p *int) error {
+		if *p != 0 {
+			return nil
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("chengine: pick free port: %w", err)
+		}
+		ls = append(ls, l)
+		*p = l.Addr().(*net.TCPAddr).Port
+		return nil
+	}
+	if err := pick(&tcpPort); err != nil {
+		return 0, 0, err
+	}
+	if err := pick(&httpPort); err != nil {
+		return 0, 0, err
+	}
+	return tcpPort, httpPort, nil
+}
+
+// tailWriter keeps the last max bytes of the engine's output for error
+// messages, and forwards each write to the logger at Debug.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+	log *slog.Logger
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.log.Debug("chengine: engine output", "text", strings.TrimRight(string(p), "\n"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
