@@ -1,0 +1,411 @@
+// Command ingest turns agent logs into toolaudit's contract events and
+// produces them to Kafka (or writes them as JSONL with --dry-run / --out).
+// Run ingest --help for the flags and the envelope format; the conversion
+// itself lives in package ingest.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/toolaudit/toolaudit/ingest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a file could not be read, or Kafka/output failed
+	exitUsage   = 2
+)
+
+const usageText = `Usage: ingest [flags] [FILE ...]
+
+Reads agent logs (FILE, or standard input when none or "-") one JSON object
+per line, converts tool calls and tool listings to toolaudit's contract
+events and produces them to Kafka: calls to --calls-topic keyed by session_id
+(else agent_id), listings to --listings-topic keyed by "registry/server",
+each record stamped with the event's own time. The producer is idempotent
+with acks=all. --dry-run (or --out) writes the events as JSONL instead.
+
+Formats, detected per line unless --format forces one:
+  event      the contract's own call/listing events, passed through unchanged
+  openai     Chat Completions responses (choices[].message.tool_calls) or
+             assistant messages; arguments that are not valid JSON go to
+             arguments_raw
+  anthropic  Messages responses, messages or tool_use / mcp_tool_use blocks
+  bedrock    Converse responses (output.message.content[].toolUse), messages
+             or {"toolUse":...} blocks
+  mcp        JSON-RPC tools/call requests (calls) and tools/list results
+             (snapshot listings; pages chained by nextCursor for the same
+             registry/server are merged; an unfinished chain is an error)
+  otel       OTLP/JSON trace exports: execute_tool spans (gen_ai.tool.name,
+             gen_ai.tool.call.id, gen_ai.tool.call.arguments,
+             startTimeUnixNano, gen_ai.conversation.id, gen_ai.agent.id,
+             gen_ai.request.model, gen_ai.provider.name)
+
+Envelope: a provider object may be wrapped to give the context it lacks:
+  {"emitted_at":"2026-11-29T10:00:05.250Z", "registry":"fleet-a",
+   "agent_id":"a-7", "session_id":"s-19", "model":"gpt-4o",
+   "provider":"openai", "surface":"raw_json", "server":"github", "trust":1,
+   "visible":["create_issue"], "seen_digests":{"create_issue":"sha256:..."},
+   "openai": {...provider object...}}
+The provider key is one of openai, anthropic, bedrock, mcp, otel; all other
+fields are optional ("observed_at" is an alias of "emitted_at", used for
+listings; "" means not given). Each field comes from the envelope, else the
+provider object (OpenAI created/model, Anthropic model, OTel attributes and
+span start), else the flags below, else the format's fallback (provider
+openai/anthropic/bedrock; surface mcp for MCP, raw_json otherwise). A call
+with no time at all is an error: give emitted_at or --emitted-at.
+
+Event ids are deterministic: the provider's tool-call id when there is one,
+else a hash of (source name, line number, index in the line), so
+re-ingesting a file gives the same events.
+
+Bad lines are reported as FILE:LINE: reason, counted and skipped. The exit
+status is 1 only when a file cannot be read or Kafka (or --out) fails, and
+2 for bad flags. Every flag can also be set through the environment as
+INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.
+
+Flags:
+`
+
+// config is what the flags say.
+type config struct {
+	brokers         string
+	callsTopic      string
+	listingsTopic   string
+	format          string
+	dryRun          bool
+	out             string
+	registry        string
+	agent           string
+	session         string
+	model           string
+	provider        string
+	surface         string
+	server          string
+	trust           int
+	emittedAt       string
+	visible         string
+	stdinName       string
+	progress        bool
+	connectTimeout  time.Duration
+	deliveryTimeout time.Duration
+	maxLineBytes    int
+}
+
+func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
+	c := &config{}
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated Kafka seed brokers host:port (env INGEST_BROKERS); required unless --dry-run or --out")
+	fs.StringVar(&c.callsTopic, "calls-topic", "tool-calls", "topic of call events")
+	fs.StringVar(&c.listingsTopic, "listings-topic", "tool-listings", "topic of listing events")
+	fs.StringVar(&c.format, "format", "auto", "input format: auto (detect per line), event, openai, anthropic, bedrock, mcp, otel")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "write the events as JSONL to standard output instead of Kafka (same as --out -)")
+	fs.StringVar(&c.out, "out", "", `write the events as JSONL to this file ("-" = standard output) instead of Kafka`)
+	fs.StringVar(&c.registry, "registry", "", "default registry of provider-format events")
+	fs.StringVar(&c.agent, "agent", "", "default agent_id")
+	fs.StringVar(&c.session, "session", "", "default session_id")
+	fs.StringVar(&c.model, "model", "", "default model")
+	fs.StringVar(&c.provider, "provider", "", "default provider (else the format's: openai, anthropic, bedrock)")
+	fs.StringVar(&c.surface, "surface", "", "default surface (else mcp for MCP, raw_json for the others)")
+	fs.StringVar(&c.server, "server", "", "default server of calls and MCP tools/list listings (\"\" = single registry)")
+	fs.IntVar(&c.trust, "trust", 0, "default trust tier of MCP listings")
+	fs.StringVar(&c.emittedAt, "emitted-at", "", "default time (RFC 3339) of provider objects that carry none, or \"now\"")
+	fs.StringVar(&c.visible, "visible", "", "default comma-separated visible tool names of calls")
+	fs.StringVar(&c.stdinName, "stdin-name", "stdin", "source name of standard input in hashed event ids and messages")
+	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when standard error is not a terminal")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a Kafka broker to answer at start")
+	fs.DurationVar(&c.deliveryTimeout, "delivery-timeout", 60*time.Second, "how long a record may take, retries included, before it fails")
+	fs.IntVar(&c.maxLineBytes, "max-line-bytes", ingest.DefaultMaxLineBytes, "longest input line; longer lines are errors")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	return fs, c
+}
+
+// run is the whole command; isTerm tells whether stderr is a terminal.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, isTerm bool) int {
+	fs, c := newFlagSet(stderr)
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("INGEST")); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return exitUsage
+	}
+	format, err := ingest.ParseFormat(c.format)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: --format: %v\n", err)
+		return exitUsage
+	}
+	defaults, err := c.defaults()
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return exitUsage
+	}
+	if c.dryRun && c.out == "" {
+		c.out = "-"
+	}
+	files := fs.Args()
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+
+	sink, finish, err := c.openSink(ctx, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		if errors.Is(err, errUsage) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+
+	var bar *progressbar.ProgressBar
+	report := func(kind string, e *ingest.LineError) {
+		if bar != nil {
+			_ = bar.Clear()
+		}
+		fmt.Fprintf(stderr, "%s%v\n", kind, e)
+	}
+	in := &ingest.Ingester{
+		Sink:         sink,
+		Format:       format,
+		Defaults:     defaults,
+		MaxLineBytes: c.maxLineBytes,
+		OnError:      func(e *ingest.LineError) { report("", e) },
+		OnWarning:    func(e *ingest.LineError) { report("warning: ", e) },
+	}
+
+	var total ingest.Stats
+	failed := false
+	for _, name := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		source, r, size, closeFn, err := c.open(name, stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: %v\n", err)
+			failed = true
+			continue
+		}
+		if isTerm || c.progress {
+			bar = newBar(stderr, source, size)
+			r = io.TeeReader(r, bar)
+		}
+		st, err := in.Ingest(ctx, source, r)
+		closeFn()
+		if bar != nil {
+			_ = bar.Finish()
+			bar = nil
+		}
+		total.Add(st)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: %s: %v\n", source, err)
+			failed = true
+			if !errors.Is(err, ingest.ErrRead) {
+				break // the sink failed or we were stopped: the next file would fail too
+			}
+		}
+	}
+
+	delivered, err := finish()
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		failed = true
+	}
+	summary(stderr, len(files), total, delivered, c)
+	if failed {
+		return exitFailure
+	}
+	return exitOK
+}
+
+var errUsage = errors.New("usage")
+
+// openSink builds the sink: JSONL to --out, or the Kafka producer after a
+// ping. finish flushes and closes it and says what was delivered.
+func (c *config) openSink(ctx context.Context, stdout, stderr io.Writer) (ingest.Sink, func() (map[string]int64, error), error) {
+	if c.out != "" {
+		dest := c.out
+		if dest == "-" {
+			dest = "standard output"
+		}
+		fmt.Fprintf(stderr, "ingest: writing events as JSONL to %s\n", dest)
+		w, closeOut := stdout, func() error { return nil }
+		if c.out != "-" {
+			f, err := os.Create(c.out)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--out: %w", err)
+			}
+			w, closeOut = f, f.Close
+		}
+		s := ingest.NewJSONLSink(w)
+		return s, func() (map[string]int64, error) {
+			err := s.Flush(context.Background())
+			if cerr := closeOut(); err == nil && cerr != nil {
+				err = fmt.Errorf("close --out: %w", cerr)
+			}
+			return nil, err
+		}, nil
+	}
+	cfg := ingest.DefaultProducerConfig()
+	cfg.Brokers = splitList(c.brokers)
+	if len(cfg.Brokers) == 0 {
+		return nil, nil, fmt.Errorf("%w: --brokers (or INGEST_BROKERS) is required unless --dry-run or --out", errUsage)
+	}
+	cfg.CallsTopic, cfg.ListingsTopic = c.callsTopic, c.listingsTopic
+	cfg.DeliveryTimeout = c.deliveryTimeout
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	p, err := ingest.NewProducer(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	err = p.Ping(pctx)
+	cancel()
+	if err != nil {
+		p.Close()
+		return nil, nil, fmt.Errorf("brokers %s: %w", c.brokers, err)
+	}
+	fmt.Fprintf(stderr, "ingest: producing to %s (calls %s, listings %s)\n", strings.Join(cfg.Brokers, ","), cfg.CallsTopic, cfg.ListingsTopic)
+	return p, func() (map[string]int64, error) {
+		// Flush even after an interrupt: what was converted is delivered,
+		// within the delivery timeout.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.deliveryTimeout+5*time.Second)
+		defer cancel()
+		err := p.Flush(fctx)
+		d := p.Delivered()
+		p.Close()
+		return d, err
+	}, nil
+}
+
+// open opens one input; "-" is stdin. size is -1 when unknown.
+func (c *config) open(name string, stdin io.Reader) (source string, r io.Reader, size int64, closeFn func(), err error) {
+	if name == "-" {
+		return c.stdinName, stdin, -1, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return "", nil, 0, nil, fmt.Errorf("open: %w", err)
+	}
+	size = -1
+	if fi, err := f.Stat(); err == nil {
+		if fi.IsDir() {
+			f.Close()
+			return "", nil, 0, nil, fmt.Errorf("%s: is a directory", name)
+		}
+		if fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	return filepath.Clean(name), f, size, func() { f.Close() }, nil
+}
+
+func newBar(w io.Writer, desc string, size int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(size,
+		progressbar.OptionSetSpinnerChangeInterval(0), // no ticking goroutine for stdin's spinner
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionUseANSICodes(true),
+	)
+}
+
+// defaults turns the context flags into the ingest defaults.
+func (c *config) defaults() (ingest.Meta, error) {
+	trust := c.trust
+	m := ingest.Meta{
+		Registry:  c.registry,
+		AgentID:   c.agent,
+		SessionID: c.session,
+		Model:     c.model,
+		Provider:  c.provider,
+		Surface:   c.surface,
+		Server:    c.server,
+		Trust:     &trust,
+		Visible:   splitList(c.visible),
+	}
+	switch c.emittedAt {
+	case "":
+	case "now":
+		m.Time = time.Now().UTC()
+	default:
+		t, err := time.Parse(time.RFC3339Nano, c.emittedAt)
+		if err != nil {
+			return m, fmt.Errorf("--emitted-at: %w", err)
+		}
+		m.Time = t
+	}
+	return m, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// summary prints what was done.
+func summary(w io.Writer, files int, st ingest.Stats, delivered map[string]int64, c *config) {
+	fmt.Fprintf(w, "ingest: %d file(s), %d lines: %d events (%s %d, %s %d), %d without event, %d errors, %d warnings\n",
+		files, st.Lines, st.EventCount(),
+		c.callsTopic, st.Events[ingest.KindCall], c.listingsTopic, st.Events[ingest.KindListing],
+		st.NoEvent, st.Errors, st.Warnings)
+	var parts []string
+	for _, f := range ingest.Formats() {
+		if st.LineFormats[f] > 0 || st.Formats[f] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d lines/%d events", f, st.LineFormats[f], st.Formats[f]))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "ingest: by format: %s\n", strings.Join(parts, ", "))
+	}
+	if delivered != nil {
+		topics := make([]string, 0, len(delivered))
+		for t := range delivered {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		parts = parts[:0]
+		for _, t := range topics {
+			parts = append(parts, fmt.Sprintf("%s %d", t, delivered[t]))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "nothing")
+		}
+		fmt.Fprintf(w, "ingest: delivered to Kafka: %s\n", strings.Join(parts, ", "))
+	}
+}

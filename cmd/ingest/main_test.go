@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	openaiLine  = `{"emitted_at":"2026-11-29T10:00:05.250Z","session_id":"s-1","openai":{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"create_issue","arguments":"{\"owner\":\"o\"}"}},{"id":"call_2","type":"function","function":{"name":"x","arguments":"{bad"}}]}}]}}`
+	eventLine   = `{"type":"listing","event_id":"l-1","observed_at":"2026-11-29T10:00:00Z","registry":"fleet-a","server":"github","trust":1,"op":"snapshot","tools":[]}`
+	mcpLine     = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_me","arguments":{}}}`
+	garbageLine = `this is not json`
+)
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) outcome {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := run(ctx, args, strings.NewReader(stdin), &out, &errOut, false)
+	return outcome{code, out.String(), errOut.String()}
+}
+
+func writeFile(t *testing.T, name string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func eventIDs(t *testing.T, jsonl string) []string {
+	t.Helper()
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		if l == "" {
+			continue
+		}
+		var v struct {
+			EventID string `json:"event_id"`
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("output line %q: %v", l, err)
+		}
+		ids = append(ids, v.EventID)
+	}
+	return ids
+}
+
+func TestHelpExplainsEverything(t *testing.T) {
+	o := runCmd(t, "", "--help")
+	if o.code != exitOK {
+		t.Fatalf("exit %d", o.code)
+	}
+	fs, _ := newFlagSet(&bytes.Buffer{})
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if !strings.Contains(o.stderr, "-"+f.Name+" ") && !strings.Contains(o.stderr, "-"+f.Name+"\n") {
+			t.Errorf("--help does not list -%s", f.Name)
+		}
+		if strings.TrimSpace(f.Usage) == "" {
+			t.Errorf("-%s has no usage text", f.Name)
+		}
+	})
+	if n < 20 {
+		t.Errorf("only %d flags", n)
+	}
+	for _, want := range []string{"Envelope", `"emitted_at"`, "seen_digests", "openai, anthropic, bedrock, mcp, otel", "INGEST_BROKERS", "arguments_raw", "nextCursor", "--emitted-at"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	file := writeFile(t, "mixed.jsonl", openaiLine, eventLine, garbageLine, "", mcpLine)
+	o := runCmd(t, "", "--dry-run", "--registry", "fleet-z", "--emitted-at", "2026-11-29T09:00:00Z", file)
+	if o.code != exitOK {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	ids := eventIDs(t, o.stdout)
+	if len(ids) != 4 || ids[0] != "call_1" || ids[1] != "call_2" || ids[2] != "l-1" || !strings.HasPrefix(ids[3], "c-") {
+		t.Errorf("event ids %v", ids)
+	}
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if lines[2] != eventLine {
+		t.Errorf("contract event changed: %s", lines[2])
+	}
+	if !strings.Contains(lines[1], `"arguments_raw":"{bad"`) || !strings.Contains(lines[0], `"registry":"fleet-z"`) {
+		t.Errorf("converted calls: %s", o.stdout)
+	}
+	if !strings.Contains(lines[3], `"emitted_at":"2026-11-29T09:00:00.000Z"`) || !strings.Contains(lines[3], `"surface":"mcp"`) {
+		t.Errorf("MCP call with flag defaults: %s", lines[3])
+	}
+	if !strings.Contains(o.stderr, filepath.Clean(file)+":3: not a JSON object") {
+		t.Errorf("bad line not reported with file:line: %s", o.stderr)
+	}
+	for _, want := range []string{"4 lines", "4 events", "tool-calls 3", "tool-listings 1", "1 errors", "openai 1 lines/2 events", "event 1 lines/1 events", "mcp 1 lines/1 events"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, o.stderr)
+		}
+	}
+
+	// Same input on stdin, twice: same events, ids hashed on --stdin-name.
+	a := runCmd(t, openaiLine+"\n"+mcpLine+"\n", "--dry-run", "--emitted-at", "2026-11-29T09:00:00Z", "--stdin-name", "x")
+	b := runCmd(t, openaiLine+"\n"+mcpLine+"\n", "--out", "-", "--emitted-at", "2026-11-29T09:00:00Z", "--stdin-name", "x", "-")
+	if a.code != 0 || b.code != 0 || a.stdout != b.stdout || a.stdout == "" {
+		t.Errorf("stdin runs differ or failed: %d %d\n%s\n%s", a.code, b.code, a.stdout, b.stdout)
+	}
+}
+
+func TestOutFile(t *testing.T) {
+	in := writeFile(t, "in.jsonl", eventLine)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	o := runCmd(t, "", "--out", out, in)
+	if o.code != exitOK || o.stdout != "" {
+		t.Fatalf("exit %d, stdout %q: %s", o.code, o.stdout, o.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || string(b) != eventLine+"\n" {
+		t.Fatalf("out file %q, %v", b, err)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	good := writeFile(t, "good.jsonl", eventLine, garbageLine)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+		msg  string
+	}{
+		{"bad lines are not a failure", []string{"--dry-run", good}, nil, exitOK, ":2: not a JSON object"},
+		{"missing file fails, others still read", []string{"--dry-run", filepath.Join(t.TempDir(), "nope.jsonl"), good}, nil, exitFailure, "nope.jsonl"},
+		{"directory", []string{"--dry-run", t.TempDir()}, nil, exitFailure, "is a directory"},
+		{"no brokers", []string{good}, nil, exitUsage, "--brokers"},
+		{"bad format", []string{"--dry-run", "--format", "xml", good}, nil, exitUsage, "--format"},
+		{"bad time", []string{"--dry-run", "--emitted-at", "soon", good}, nil, exitUsage, "--emitted-at"},
+		{"unknown flag", []string{"--nope"}, nil, exitUsage, "nope"},
+		{"unreachable kafka", []string{"--brokers", closedAddr(t), "--connect-timeout", "1s", good}, nil, exitFailure, "unreachable"},
+		{"unreachable kafka from env", []string{"--connect-timeout", "1s", good}, map[string]string{"INGEST_BROKERS": closedAddr(t)}, exitFailure, "unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o := runCmd(t, "", tt.args...)
+			if o.code != tt.want {
+				t.Errorf("exit %d, want %d\n%s", o.code, tt.want, o.stderr)
+			}
+			if !strings.Contains(o.stderr, tt.msg) {
+				t.Errorf("stderr lacks %q:\n%s", tt.msg, o.stderr)
+			}
+		})
+	}
+	// The missing file did not stop the next one.
+	o := runCmd(t, "", "--dry-run", filepath.Join(t.TempDir(), "nope.jsonl"), good)
+	if eventIDs(t, o.stdout)[0] != "l-1" {
+		t.Errorf("good file after a missing one not ingested: %q", o.stdout)
+	}
+}
+
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// The binary's wiring against a real (in-process) Kafka.
+func TestKafka(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "calls", "listings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	file := writeFile(t, "mixed.jsonl", openaiLine, eventLine, garbageLine)
+	t.Setenv("INGEST_BROKERS", strings.Join(cluster.ListenAddrs(), ","))
+	o := runCmd(t, "", "--calls-topic", "calls", "--listings-topic", "listings", "--progress", file)
+	if o.code != exitOK {
+		t.Fatalf("exit %d:\n%s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "delivered to Kafka: calls 2, listings 1") {
+		t.Errorf("summary:\n%s", o.stderr)
+	}
+	if o.stdout != "" {
+		t.Errorf("stdout not empty: %q", o.stdout)
+	}
+
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cluster.ListenAddrs()...),
+		kgo.ConsumeTopics("calls", "listings"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := map[string]*kgo.Record{}
+	for len(got) < 3 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			var v struct {
+				EventID string `json:"event_id"`
+			}
+			_ = json.Unmarshal(r.Value, &v)
+			got[v.EventID] = r
+		})
+	}
+	want := map[string]struct {
+		topic, key string
+		ts         time.Time
+	}{
+		"call_1": {"calls", "s-1", time.Date(2026, 11, 29, 10, 0, 5, 250e6, time.UTC)},
+		"call_2": {"calls", "s-1", time.Date(2026, 11, 29, 10, 0, 5, 250e6, time.UTC)},
+		"l-1":    {"listings", "fleet-a/github", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)},
+	}
+	for id, w := range want {
+		r, ok := got[id]
+		if !ok {
+			t.Errorf("%s not consumed", id)
+			continue
+		}
+		if r.Topic != w.topic || string(r.Key) != w.key || !r.Timestamp.Equal(w.ts) {
+			t.Errorf("%s: topic %s key %q time %v; want %s %q %v", id, r.Topic, r.Key, r.Timestamp, w.topic, w.key, w.ts)
+		}
+	}
+
+	// A topic that does not exist: the delivery fails and so does the run.
+	o = runCmd(t, "", "--calls-topic", "missing", "--listings-topic", "listings", "--delivery-timeout", "2s", file)
+	if o.code != exitFailure {
+		t.Errorf("produce to a missing topic: exit %d\n%s", o.code, o.stderr)
+	}
+}

@@ -1,0 +1,76 @@
+// Package ingest turns agent logs into the wire contract's events (call and
+// listing) and hands them to a [Sink]: Kafka through a franz-go [Producer],
+// or JSONL through a [JSONLSink].
+//
+// # Formats
+//
+// Each input line is one JSON object. [Detect] tells its [Format]:
+//
+//   - [FormatEvent]: the contract's own call or listing events. They pass
+//     through byte for byte once they are good enough to route: "type" is
+//     "call" or "listing" and "event_id" is a non-empty string. An
+//     unparsable time is only a warning (the record then gets the produce
+//     time), because the resolver must still see the event to mark it
+//     MALFORMED.
+//   - [FormatOpenAI]: Chat Completions responses (choices[].message.tool_calls)
+//     and bare assistant messages (tool_calls, or the legacy function_call).
+//     function.arguments is a JSON string: it is parsed, and when it is not
+//     valid JSON the text goes to arguments_raw and arguments is left out.
+//   - [FormatAnthropic]: Messages API responses, bare assistant messages, or
+//     bare content blocks; tool_use blocks (and mcp_tool_use blocks, whose
+//     server_name pins the server) become calls.
+//   - [FormatBedrock]: Converse responses (output.message.content[].toolUse),
+//     bare messages or bare {"toolUse":…} blocks.
+//   - [FormatMCP]: JSON-RPC tools/call requests become calls (surface "mcp";
+//     absent params.arguments means {} as in MCP); tools/list results become
+//     snapshot listings. A result with nextCursor is held until the next
+//     tools/list result for the same registry/server, and the pages are
+//     merged into one listing (timed by the first page). A pagination still
+//     open at the end of a source is reported as an error on its first line
+//     and not emitted: a partial snapshot would drop tools downstream. Other
+//     JSON-RPC messages are ignored.
+//   - [FormatOTel]: OTLP/JSON trace exports (resourceSpans[].scopeSpans[].spans[]);
+//     spans whose gen_ai.operation.name is "execute_tool" become calls, timed
+//     by startTimeUnixNano. gen_ai.tool.call.arguments may be a JSON string
+//     or a structured value; without it (it is opt-in in the semantic
+//     conventions) the call has no arguments. gen_ai.conversation.id,
+//     gen_ai.agent.id, gen_ai.request.model and gen_ai.provider.name (or the
+//     older gen_ai.system) fill session, agent, model and provider, span
+//     attributes over resource attributes.
+//
+// # Envelope
+//
+// Provider objects lack the contract's context. A line may wrap one in an
+// envelope, an object with exactly one format key:
+//
+//	{"emitted_at":"2026-11-29T10:00:05.250Z","registry":"fleet-a",
+//	 "agent_id":"a-7","session_id":"s-19","model":"gpt-4o","provider":"openai",
+//	 "surface":"raw_json","server":"github","trust":1,
+//	 "visible":["create_issue"],"seen_digests":{"create_issue":"sha256:…"},
+//	 "openai":{…the provider object…}}
+//
+// The format key is one of "openai", "anthropic", "bedrock", "mcp" and
+// "otel"; every other field is optional ("observed_at" is an alias of
+// "emitted_at"; an empty string counts as not given). Each field of an
+// event is taken from the first that has it: the envelope, then the
+// provider object itself (OpenAI created and model, Anthropic model, OTel
+// attributes and span time), then the defaults given to the [Converter]
+// (command-line flags), then the format's own fallback (provider "openai",
+// "anthropic", "bedrock"; surface "mcp" for MCP, "raw_json" otherwise). A
+// call or listing with no time at all is a per-line error.
+//
+// # Event ids
+//
+// Ids are deterministic, so re-ingesting a file yields the same events: the
+// provider's tool-call id when there is one (OpenAI tool_calls[].id,
+// Anthropic tool_use id, Bedrock toolUseId, OTel gen_ai.tool.call.id), else
+// "c-" or "l-" and 20 hex digits of SHA-256 over the source name, the line
+// number and the index of the call in the line. JSON-RPC ids are only
+// unique per connection, so MCP events always use the hash.
+//
+// # Records
+//
+// A call's key is its session_id, else its agent_id, else none; a listing's
+// key is registry + "/" + server. The record timestamp is the event's own
+// time (emitted_at, observed_at).
+package ingest
