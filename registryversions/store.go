@@ -251,9 +251,10 @@ func markDrift(chain []stateAt) {
 func newServerState(name string, trust int, tools []*Tool) *ServerState {
 	s := &ServerState{Name: name, Trust: trust, tools: make(map[string]*Tool, len(tools))}
 	s.list = make([]*Tool, len(tools))
+	slab := make([]Tool, len(tools)) // one allocation, adjacent in memory
 	for i, t := range tools {
-		cp := *t
-		s.list[i] = &cp
+		slab[i] = *t
+		s.list[i] = &slab[i]
 	}
 	slices.SortFunc(s.list, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range s.list {

@@ -43,7 +43,7 @@ func (d *Decision) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-const hex = "0123456789abcdef"
+const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
 // encoding/json does, so the output is always valid JSON; <, > and & are
@@ -69,7 +69,7 @@ func AppendString(b []byte, s string) []byte {
 			case '\t':
 				b = append(b, '\\', 't')
 			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++
 			start = i
@@ -86,7 +86,7 @@ func AppendString(b []byte, s string) []byte {
 		// U+2028 and U+2029 are valid JSON but break JavaScript consumers.
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size
 			start = i
 			continue

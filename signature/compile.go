@@ -155,9 +155,20 @@ func Compile(schema []byte) (*Signature, error) {
 }
 
 type compiler struct {
+	slab        []node // nodes are carved from slabs: a schema's nodes sit together in memory
 	doc         map[string]any
 	refs        map[string]*node
 	unsupported []Unsupported
+}
+
+// alloc returns a new node with "no constraint" bounds. Slabs are never
+// grown in place, so earlier nodes keep their addresses.
+func (c *compiler) alloc() *node {
+	if len(c.slab) == cap(c.slab) {
+		c.slab = make([]node, 0, 16)
+	}
+	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1})
+	return &c.slab[len(c.slab)-1]
 }
 
 func (c *compiler) report(path, kw, why string) {
@@ -167,7 +178,7 @@ func (c *compiler) report(path, kw, why string) {
 // node compiles schema s found at JSON pointer path. root marks the
 // top-level inputSchema, which is closed even without properties.
 func (c *compiler) node(s any, path string, root bool) *node {
-	n := &node{maxProps: -1, maxItems: -1, maxLen: -1}
+	n := c.alloc()
 	switch v := s.(type) {
 	case bool:
 		n.never = !v
@@ -460,7 +471,7 @@ func (c *compiler) ref(v any, path string) *node {
 		c.report(path, "$ref", "reference "+strconv.Quote(s)+" not found")
 		return nil
 	}
-	n := &node{maxProps: -1, maxItems: -1, maxLen: -1}
+	n := c.alloc()
 	c.refs[s] = n // before compiling: a recursive reference finds it
 	*n = *c.node(target, strings.TrimPrefix(s, "#"), s == "#")
 	return n

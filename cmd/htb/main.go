@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string) int {
 		Name:        "htb",
 		ShortUsage:  "htb <subcommand> [flags]",
 		LongHelp:    "htb scores defences against hallucinated tool calls (see htb run --help).",
-		Subcommands: []*ffcli.Command{runCommand()},
+		Subcommands: []*ffcli.Command{runCommand(), eventsCommand()},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},

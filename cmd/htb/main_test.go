@@ -58,3 +58,30 @@ func TestUsage(t *testing.T) {
 		t.Errorf("missing corpus exited %d, want 1", code)
 	}
 }
+
+func TestEventsCommand(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for _, dir := range []string{a, b} {
+		if code := run(context.Background(), []string{"events", "--out", dir, "--trials", "5", "--honest", "5"}); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+	for _, f := range []string{"listings.jsonl", "calls.jsonl", "expected.jsonl"} {
+		x, err := os.ReadFile(filepath.Join(a, f))
+		if err != nil || len(x) == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+		y, _ := os.ReadFile(filepath.Join(b, f))
+		if !bytes.Equal(x, y) {
+			t.Fatalf("%s differs between runs with the same seed", f)
+		}
+	}
+	calls, _ := os.ReadFile(filepath.Join(a, "calls.jsonl"))
+	exp, _ := os.ReadFile(filepath.Join(a, "expected.jsonl"))
+	if bytes.Count(calls, []byte("\n")) != bytes.Count(exp, []byte("\n")) {
+		t.Fatal("one label per call")
+	}
+	if code := run(context.Background(), []string{"events"}); code != 2 {
+		t.Fatalf("events without --out: exit %d", code)
+	}
+}

@@ -1,0 +1,124 @@
+// Package embedded runs the local stack resolverd needs when no external
+// service is given: a Kafka-protocol broker (franz-go's kfake, persisted
+// under a data directory) and the ClickHouse engine (package chengine),
+// both on loopback. It backs `resolverd run --embedded DIR`, the demo and
+// end-to-end tests; production points at real Kafka and ClickHouse.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/toolaudit/toolaudit/chengine"
+)
+
+// Defaults of Options: fixed ports, so that `ingest` and a browser find
+// the stack without being told.
+const (
+	DefaultKafkaPort      = 19092
+	DefaultClickHouseTCP  = 19000
+	DefaultClickHouseHTTP = 18123
+	DefaultCallPartitions = 6
+)
+
+// Topics created on first start.
+var Topics = map[string]int32{
+	"tool-calls":     DefaultCallPartitions,
+	"tool-listings":  3,
+	"tool-calls-dlq": 1,
+}
+
+// Options of Start. Dir is required.
+type Options struct {
+	Dir            string // data of both services: Dir/kafka, Dir/clickhouse
+	KafkaPort      int    // default DefaultKafkaPort; -1 picks a free port
+	ClickHouseTCP  int    // default DefaultClickHouseTCP; -1 picks
+	ClickHouseHTTP int    // default DefaultClickHouseHTTP; -1 picks
+	CallPartitions int32  // partitions of tool-calls when created; default 6
+	Lib            string // libchdb.so; default: chengine.Find
+	Logger         *slog.Logger
+}
+
+// Stack is a running broker and ClickHouse engine.
+type Stack struct {
+	Kafka      *kfake.Cluster
+	ClickHouse *chengine.Server
+	Brokers    []string
+}
+
+// Start starts both services; on error nothing is left running.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	if o.Dir == "" {
+		return nil, errors.New("embedded: Options.Dir is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	port := func(p, def int) int {
+		switch {
+		case p == 0:
+			return def
+		case p < 0:
+			return 0
+		}
+		return p
+	}
+	if o.CallPartitions <= 0 {
+		o.CallPartitions = DefaultCallPartitions
+	}
+	kdir := filepath.Join(o.Dir, "kafka")
+	if err := os.MkdirAll(kdir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	opts := []kfake.Opt{
+		kfake.Ports(port(o.KafkaPort, DefaultKafkaPort)),
+		kfake.DataDir(kdir),
+		kfake.DefaultNumPartitions(int(o.CallPartitions)),
+	}
+	if _, err := os.Stat(filepath.Join(kdir, "topics.json")); errors.Is(err, os.ErrNotExist) {
+		for t, n := range Topics {
+			if t == "tool-calls" {
+				n = o.CallPartitions
+			}
+			opts = append(opts, kfake.SeedTopics(n, t))
+		}
+	}
+	k, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: start Kafka broker: %w", err)
+	}
+	lib := o.Lib
+	if lib == "" {
+		if lib, err = chengine.Find(""); err != nil {
+			k.Close()
+			return nil, fmt.Errorf("embedded: %w (fetch it with scripts/fetch-chengine.sh or `chengine fetch`)", err)
+		}
+	}
+	ch, err := chengine.Start(ctx, chengine.Options{
+		Dir:      filepath.Join(o.Dir, "clickhouse"),
+		TCPPort:  port(o.ClickHouseTCP, DefaultClickHouseTCP),
+		HTTPPort: port(o.ClickHouseHTTP, DefaultClickHouseHTTP),
+		Lib:      lib,
+		Logger:   o.Logger,
+	})
+	if err != nil {
+		k.Close()
+		return nil, fmt.Errorf("embedded: start ClickHouse: %w", err)
+	}
+	s := &Stack{Kafka: k, ClickHouse: ch, Brokers: k.ListenAddrs()}
+	o.Logger.Info("embedded stack up", "kafka", s.Brokers, "clickhouse", ch.Addr(), "clickhouse_http", ch.HTTPAddr(), "dir", o.Dir)
+	return s, nil
+}
+
+// Close stops ClickHouse, then the broker (which persists its data).
+func (s *Stack) Close() error {
+	err := s.ClickHouse.Stop()
+	s.Kafka.Close()
+	return err
+}
