@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -305,6 +306,17 @@ func newVersion(registry string, from time.Time, cur map[string]*ServerState) *V
 		}
 	}
 	v.ID = "rv-" + hex.EncodeToString(h.Sum(nil)[:10])
+	if len(v.byName) <= smallVersion {
+		var b strings.Builder
+		for _, name := range slices.Sorted(maps.Keys(v.byName)) {
+			v.nameRefs = append(v.nameRefs, nameRef{off: uint32(b.Len()), len: uint32(len(name)), tools: v.byName[name]})
+			b.WriteString(name)
+		}
+		v.names = b.String()
+		if v.nameRefs == nil {
+			v.nameRefs = []nameRef{} // empty version: still scanned, never the map
+		}
+	}
 	return v
 }
 

@@ -42,6 +42,11 @@ type Version struct {
 	servers  []*ServerState // sorted by name
 	byServer map[string]*ServerState
 	byName   map[string][]*Tool // providers of a name, in server order
+	// names indexes small versions without the map: the names packed in
+	// one string, scanned in a cache line or two (resolution is bound by
+	// memory latency, and most registries have a handful of tools).
+	names    string
+	nameRefs []nameRef
 	all      []*Tool            // every tool, by server then name
 }
 
@@ -59,7 +64,26 @@ func (v *Version) Servers() []*ServerState { return v.servers }
 
 // Providers returns the tools of that exact name, one per server that
 // provides it, in server-name order. Do not modify.
-func (v *Version) Providers(name string) []*Tool { return v.byName[name] }
+func (v *Version) Providers(name string) []*Tool {
+	if v.nameRefs == nil {
+		return v.byName[name]
+	}
+	for i := range v.nameRefs {
+		r := &v.nameRefs[i]
+		if int(r.len) == len(name) && v.names[r.off:r.off+r.len] == name {
+			return r.tools
+		}
+	}
+	return nil
+}
+
+// smallVersion is the most distinct names a version indexes by scanning.
+const smallVersion = 8
+
+type nameRef struct {
+	off, len uint32
+	tools    []*Tool
+}
 
 // Tools returns every tool of the version, by server then name. Do not
 // modify.

@@ -27,6 +27,9 @@ type benchCorpus struct {
 	baseline []*jsonschema.Schema
 	instance []any // arguments decoded for the baseline
 	ours     []*signature.Signature
+	// byName finds the baseline schema by registry and requested name, as a
+	// validator-only gate must before it can validate.
+	byName map[string]map[string]*jsonschema.Schema
 }
 
 func loadBench(b *testing.B) *benchCorpus {
@@ -43,7 +46,7 @@ func loadBench(b *testing.B) *benchCorpus {
 		}
 		f.Close()
 	}
-	bc := &benchCorpus{snap: store.Snapshot()}
+	bc := &benchCorpus{snap: store.Snapshot(), byName: map[string]map[string]*jsonschema.Schema{}}
 	compiled := map[string]*jsonschema.Schema{}
 	var r resolve.Resolver
 	for _, part := range []string{"sample", "bfcl"} {
@@ -88,6 +91,10 @@ func loadBench(b *testing.B) *benchCorpus {
 			bc.baseline = append(bc.baseline, base)
 			bc.instance = append(bc.instance, inst)
 			bc.ours = append(bc.ours, t.Sig)
+			if bc.byName[c.Registry] == nil {
+				bc.byName[c.Registry] = map[string]*jsonschema.Schema{}
+			}
+			bc.byName[c.Registry][c.Tool] = base
 		}
 		f.Close()
 	}
@@ -162,6 +169,18 @@ func BenchmarkJSONSchemaBaseline(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		j := i % len(bc.calls)
 		_ = bc.baseline[j].Validate(bc.instance[j])
+	}
+}
+
+// BenchmarkJSONSchemaBaselineLookup: the baseline finding each call's
+// schema by registry and name first, as a validator-only gate must.
+func BenchmarkJSONSchemaBaselineLookup(b *testing.B) {
+	bc := loadBench(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(bc.calls)
+		_ = bc.byName[bc.calls[j].Registry][bc.calls[j].Tool].Validate(bc.instance[j])
 	}
 }
 

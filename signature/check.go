@@ -257,9 +257,13 @@ func (n *node) object(v *fastjson.Value, m mode) *fail {
 // case, are scanned; the map serves the large ones.
 func (n *node) prop(k []byte) *node {
 	if len(n.props) <= 8 {
+		tag := uint32(0)
+		if len(k) > 0 {
+			tag = uint32(len(k))<<8 | uint32(k[0])
+		}
 		for i := range n.props {
-			if n.props[i].name == string(k) {
-				return n.props[i].n
+			if p := &n.props[i]; p.tag == tag && p.name == string(k) {
+				return p.n
 			}
 		}
 		return nil

@@ -58,8 +58,16 @@ var typeNames = map[string]typeSet{
 }
 
 type prop struct {
+	tag  uint32 // len(name)<<8 | name[0]: most mismatches end here, before the bytes are read
 	name string
 	n    *node
+}
+
+func tagOf(name string) uint32 {
+	if name == "" {
+		return 0
+	}
+	return uint32(len(name))<<8 | uint32(name[0])
 }
 
 // checks says which groups of keywords a node has, so that checking a
@@ -232,10 +240,16 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 			n.hasObjKeys = true
 			n.props = make([]prop, 0, len(pm))
 			n.propIndex = make(map[string]*node, len(pm))
-			for _, name := range slices.Sorted(maps.Keys(pm)) { // deterministic reports
+			names := slices.Sorted(maps.Keys(pm)) // deterministic reports
+			// The names are packed in one string, so that looking a key up
+			// reads adjacent memory.
+			packed := strings.Join(names, "")
+			off := 0
+			for _, name := range names {
 				pn := c.node(pm[name], kp+"/"+escape(name), false)
-				n.props = append(n.props, prop{name, pn})
+				n.props = append(n.props, prop{tagOf(name), packed[off : off+len(name)], pn})
 				n.propIndex[name] = pn
+				off += len(name)
 			}
 		case "required":
 			arr, ok := v.([]any)
