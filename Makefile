@@ -5,7 +5,7 @@ GO       ?= go
 BIN      ?= bin
 PKGS     ?= ./...
 
-.PHONY: all build test vet fmt-check fuzz bench check-sample clean
+.PHONY: all build test vet fmt-check fuzz bench check-sample demo demo-stop clean
 
 all: build
 
@@ -34,11 +34,18 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./resolve/
 
+# The main command: the whole pipeline on loopback (see scripts/demo.sh).
+demo:
+	scripts/demo.sh
+
+demo-stop:
+	@if [ -f .demo/resolverd.pid ]; then kill -INT $$(cat .demo/resolverd.pid) 2>/dev/null || true; rm -f .demo/resolverd.pid; echo "resolverd stopped"; fi
+
 # The worked example of the README: decide the shared sample and score it.
 check-sample: build
 	$(BIN)/resolverd check --listings testdata/corpus/sample/listings.jsonl \
 	  --calls testdata/corpus/sample/calls.jsonl > $(BIN)/sample.decisions.jsonl
 	python3 testdata/corpus/score.py testdata/corpus/sample/expected.jsonl $(BIN)/sample.decisions.jsonl
 
-clean:
-	rm -rf $(BIN)
+clean: demo-stop
+	rm -rf $(BIN) .demo

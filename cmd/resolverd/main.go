@@ -4,7 +4,11 @@
 //
 // Subcommands:
 //
-//	check   resolve a calls file against a listings file (offline)
+//	check    resolve a calls file against a listings file (offline)
+//	run      consume Kafka, resolve, write decisions to ClickHouse
+//	migrate  create or upgrade the ClickHouse schema
+//	report   decisions per class, read back from ClickHouse
+//	stack    run only the embedded Kafka broker and ClickHouse engine
 package main
 
 import (
@@ -45,7 +49,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet:     rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std)},
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/toolaudit/toolaudit/embedded"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
+)
+
+func migrateCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd migrate", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var ch chFlags
+	ch.register(fs)
+	return &ffcli.Command{
+		Name:       "migrate",
+		ShortUsage: "resolverd migrate [--clickhouse ADDR] [--database DB]",
+		ShortHelp:  "create or upgrade the ClickHouse schema",
+		LongHelp: `Creates the database if absent and applies the schema migrations
+(schema/ddl) that it has not applied yet, recording each in table
+schema_migrations. Idempotent: a second run applies nothing. Refuses to
+go on when an applied migration's text has changed since.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, nil))
+			// Not NewClickHouse: it checks the schema this command creates.
+			conn, err := ch.config().Open(ctx)
+			if err != nil {
+				return fmt.Errorf("clickhouse: %w", err)
+			}
+			defer conn.Close()
+			applied, err := sink.Migrate(ctx, conn, ch.db, log)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(std.out, "applied %d migration(s) to %s: %v\n", len(applied), ch.db, applied)
+			return nil
+		},
+	}
+}
+
+func reportCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd report", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var ch chFlags
+	ch.register(fs)
+	analysis := fs.String("analysis", "live", "analysis `id`")
+	expect := fs.Int("expect", 0, "wait until at least `N` decisions are stored (0: do not wait)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
+	return &ffcli.Command{
+		Name:       "report",
+		ShortUsage: "resolverd report [--analysis ID] [--expect N] [--clickhouse ADDR]",
+		ShortHelp:  "print decisions per class, read back from ClickHouse",
+		LongHelp: `Reads the decisions of one analysis from ClickHouse, deduplicated
+(FINAL), and prints the count per class and verdict. With --expect N it
+first waits until N decisions are stored: the demo's way of knowing that
+every call was decided.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			c, err := sink.NewClickHouse(ctx, ch.config())
+			if err != nil {
+				return fmt.Errorf("clickhouse: %w", err)
+			}
+			defer c.Close()
+			deadline := time.Now().Add(*timeout)
+			for {
+				counts, total, err := c.Counts(ctx, *analysis)
+				if err != nil {
+					return err
+				}
+				if total >= *expect {
+					printCounts(std, *analysis, counts, total)
+					return nil
+				}
+				if time.Now().After(deadline) {
+					printCounts(std, *analysis, counts, total)
+					return fmt.Errorf("only %d of %d decisions stored after %s", total, *expect, *timeout)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		},
+	}
+}
+
+func printCounts(std stdio, analysis string, counts map[schema.Class]int, total int) {
+	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "class\tverdict\tdecisions\tshare\t\n")
+	for _, c := range schema.Classes {
+		if n := counts[c]; n > 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f%%\t\n", c, schema.VerdictOf(c), n, 100*float64(n)/float64(max(total, 1)))
+		}
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t\t\n", total)
+	tw.Flush()
+	fmt.Fprintf(std.out, "analysis %q, read from ClickHouse with FINAL\n", analysis)
+}
+
+func stackCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd stack", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	dir := fs.String("dir", "", "data `DIR` of the broker and the engine (required)")
+	return &ffcli.Command{
+		Name:       "stack",
+		ShortUsage: "resolverd stack --dir DIR",
+		ShortHelp:  "run only the embedded Kafka broker and ClickHouse engine",
+		LongHelp: `Runs the embedded stack of run --embedded (Kafka-protocol broker on
+127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123,
+data in DIR) in the foreground, without the resolver: for development,
+benchmarks, or several resolverd instances sharing one local stack.
+Stops on SIGINT or SIGTERM.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if *dir == "" || len(args) > 0 {
+				return usageError{fmt.Errorf("stack needs --dir DIR and no arguments")}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, nil))
+			st, err := embedded.Start(ctx, embedded.Options{Dir: *dir, Logger: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(std.out, "kafka %s, clickhouse %s (http %s); Ctrl-C stops\n", st.Brokers[0], st.ClickHouse.Addr(), st.ClickHouse.HTTPAddr())
+			<-ctx.Done()
+			return st.Close()
+		},
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolaudit/toolaudit/embedded"
+	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/stream"
+)
+
+// chFlags are the ClickHouse flags shared by run, migrate and report.
+type chFlags struct {
+	addr, db, user, password string
+}
+
+func (c *chFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "clickhouse", "127.0.0.1:9000", "ClickHouse native protocol `addresses`, comma-separated")
+	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
+	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
+	fs.StringVar(&c.password, "clickhouse-password", "", "ClickHouse `password` (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable)")
+}
+
+func (c *chFlags) config() sink.Config {
+	cfg := sink.DefaultConfig()
+	cfg.Addr = splitList(c.addr)
+	cfg.Database, cfg.Username, cfg.Password = c.db, c.user, c.password
+	return cfg
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// build is the resolver build stamped into every row: the module version
+// and VCS revision when the binary carries them.
+func build() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
+}
+
+const runHelp = `Consumes tool calls and listing-change events from Kafka, resolves each
+call against the registry version current at its emitted_at, and writes
+one classified, version-stamped decision per call to ClickHouse (table
+decisions). Offsets are committed only after ClickHouse acknowledged the
+decisions before them, and the table deduplicates re-deliveries, so each
+call has exactly one decision per analysis when read with FINAL.
+
+Every instance reads the whole listings topic from the start; instances
+of one --group share the calls topic's partitions. Undecodable records
+are decided MALFORMED and copied to the dead-letter topic.
+
+--embedded DIR runs everything on loopback with no external service: a
+Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
+ClickHouse engine (DIR/clickhouse, native port 19000, HTTP 18123), and
+creates the schema. Point cmd/ingest at 127.0.0.1:19092.
+
+HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
+points), GET /metrics, /healthz, /readyz.
+
+Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
+
+func runCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd run", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var ch chFlags
+	ch.register(fs)
+	sc := stream.DefaultConfig()
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
+	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
+	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
+	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
+	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "most decisions per ClickHouse insert")
+	fs.DurationVar(&sc.BatchWait, "batch-wait", sc.BatchWait, "longest a partial batch waits before it is written")
+	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
+	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
+	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: skip decoding and resolution, write a minimal row per record")
+	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
+	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
+	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
+	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
+	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	return &ffcli.Command{
+		Name:       "run",
+		ShortUsage: "resolverd run [--embedded DIR | --brokers B --clickhouse A] [flags]",
+		ShortHelp:  "consume Kafka, resolve, write decisions to ClickHouse",
+		LongHelp:   runHelp,
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			m, err := resolve.ParseMode(*mode)
+			if err != nil {
+				return usageError{err}
+			}
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			sc.Resolver = resolve.Resolver{Mode: m}
+			sc.Brokers = splitList(*brokers)
+			sc.ResolverBuild = build()
+			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
+			return runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, embedded: *embed, migrate: *migrate})
+		},
+	}
+}
+
+type daemonArgs struct {
+	stream   stream.Config
+	ch       sink.Config
+	http     string
+	embedded string
+	migrate  bool
+}
+
+func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
+	log.Info("resolverd starting", "build", a.stream.ResolverBuild, "mode", a.stream.Resolver.Mode, "analysis", a.stream.AnalysisID)
+	if a.embedded != "" {
+		st, err := embedded.Start(ctx, embedded.Options{Dir: a.embedded, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := st.Close(); err != nil {
+				log.Warn("embedded stack stop", "err", err)
+			}
+			log.Info("embedded stack stopped")
+		}()
+		a.stream.Brokers = st.Brokers
+		a.ch.Addr = []string{st.ClickHouse.Addr()}
+		a.migrate = true
+	}
+	if err := a.stream.Validate(); err != nil {
+		return usageError{err}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
+	if a.migrate {
+		opts = append(opts, sink.WithMigrate())
+	}
+	ch, err := sink.NewClickHouse(ctx, a.ch, opts...)
+	if err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	defer ch.Close()
+	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
+
+	store := registryversions.New()
+	// The sink says which errors are permanent; the pipeline stops on those
+	// rather than retrying them forever.
+	write := stream.SinkFunc(func(ctx context.Context, rows []schema.Row) error {
+		err := ch.Write(ctx, rows)
+		if sink.IsPermanent(err) {
+			return stream.Permanent(err)
+		}
+		return err
+	})
+	p, err := stream.New(a.stream, store, write, log, reg)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return p.Run(gctx) })
+	if a.http != "" {
+		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
+			Gatherer: reg, Registerer: reg, Logger: log})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", a.http)
+		if err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		log.Info("http listening", "addr", ln.Addr().String())
+		g.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	log.Info("resolverd stopped", "err", err)
+	return err
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# End-to-end throughput, Kafka (embedded kfake) -> resolverd -> ClickHouse
+# (the engine beside it), with resolution on, then off (--passthrough), in
+# one run on the same backlog. Each run is a fresh consumer group and
+# analysis id, so both read the whole backlog; calls/s = calls / (time from
+# start until ClickHouse holds them all, FINAL). Also reports peak RSS of
+# the resolverd process (which also hosts the broker) and of ClickHouse.
+# Usage: scripts/bench-pipeline.sh [CALLS]   (default 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-1000000}
+export PATH="/usr/local/go/bin:$PATH"
+work=$(mktemp -d)
+
+go build -o "$work/" ./cmd/resolverd ./cmd/ingest
+scripts/fetch-chengine.sh > /dev/null
+
+# The backlog: corpus calls (sample + BFCL) with unique event ids.
+cat testdata/corpus/sample/listings.jsonl testdata/corpus/bfcl/listings.jsonl > "$work/listings.jsonl"
+python3 - "$N" "$work/calls.jsonl" <<'PY'
+import sys
+n, out = int(sys.argv[1]), sys.argv[2]
+lines = [l.rstrip('\n') for f in ('testdata/corpus/sample/calls.jsonl', 'testdata/corpus/bfcl/calls.jsonl') for l in open(f)]
+with open(out, 'w') as w:
+    for i in range(n):
+        l = lines[i % len(lines)]
+        w.write(l.replace('"event_id": "', '"event_id": "r%d-' % (i // len(lines)), 1) + '\n')
+PY
+
+"$work/resolverd" stack --dir "$work/data" > "$work/stack.log" 2>&1 &
+echo $! > "$work/stackpid"
+trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
+for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; done
+"$work/resolverd" migrate --clickhouse 127.0.0.1:19000 > /dev/null 2>&1
+echo "loading the backlog: $N calls"
+"$work/ingest" --brokers 127.0.0.1:19092 "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
+
+run() { # name, extra flags...
+  local name=$1; shift
+  "$work/resolverd" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http "" \
+    --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn "$@" > "$work/$name.log" 2>&1 &
+  echo $! > "$work/pid"
+  local start=$(date +%s.%N)
+  "$work/resolverd" report --clickhouse 127.0.0.1:19000 --analysis "bench-$name" --expect "$N" --timeout 20m > "$work/$name.report"
+  local end=$(date +%s.%N)
+  local pid=$(cat "$work/pid")
+  local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
+  local chrss=$(ps -o rss= -p "$(pgrep -f CHENGINE_CHILD -n || pgrep -P "$(cat "$work/stackpid")" | head -1)" 2>/dev/null | tr -d ' ')
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  python3 -c "import sys; n,s,e=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]); print('%-12s %8d calls in %6.2f s = %8.0f calls/s, resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), int(sys.argv[5])//1024))" "$N" "$start" "$end" "$name" "$rss"
+}
+
+run resolve
+run passthrough --passthrough

@@ -1,0 +1,310 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// ClickHouse writes decision rows to table decisions of one database, one
+// native-protocol INSERT per Write.
+//
+// It is safe for concurrent use: each Write takes its own connection from a
+// pool of Config.MaxOpenConns (further Writes wait for one), and Close waits
+// for the Writes in progress.
+type ClickHouse struct {
+	conn   driver.Conn
+	db     string
+	insert string
+	log    *slog.Logger
+	m      *metrics
+
+	mu     sync.RWMutex // Write holds it shared, Close exclusively
+	closed bool
+
+	scratch sync.Pool // *buffers
+}
+
+var _ interface {
+	Write(context.Context, []schema.Row) error
+} = (*ClickHouse)(nil)
+
+// insertSettings apply to every INSERT of Write:
+//   - async_insert=0: the writer already batches, and an acknowledged Write
+//     must mean a committed part (also: async inserts skip the insert
+//     deduplication that makes retries of the same batch free);
+//   - insert_deduplicate=1: a retried identical batch is dropped (the tables
+//     set non_replicated_deduplication_window);
+//   - max_partitions_per_insert_block=0: a batch whose emitted_at span more
+//     than 100 months (replays, clamped or timeless rows) must not fail
+//     forever with TOO_MANY_PARTS, which is otherwise retryable.
+var insertSettings = clickhouse.Settings{
+	"async_insert":                    0,
+	"insert_deduplicate":              1,
+	"max_partitions_per_insert_block": 0,
+}
+
+// NewClickHouse connects to ClickHouse (Config.Open), checks that table
+// decisions has the columns this build writes, after applying the
+// migrations when WithMigrate is given, and returns the writer: a missing or
+// mismatched table is ErrSchemaMismatch, before any decision is at stake.
+// ctx bounds the setup only.
+func NewClickHouse(ctx context.Context, cfg Config, opts ...Option) (*ClickHouse, error) {
+	cfg = cfg.withDefaults()
+	o := buildOptions(opts)
+	conn, err := cfg.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*ClickHouse, error) {
+		conn.Close()
+		return nil, err
+	}
+	if o.migrate {
+		if _, err := Migrate(ctx, conn, cfg.Database, o.log); err != nil {
+			return fail(err)
+		}
+	}
+	if err := checkSchema(ctx, conn, cfg.Database); err != nil {
+		return fail(err)
+	}
+	c := &ClickHouse{
+		conn:   conn,
+		db:     cfg.Database,
+		insert: "INSERT INTO `" + cfg.Database + "`.`decisions` (" + columnList() + ")",
+		log:    o.log,
+		m:      newMetrics(o.reg, "clickhouse"),
+	}
+	c.scratch.New = func() any { return new(buffers) }
+	o.log.Info("sink: clickhouse ready", "addr", cfg.Addr, "database", cfg.Database)
+	return c, nil
+}
+
+// Open connects to ClickHouse as c says (zero fields defaulted) and pings
+// it: a connection pool for Migrate (`resolverd migrate`) and ad hoc
+// queries, without NewClickHouse's check of table decisions, which fails
+// before the first migration. The connection has no default database:
+// queries name it. The caller closes it.
+func (c Config) Open(ctx context.Context) (driver.Conn, error) {
+	c = c.withDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	comp := clickhouse.CompressionLZ4
+	switch c.Compression {
+	case "zstd":
+		comp = clickhouse.CompressionZSTD
+	case "none":
+		comp = clickhouse.CompressionNone
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:         c.Addr,
+		Auth:         clickhouse.Auth{Username: c.Username, Password: c.Password},
+		TLS:          c.TLS,
+		DialTimeout:  c.DialTimeout,
+		ReadTimeout:  c.ReadTimeout,
+		MaxOpenConns: c.MaxOpenConns,
+		MaxIdleConns: c.MaxOpenConns,
+		Compression:  &clickhouse.Compression{Method: comp},
+		ClientInfo: clickhouse.ClientInfo{Products: []struct {
+			Name    string
+			Version string
+		}{{Name: "toolaudit-sink", Version: "1"}}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink: clickhouse open: %w", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sink: clickhouse ping %v: %w", c.Addr, err)
+	}
+	return conn, nil
+}
+
+// checkSchema verifies that db.decisions has every column of columns with
+// the same type. Extra columns are fine (a newer migration added them with
+// defaults).
+func checkSchema(ctx context.Context, conn driver.Conn, db string) error {
+	rows, err := conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = 'decisions'", db)
+	if err != nil {
+		return fmt.Errorf("sink: clickhouse schema check: %w", err)
+	}
+	defer rows.Close()
+	have := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return fmt.Errorf("sink: clickhouse schema check: %w", err)
+		}
+		have[name] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sink: clickhouse schema check: %w", err)
+	}
+	if len(have) == 0 {
+		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.decisions does not exist (run sink.Migrate)", ErrSchemaMismatch, db)}
+	}
+	for _, c := range columns {
+		switch typ, ok := have[c.name]; {
+		case !ok:
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions has no column %s", ErrSchemaMismatch, db, c.name)}
+		case typ != c.chType:
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions.%s is %s, want %s", ErrSchemaMismatch, db, c.name, typ, c.chType)}
+		}
+	}
+	return nil
+}
+
+// Conn is the writer's connection pool, for Migrate and ad hoc queries.
+func (c *ClickHouse) Conn() driver.Conn { return c.conn }
+
+// Database is the database the writer writes to.
+func (c *ClickHouse) Database() string { return c.db }
+
+// Ping checks that the server answers.
+func (c *ClickHouse) Ping(ctx context.Context) error {
+	if err := c.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("sink: clickhouse ping: %w", err)
+	}
+	return nil
+}
+
+// Close waits for the Writes in progress, then closes the connections.
+// Later Writes return ErrClosed.
+func (c *ClickHouse) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return c.conn.Close()
+}
+
+// Write stores rows as one INSERT and returns nil only when ClickHouse has
+// acknowledged it (the rows are in a committed part). On error the rows may
+// or may not have been stored; see the package doc for what to do
+// (IsRetryable, IsPermanent). An empty batch is a no-op.
+//
+// Times are stored in milliseconds; a zero EmittedAt (no usable time) as
+// 1970-01-01 00:00:00 (the readers here turn it back into the zero time), a
+// zero DecidedAt as the time of the Write (the table's TTL would expire a
+// row with neither time at once), and times outside 1900-01-01..2262-04-10
+// as the nearest bound (counted in toolaudit_sink_clamped_times_total).
+func (c *ClickHouse) Write(ctx context.Context, rows []schema.Row) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := c.write(ctx, rows)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// The client reports a canceled INSERT as a closed connection.
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		err = fmt.Errorf("sink: clickhouse write of %d rows: %w", len(rows), err)
+		c.log.Warn("sink: write failed", "rows", len(rows), "kind", Kind(err), "retryable", IsRetryable(err), "err", err)
+	}
+	c.m.observe(len(rows), start, err)
+	return err
+}
+
+func (c *ClickHouse) write(ctx context.Context, rows []schema.Row) error {
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(insertSettings))
+	batch, err := c.conn.PrepareBatch(ctx, c.insert)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer batch.Close() // releases the connection unless Send did
+	if err := c.appendColumns(batch, rows); err != nil {
+		return err
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// buffers are the column slices of one Write, reused between Writes.
+type buffers struct {
+	strs  []string
+	bools []bool
+	times []time.Time
+	i32s  []int32
+	i64s  []int64
+}
+
+// appendColumns appends rows column by column. The client copies each
+// slice into its block, so one buffer per type serves every column.
+func (c *ClickHouse) appendColumns(batch driver.Batch, rows []schema.Row) error {
+	b := c.scratch.Get().(*buffers)
+	defer c.scratch.Put(b)
+	clamped := 0
+	now := time.Now()
+	for i, col := range columns {
+		var v any
+		switch {
+		case col.str != nil:
+			b.strs = b.strs[:0]
+			for j := range rows {
+				b.strs = append(b.strs, *col.str(&rows[j]))
+			}
+			v = b.strs
+		case col.boolean != nil:
+			b.bools = b.bools[:0]
+			for j := range rows {
+				b.bools = append(b.bools, *col.boolean(&rows[j]))
+			}
+			v = b.bools
+		case col.tm != nil:
+			b.times = b.times[:0]
+			for j := range rows {
+				t := *col.tm(&rows[j])
+				if t.IsZero() && col.zeroIsNow {
+					t = now
+				}
+				t, cl := storeTime(t)
+				if cl {
+					clamped++
+				}
+				b.times = append(b.times, t)
+			}
+			v = b.times
+		case col.i32 != nil:
+			b.i32s = b.i32s[:0]
+			for j := range rows {
+				b.i32s = append(b.i32s, *col.i32(&rows[j]))
+			}
+			v = b.i32s
+		default:
+			b.i64s = b.i64s[:0]
+			for j := range rows {
+				b.i64s = append(b.i64s, *col.i64(&rows[j]))
+			}
+			v = b.i64s
+		}
+		if err := batch.Column(i).Append(v); err != nil {
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("column %s: %w", col.name, err)}
+		}
+	}
+	if clamped > 0 {
+		c.m.clamped.Add(float64(clamped))
+		c.log.Warn("sink: times out of range clamped", "count", clamped)
+	}
+	// Drop references to the rows' strings before pooling.
+	clear(b.strs)
+	return nil
+}

@@ -1,0 +1,65 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+func TestKind(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		name      string
+		err       error
+		kind      string
+		retryable bool
+		permanent bool
+	}{
+		{"nil", nil, "", false, false},
+		{"connection refused", fmt.Errorf("send: %w", refused), KindNetwork, true, false},
+		{"bare ECONNREFUSED", syscall.ECONNREFUSED, KindNetwork, true, false},
+		{"EOF", fmt.Errorf("read: %w", io.EOF), KindNetwork, true, false},
+		{"conn closed", clickhouse.ErrConnectionClosed, KindNetwork, true, false},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), KindTimeout, true, false},
+		{"io deadline", os.ErrDeadlineExceeded, KindTimeout, true, false},
+		{"too many parts", &clickhouse.Exception{Code: 252, Message: "Too many parts"}, KindOverload, true, false},
+		{"memory", fmt.Errorf("send: %w", &clickhouse.Exception{Code: 241}), KindOverload, true, false},
+		{"server overloaded", &clickhouse.Exception{Code: 745}, KindOverload, true, false},
+		{"server timeout", &clickhouse.Exception{Code: 159}, KindTimeout, true, false},
+		{"unknown exception", &clickhouse.Exception{Code: 1002}, KindServer, true, false},
+		{"unknown error", errors.New("something odd"), KindServer, true, false},
+		{"auth", &clickhouse.Exception{Code: 516}, KindAuth, true, false},
+		{"acquire timeout", clickhouse.ErrAcquireConnTimeout, KindOverload, true, false},
+		{"no such column", &clickhouse.Exception{Code: 16}, KindSchema, false, true},
+		{"unknown table", &clickhouse.Exception{Code: 60}, KindSchema, false, true},
+		{"cannot parse", &clickhouse.Exception{Code: 6}, KindData, false, true},
+		{"schema mismatch", fmt.Errorf("x: %w", ErrSchemaMismatch), KindSchema, false, true},
+		{"permanent wrapper", fmt.Errorf("x: %w", NewPermanent(errors.New("bad row"))), KindData, false, true},
+		{"permanent wins over network", NewPermanent(fmt.Errorf("%w", io.EOF)), KindData, false, true},
+		{"canceled", fmt.Errorf("x: %w: %w", context.Canceled, io.EOF), KindCanceled, false, false},
+		{"closed", ErrClosed, KindClosed, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Kind(tt.err); got != tt.kind {
+				t.Errorf("Kind = %q, want %q", got, tt.kind)
+			}
+			if got := IsRetryable(tt.err); got != tt.retryable {
+				t.Errorf("IsRetryable = %v, want %v", got, tt.retryable)
+			}
+			if got := IsPermanent(tt.err); got != tt.permanent {
+				t.Errorf("IsPermanent = %v, want %v", got, tt.permanent)
+			}
+		})
+	}
+	if NewPermanent(nil) != nil {
+		t.Error("NewPermanent(nil) != nil")
+	}
+}

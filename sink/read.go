@@ -1,0 +1,91 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// readContext carries analysisID as server-side query parameter aid and
+// do_not_merge_across_partitions_select_final: FINAL then deduplicates
+// within each partition only, in parallel. That is exact for this table
+// because a redelivered call has the same emitted_at, hence the same
+// partition (the reason the table is partitioned by emitted_at).
+func readContext(ctx context.Context, analysisID string) context.Context {
+	return clickhouse.Context(ctx,
+		clickhouse.WithParameters(clickhouse.Parameters{"aid": analysisID}),
+		clickhouse.WithSettings(clickhouse.Settings{"do_not_merge_across_partitions_select_final": 1}))
+}
+
+// Counts returns the number of decisions of analysis analysisID by class,
+// and their total, read with FINAL: one per call however often it was
+// delivered.
+func (c *ClickHouse) Counts(ctx context.Context, analysisID string) (map[schema.Class]int, int, error) {
+	rows, err := c.conn.Query(readContext(ctx, analysisID),
+		"SELECT class, count() FROM `"+c.db+"`.decisions FINAL WHERE analysis_id = {aid:String} GROUP BY class")
+	if err != nil {
+		return nil, 0, fmt.Errorf("sink: clickhouse counts: %w", err)
+	}
+	defer rows.Close()
+	counts := map[schema.Class]int{}
+	total := 0
+	for rows.Next() {
+		var class string
+		var n uint64
+		if err := rows.Scan(&class, &n); err != nil {
+			return nil, 0, fmt.Errorf("sink: clickhouse counts: %w", err)
+		}
+		counts[schema.Class(class)] = int(n)
+		total += int(n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("sink: clickhouse counts: %w", err)
+	}
+	return counts, total, nil
+}
+
+// Rows returns the decisions of analysis analysisID read with FINAL (the
+// latest decision of each call), ordered by call key; limit 0 means all.
+// Times come back in UTC, the stored epoch as the zero time.
+func (c *ClickHouse) Rows(ctx context.Context, analysisID string, limit int) ([]schema.Row, error) {
+	q := "SELECT " + columnList() + " FROM `" + c.db + "`.decisions FINAL WHERE analysis_id = {aid:String} ORDER BY call_key"
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := c.conn.Query(readContext(ctx, analysisID), q)
+	if err != nil {
+		return nil, fmt.Errorf("sink: clickhouse rows: %w", err)
+	}
+	defer rows.Close()
+	var out []schema.Row
+	dest := make([]any, len(columns))
+	for rows.Next() {
+		out = append(out, schema.Row{})
+		r := &out[len(out)-1]
+		for i, col := range columns {
+			switch {
+			case col.str != nil:
+				dest[i] = col.str(r)
+			case col.boolean != nil:
+				dest[i] = col.boolean(r)
+			case col.tm != nil:
+				dest[i] = col.tm(r)
+			case col.i32 != nil:
+				dest[i] = col.i32(r)
+			default:
+				dest[i] = col.i64(r)
+			}
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("sink: clickhouse rows: %w", err)
+		}
+		r.EmittedAt, r.DecidedAt = loadTime(r.EmittedAt), loadTime(r.DecidedAt)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sink: clickhouse rows: %w", err)
+	}
+	return out, nil
+}

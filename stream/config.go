@@ -1,0 +1,183 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/resolve"
+)
+
+// Config configures a [Pipeline]. Start from [DefaultConfig]; the zero value
+// is not valid.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Group is the consumer group of the calls topic. Default "resolverd".
+	Group string
+	// ClientID prefixes the Kafka client ids ("-calls", "-listings").
+	// Default "resolverd".
+	ClientID string
+
+	// CallsTopic is consumed by the group. Default "tool-calls".
+	CallsTopic string
+	// ListingsTopic is read whole, every partition from the start, by every
+	// instance. Default "tool-listings".
+	ListingsTopic string
+	// DLQTopic receives undecodable call records, unchanged, with headers
+	// error, source-topic, source-partition and source-offset. Default
+	// "tool-calls-dlq".
+	DLQTopic string
+
+	// BatchRows is the most rows a partition worker hands to the sink at
+	// once. Default 5000.
+	BatchRows int
+	// BatchWait is how long a partition worker holds a non-empty batch
+	// waiting for more rows before it writes it. Default 200ms.
+	BatchWait time.Duration
+
+	// ListingHold aligns the two topics in event time: a call is decided
+	// only when every listing that reached Kafka up to ListingHold after the
+	// call itself has been applied, so a listing that is late by at most
+	// ListingHold still governs the calls emitted after its observed_at.
+	// It adds up to ListingHold of latency to each call (plus the
+	// ListingsPoll granularity) and never stalls throughput: see the
+	// package documentation. 0 disables the wait: calls are decided as soon
+	// as the listings topic has been read up to its end once. Default 2s.
+	ListingHold time.Duration
+	// ListingsPoll is how often the end offsets of the listings and calls
+	// topics are listed to track how far the listings have been applied.
+	// Default 100ms.
+	ListingsPoll time.Duration
+
+	// AnalysisID, ResolverBuild and PolicyVersion stamp every row.
+	// AnalysisID defaults to "live"; PolicyVersion, when empty, is the
+	// resolver's mode ("strict" or "pin-assisted").
+	AnalysisID    string
+	ResolverBuild string
+	PolicyVersion string
+	// KeepRawArgs stores the emitted arguments (compact JSON) in every
+	// row. Arguments are untrusted and may hold secrets: off by default,
+	// rows then keep only their shape and hash.
+	KeepRawArgs bool
+	// Resolver decides the calls. The zero value is strict.
+	Resolver resolve.Resolver
+	// Passthrough skips decoding, event-time alignment and resolution and
+	// writes a minimal row (Kafka coordinates and stamps) per record: for
+	// measuring the Kafka and sink path alone. Never for production.
+	Passthrough bool
+
+	// MaxPartitionBuffer bounds, in record bytes, what the client holds
+	// for one partition that its worker has not taken yet; above it the
+	// partition's fetching pauses until its worker has drained half of it.
+	// It must hold a partition's byte rate times ListingHold plus one sink
+	// write, or the hold limits throughput. Memory is about the number of
+	// assigned partitions times this, plus FetchMaxBytes. Default 16 MiB.
+	MaxPartitionBuffer int
+	// FetchMaxBytes bounds one fetch response (kgo.FetchMaxBytes).
+	// Default 16 MiB.
+	FetchMaxBytes int32
+	// FetchMaxWait is how long a broker may hold an empty fetch; it also
+	// bounds how long a resumed partition waits for its next fetch.
+	// Default 500ms.
+	FetchMaxWait time.Duration
+
+	// RetryMin and RetryMax bound the exponential backoff between
+	// attempts to write to the sink, produce to the DLQ or commit.
+	// Defaults 100ms and 5s.
+	RetryMin, RetryMax time.Duration
+	// DrainTimeout bounds how long a partition worker may take, once its
+	// partition is revoked or the pipeline stops, to write and commit the
+	// rows it has already decided; what is not committed by then is
+	// decided again by the partition's next owner. Keep it well under the
+	// group's rebalance timeout (kgo default 60s). Default 10s.
+	DrainTimeout time.Duration
+
+	// KafkaOpts are appended to the options of every client the pipeline
+	// makes (TLS, SASL, timeouts). Group options are ignored by the
+	// listings client.
+	KafkaOpts []kgo.Opt
+}
+
+// DefaultConfig returns the defaults, without brokers.
+func DefaultConfig() Config {
+	return Config{
+		Group:              "resolverd",
+		ClientID:           "resolverd",
+		CallsTopic:         "tool-calls",
+		ListingsTopic:      "tool-listings",
+		DLQTopic:           "tool-calls-dlq",
+		BatchRows:          5000,
+		BatchWait:          200 * time.Millisecond,
+		ListingHold:        2 * time.Second,
+		ListingsPoll:       100 * time.Millisecond,
+		AnalysisID:         "live",
+		MaxPartitionBuffer: 16 << 20,
+		FetchMaxBytes:      16 << 20,
+		FetchMaxWait:       500 * time.Millisecond,
+		RetryMin:           100 * time.Millisecond,
+		RetryMax:           5 * time.Second,
+		DrainTimeout:       10 * time.Second,
+	}
+}
+
+// Validate reports every missing or invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.Brokers) == 0 {
+		bad("no brokers")
+	}
+	if c.Group == "" {
+		bad("empty group")
+	}
+	if c.CallsTopic == "" || c.ListingsTopic == "" || c.DLQTopic == "" {
+		bad("empty topic name")
+	} else if c.CallsTopic == c.ListingsTopic || c.CallsTopic == c.DLQTopic || c.ListingsTopic == c.DLQTopic {
+		bad("calls, listings and DLQ topics must differ (%q, %q, %q)", c.CallsTopic, c.ListingsTopic, c.DLQTopic)
+	}
+	if c.BatchRows <= 0 {
+		bad("batch rows %d, want > 0", c.BatchRows)
+	}
+	if c.BatchWait <= 0 {
+		bad("batch wait %v, want > 0", c.BatchWait)
+	}
+	if c.ListingHold < 0 {
+		bad("listing hold %v, want >= 0", c.ListingHold)
+	}
+	if c.ListingsPoll <= 0 {
+		bad("listings poll %v, want > 0", c.ListingsPoll)
+	}
+	if c.AnalysisID == "" {
+		bad("empty analysis id")
+	}
+	if c.Resolver.Mode != resolve.Strict && c.Resolver.Mode != resolve.PinAssisted {
+		bad("unknown resolver mode %d", c.Resolver.Mode)
+	}
+	if c.MaxPartitionBuffer <= 0 {
+		bad("max partition buffer %d, want > 0", c.MaxPartitionBuffer)
+	}
+	if c.FetchMaxBytes <= 0 {
+		bad("fetch max bytes %d, want > 0", c.FetchMaxBytes)
+	}
+	if c.FetchMaxWait <= 0 {
+		bad("fetch max wait %v, want > 0", c.FetchMaxWait)
+	}
+	if c.RetryMin <= 0 || c.RetryMax < c.RetryMin {
+		bad("retry backoff %v..%v, want 0 < min <= max", c.RetryMin, c.RetryMax)
+	}
+	if c.DrainTimeout <= 0 {
+		bad("drain timeout %v, want > 0", c.DrainTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// policyVersion is the PolicyVersion stamped on rows.
+func (c Config) policyVersion() string {
+	if c.PolicyVersion != "" {
+		return c.PolicyVersion
+	}
+	return c.Resolver.Mode.String()
+}

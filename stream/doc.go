@@ -1,0 +1,83 @@
+// Package stream is the engine of `resolverd run`: Kafka in, decision rows
+// out, offsets committed only behind the sink.
+//
+// # Topics
+//
+// The listings topic (default "tool-listings") is read whole by every
+// instance, every partition from the start, by a client outside any group;
+// each listing is decoded (schema.DecodeListing; a bad one is logged,
+// counted and skipped) and applied to the registryversions.Store, which
+// keeps the history in event time. The calls topic (default "tool-calls")
+// is consumed by a consumer group (default "resolverd") with one worker
+// goroutine per assigned partition. Each worker decodes a call
+// (schema.CallDecoder), resolves it against the registry version current
+// at its emitted_at (resolve.Resolver on store.Snapshot()), and appends a
+// schema.Row: CallKey is the event_id, or schema.KafkaCallKey for a record
+// without one; arguments are kept as shape and hash, raw only with
+// Config.KeepRawArgs. An undecodable record becomes a MALFORMED row and is
+// also produced, unchanged, to the DLQ topic (default "tool-calls-dlq")
+// with headers error, source-topic, source-partition and source-offset.
+//
+// # Acks travel with the data
+//
+// A worker writes a batch (Config.BatchRows rows, or what it has after
+// Config.BatchWait) in three steps: the batch's bad records to the DLQ,
+// the rows to the Sink, then a commit of the offset after the batch's last
+// record. Each step is retried with exponential backoff (RetryMin to
+// RetryMax) until it succeeds: a failing sink stalls its partition, never
+// drops or skips a record. While a worker is behind, its partition's
+// fetching is paused (Config.MaxPartitionBuffer), so memory stays bounded
+// and the other partitions go on. Delivery is at least once: a batch
+// written but not committed (crash, lost partition) is decided again, with
+// the same CallKeys, by the partition's next owner.
+//
+// # Rebalances and shutdown
+//
+// The group client blocks rebalances while the poll loop hands records to
+// workers (kgo.BlockRebalanceOnPoll), which never blocks on a worker. On
+// revocation a partition's worker stops deciding, writes and commits what
+// it has decided (within Config.DrainTimeout), and exits before the
+// callback returns; on loss it exits at once (commits would fail). Run
+// shuts down in two phases when its context ends: stop fetching, drain
+// every worker as on revocation, then leave the group and close the
+// clients.
+//
+// # Event time: ListingHold
+//
+// A call must be resolved against the listings observed before it was
+// emitted, whatever order the two topics deliver in. The listings reader
+// tracks caughtUpAsOf, the latest wall time T such that every listing
+// record produced before T has been applied: every ListingsPoll (default
+// 100ms) it lists the listings topic's end offsets at time T and, once the
+// applied positions reach them, caughtUpAsOf becomes T. No call is decided
+// before the first such catch-up; Ready reports it (and the group join).
+//
+// Config.ListingHold (default 2s) covers listings that reach Kafka late: a
+// call that reached Kafka at A is decided only once caughtUpAsOf >= A +
+// ListingHold, so a listing produced up to ListingHold after the calls it
+// governs is applied before they are decided. A is bounded from above by
+// the time the poll that returned the record ended and by the same
+// periodic listing of the calls topic's end offsets (the first listing
+// whose end offset exceeds the record's), whichever is earlier. The hold
+// is latency, not a stall: a worker waits for the record at the head of
+// its queue while fetching goes on behind it, so in steady state calls are
+// decided ListingHold (plus ListingsPoll) after they arrive at full
+// throughput, provided MaxPartitionBuffer holds ListingHold worth of a
+// partition's records; a backlog, whose records arrived long ago, waits
+// once at most. ListingHold 0 disables the wait: calls are decided as soon
+// as the listings have been read to their end once, and a listing that
+// reaches Kafka after its calls were fetched is not seen by them (they
+// become H1 or M1). Raise it when toolaudit_stream_listing_lateness_seconds
+// shows listings arriving later than the hold.
+//
+// # Metrics
+//
+// Under toolaudit_stream_*: decisions_total{class,verdict}, batch_rows,
+// flush_seconds, sink_retries_total, commit_errors_total,
+// dlq_records_total, consumer_lag{topic,partition} (high watermark from
+// fetches minus committed offset), assigned_partitions,
+// partition_pauses_total, listings_applied_total, listings_bad_total,
+// listing_issues_total, listing_lateness_seconds, registries,
+// registry_versions, listings_caught_up_age_seconds. The Kafka clients'
+// own metrics are toolaudit_kafka_* (plugin/kprom, label client_id).
+package stream

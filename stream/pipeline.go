@@ -1,0 +1,336 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
+
+	"github.com/toolaudit/toolaudit/registryversions"
+)
+
+// Pipeline is the engine of `resolverd run`: it reads the listings topic
+// whole into a registry store, consumes the calls topic in a consumer
+// group with one worker goroutine per assigned partition, and writes one
+// decision row per call record to a Sink, committing offsets only after
+// the sink has stored them. See the package documentation.
+type Pipeline struct {
+	cfg    Config
+	policy string
+	store  *registryversions.Store
+	sink   Sink
+	log    *slog.Logger
+	reg    prometheus.Registerer
+	m      *metrics
+
+	listings *listings
+	calls    *kgo.Client
+
+	base    context.Context // parent of the workers' contexts; outlives Run's ctx
+	stopRun context.CancelCauseFunc
+
+	ran    atomic.Bool
+	joined atomic.Bool
+	live   atomic.Bool // between start and the beginning of shutdown
+
+	mu      sync.Mutex
+	workers map[int32]*worker
+	closing bool
+	fatal   error
+
+	pollErrs every
+}
+
+// New checks cfg and registers the pipeline's metrics on reg (once per
+// Registerer: a second pipeline on the same one fails). It connects to
+// nothing: Run does, and registers the Kafka clients' metrics too. A nil
+// log logs nothing; a nil reg registers nowhere.
+func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if store == nil || sink == nil {
+		return nil, fmt.Errorf("%w: nil store or sink", ErrConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pipeline{
+		cfg:      cfg,
+		policy:   cfg.policyVersion(),
+		store:    store,
+		sink:     sink,
+		log:      log,
+		reg:      reg,
+		workers:  map[int32]*worker{},
+		pollErrs: every{interval: 10 * time.Second},
+	}
+	p.listings = newListings(cfg, store, log, nil)
+	m, err := newMetrics(reg, func() float64 { return ageSeconds(p.listings.caughtUpAsOf()) })
+	if err != nil {
+		return nil, err
+	}
+	p.m, p.listings.m = m, m
+	return p, nil
+}
+
+// Ready reports whether the pipeline decides calls: the listings topic has
+// been read to its end once and the consumer group has been joined. For
+// /readyz.
+func (p *Pipeline) Ready() bool {
+	return p.live.Load() && p.joined.Load() && !p.listings.caughtUpAsOf().IsZero()
+}
+
+// Run runs the pipeline until ctx is done, then shuts down in two phases:
+// it stops fetching, lets every partition worker write and commit the rows
+// it has decided (within DrainTimeout), leaves the group and closes the
+// clients. It returns nil after a shutdown asked for by ctx, or the error
+// that stopped it (a client that cannot be made, a permanent sink error).
+// Run may be called once.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if !p.ran.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	p.base = base
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	p.stopRun = stop
+
+	lcl, err := kgo.NewClient(p.listingsOpts()...)
+	if err != nil {
+		return fmt.Errorf("listings client: %w", err)
+	}
+	defer lcl.Close()
+	p.listings.cl, p.listings.adm = lcl, kadm.NewClient(lcl)
+	ccl, err := kgo.NewClient(p.callsOpts()...)
+	if err != nil {
+		return fmt.Errorf("calls client: %w", err)
+	}
+	p.calls = ccl
+	p.live.Store(true)
+	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
+		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic,
+		"listing_hold", p.cfg.ListingHold, "batch_rows", p.cfg.BatchRows, "batch_wait", p.cfg.BatchWait,
+		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
+
+	lctx, stopListings := context.WithCancel(base)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.listings.run(lctx)
+	}()
+
+	p.poll(ctx)
+
+	// Phase 1 is over: nothing more is fetched. Phase 2: drain, then close.
+	p.live.Store(false)
+	start := time.Now()
+	p.log.Info("pipeline stopping: draining partition workers", "cause", context.Cause(ctx))
+	p.stopWorkers(nil, true, true)
+	ccl.CloseAllowingRebalance() // leaves the group; nothing is left to revoke
+	stopListings()
+	wg.Wait()
+	p.mu.Lock()
+	err = p.fatal
+	p.mu.Unlock()
+	p.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond), "err", err)
+	return err
+}
+
+// fail stops the pipeline with err (the first one wins).
+func (p *Pipeline) fail(err error) {
+	p.mu.Lock()
+	if p.fatal == nil {
+		p.fatal = err
+		p.log.Error("pipeline failing", "err", err)
+	}
+	p.mu.Unlock()
+	p.stopRun(err)
+}
+
+func (p *Pipeline) commonOpts(suffix string) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(p.cfg.Brokers...),
+		kgo.ClientID(p.cfg.ClientID + suffix),
+		kgo.WithLogger(kgoLogger{p.log}),
+		kgo.FetchMaxBytes(p.cfg.FetchMaxBytes),
+		kgo.FetchMaxWait(p.cfg.FetchMaxWait),
+	}
+	if p.reg != nil {
+		opts = append(opts, kgo.WithHooks(kprom.NewMetrics("toolaudit_kafka",
+			kprom.Registerer(p.reg), kprom.WithClientLabel())))
+	}
+	return opts
+}
+
+func (p *Pipeline) listingsOpts() []kgo.Opt {
+	opts := append(p.commonOpts("-listings"),
+		kgo.ConsumeTopics(p.cfg.ListingsTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords(), // so transaction markers count as read
+	)
+	return append(opts, p.cfg.KafkaOpts...)
+}
+
+func (p *Pipeline) callsOpts() []kgo.Opt {
+	opts := append(p.commonOpts("-calls"),
+		kgo.ConsumerGroup(p.cfg.Group),
+		kgo.ConsumeTopics(p.cfg.CallsTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(p.assigned),
+		kgo.OnPartitionsRevoked(p.revoked),
+		kgo.OnPartitionsLost(p.lost),
+	)
+	return append(opts, p.cfg.KafkaOpts...)
+}
+
+// poll fetches calls and hands each partition's records to its worker. It
+// never blocks on a worker, so rebalances are held for the time of a
+// dispatch only (BlockRebalanceOnPoll).
+func (p *Pipeline) poll(ctx context.Context) {
+	for {
+		fs := p.calls.PollFetches(ctx)
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			p.calls.AllowRebalance()
+			return
+		}
+		at := time.Now()
+		fs.EachError(func(topic string, part int32, err error) {
+			if ok, n := p.pollErrs.allow(); ok {
+				p.log.Warn("calls fetch failed", "topic", topic, "partition", part, "err", err, "suppressed", n)
+			}
+		})
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if len(fp.Records) == 0 {
+				return
+			}
+			p.mu.Lock()
+			w := p.workers[fp.Partition]
+			p.mu.Unlock()
+			if w == nil {
+				// Not reachable with BlockRebalanceOnPoll: assignment
+				// precedes fetching and revocation waits for this loop.
+				p.log.Error("records for a partition without a worker; dropped, they will be fetched again after the next rebalance",
+					"topic", fp.Topic, "partition", fp.Partition, "records", len(fp.Records))
+				return
+			}
+			w.enqueue(fp.Records, fp.HighWatermark, at)
+		})
+		p.calls.AllowRebalance()
+	}
+}
+
+// assigned starts a worker per newly assigned partition. kgo calls it
+// before fetching them, and also on joins that assign nothing new.
+func (p *Pipeline) assigned(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+	p.joined.Store(true)
+	parts := m[p.cfg.CallsTopic]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing || len(parts) == 0 {
+		return
+	}
+	for _, part := range parts {
+		if p.workers[part] != nil {
+			continue
+		}
+		w := newWorker(p, cl, p.cfg.CallsTopic, part)
+		p.workers[part] = w
+		go w.run()
+	}
+	p.m.assigned.Set(float64(len(p.workers)))
+	p.log.Info("partitions assigned", "topic", p.cfg.CallsTopic, "added", sorted(parts), "now", p.ownedLocked())
+}
+
+func (p *Pipeline) revoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	if parts := m[p.cfg.CallsTopic]; len(parts) > 0 {
+		p.stopWorkers(parts, true, false)
+	}
+}
+
+func (p *Pipeline) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	p.joined.Store(false)
+	if parts := m[p.cfg.CallsTopic]; len(parts) > 0 {
+		p.stopWorkers(parts, false, false)
+	}
+}
+
+// stopWorkers stops the workers of parts (all of them when parts is nil),
+// draining them or not, and waits until they have exited. closing keeps
+// new ones from starting.
+func (p *Pipeline) stopWorkers(parts []int32, drain, closing bool) {
+	start := time.Now()
+	p.mu.Lock()
+	if closing {
+		p.closing = true
+		parts = nil
+		for part := range p.workers {
+			parts = append(parts, part)
+		}
+	}
+	var ws []*worker
+	for _, part := range parts {
+		if w := p.workers[part]; w != nil {
+			ws = append(ws, w)
+			delete(p.workers, part)
+		}
+	}
+	p.m.assigned.Set(float64(len(p.workers)))
+	p.mu.Unlock()
+	if len(ws) == 0 {
+		return
+	}
+	for _, w := range ws {
+		w.stop(drain)
+	}
+	for _, w := range ws {
+		w.wait()
+		p.m.forgetPartition(w.topic, w.partition)
+	}
+	how := "partitions revoked"
+	switch {
+	case closing:
+		how = "partitions released for shutdown"
+	case !drain:
+		how = "partitions lost"
+	}
+	p.mu.Lock()
+	now := p.ownedLocked()
+	p.mu.Unlock()
+	p.log.Info(how, "topic", p.cfg.CallsTopic, "removed", sorted(parts), "now", now,
+		"drained", drain, "took", time.Since(start).Round(time.Millisecond))
+}
+
+func (p *Pipeline) ownedLocked() []int32 {
+	var parts []int32
+	for part := range p.workers {
+		parts = append(parts, part)
+	}
+	return sorted(parts)
+}
+
+// assignedPartitions returns the partitions with a worker (for tests).
+func (p *Pipeline) assignedPartitions() []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ownedLocked()
+}
+
+func sorted(parts []int32) []int32 {
+	parts = slices.Clone(parts)
+	slices.Sort(parts)
+	return parts
+}

@@ -1,0 +1,460 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// chunk is one partition's records of one poll.
+type chunk struct {
+	recs  []*kgo.Record
+	at    time.Time // after the poll returned: every record had reached Kafka by then
+	bytes int
+}
+
+// worker owns one assigned calls partition: it decides the partition's
+// records in order, batches the rows, writes them to the sink, and commits
+// the offset of the last record of a batch only once the sink has stored
+// every row of it (and the DLQ every bad record of it).
+//
+// The poll loop hands it records with enqueue and never blocks on it: when
+// a worker falls behind (the sink is slow or failing, or the hold is long),
+// its partition's fetching pauses instead, which bounds memory and leaves
+// the other partitions running.
+type worker struct {
+	p         *Pipeline
+	cl        *kgo.Client
+	topic     string
+	partition int32
+	lag       prometheus.Gauge
+
+	ctx      context.Context // canceled when the worker must stop now
+	cancel   context.CancelFunc
+	quit     chan struct{} // closed to stop: write and commit what is decided, exit
+	done     chan struct{}
+	stopOnce sync.Once
+	drainT   *time.Timer
+
+	mu     sync.Mutex
+	queue  []chunk
+	queued int // bytes in queue
+	paused bool
+	wake   chan struct{}
+
+	hwm       atomic.Int64 // from the latest fetch
+	committed atomic.Int64 // -1 until the first record shows where the group stood
+
+	// Owned by the worker goroutine.
+	cur      chunk
+	idx      int
+	hasCur   bool
+	dec      schema.CallDecoder
+	call     schema.Call
+	res      resolve.Resolver
+	rows     []schema.Row
+	dlq      []*kgo.Record
+	last     *kgo.Record
+	counts   [schema.NumClasses]int
+	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
+	arrBelow int64
+	logEvery every
+}
+
+func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *worker {
+	ctx, cancel := context.WithCancel(p.base)
+	w := &worker{
+		p: p, cl: cl, topic: topic, partition: partition,
+		lag:    p.m.partitionLag(topic, partition),
+		ctx:    ctx,
+		cancel: cancel,
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		res:    p.cfg.Resolver,
+		rows:   make([]schema.Row, 0, min(p.cfg.BatchRows, 1024)), // grows to BatchRows under load
+		// A stalled sink is retried every RetryMax: one line a minute.
+		logEvery: every{interval: time.Minute},
+	}
+	w.committed.Store(-1)
+	w.hwm.Store(-1)
+	return w
+}
+
+// enqueue hands the worker one poll's records of its partition. Called by
+// the poll loop only.
+func (w *worker) enqueue(recs []*kgo.Record, hwm int64, at time.Time) {
+	if len(recs) == 0 {
+		return
+	}
+	n := 0
+	for _, r := range recs {
+		n += len(r.Key) + len(r.Value)
+	}
+	w.hwm.Store(hwm)
+	w.committed.CompareAndSwap(-1, recs[0].Offset)
+	w.setLag()
+
+	w.mu.Lock()
+	w.queue = append(w.queue, chunk{recs: recs, at: at, bytes: n})
+	w.queued += n
+	if !w.paused && w.queued >= w.p.cfg.MaxPartitionBuffer {
+		w.paused = true
+		w.cl.PauseFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+		w.p.m.pauses.Inc()
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take makes the oldest queued chunk current, and resumes fetching once
+// half the buffer is free.
+func (w *worker) take() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		return false
+	}
+	w.cur, w.idx, w.hasCur = w.queue[0], 0, true
+	w.queue[0] = chunk{}
+	w.queue = w.queue[1:]
+	w.queued -= w.cur.bytes
+	if w.paused && w.queued <= w.p.cfg.MaxPartitionBuffer/2 {
+		w.paused = false
+		w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+	}
+	return true
+}
+
+func (w *worker) setLag() {
+	if h, c := w.hwm.Load(), w.committed.Load(); h >= 0 && c >= 0 {
+		w.lag.Set(float64(h - c))
+	}
+}
+
+// stop asks the worker to finish. With drain, it writes and commits the
+// rows it has decided, within DrainTimeout; without (the partition is
+// lost, commits would fail), it stops at once.
+func (w *worker) stop(drain bool) {
+	w.stopOnce.Do(func() {
+		if drain {
+			w.drainT = time.AfterFunc(w.p.cfg.DrainTimeout, w.cancel)
+		} else {
+			w.cancel()
+		}
+		close(w.quit)
+	})
+}
+
+// wait waits for the worker to exit and releases what it holds.
+func (w *worker) wait() {
+	<-w.done
+	if w.drainT != nil {
+		w.drainT.Stop()
+	}
+	w.cancel()
+	w.mu.Lock()
+	if w.paused {
+		// Pausing outlives the assignment: a partition that comes back must
+		// not come back paused.
+		w.paused = false
+		w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+	}
+	w.queue, w.queued = nil, 0
+	w.mu.Unlock()
+}
+
+func (w *worker) stopping() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	batchT := time.NewTimer(time.Hour)
+	batchT.Stop()
+	defer batchT.Stop()
+	var deadline <-chan time.Time
+	for {
+		if w.stopping() {
+			w.finish()
+			return
+		}
+		var gate, wake <-chan struct{}
+		if w.hasCur || w.take() {
+			r := w.cur.recs[w.idx]
+			ok, ch := w.ready(r)
+			if ok {
+				w.decide(r)
+				if w.idx++; w.idx == len(w.cur.recs) {
+					w.cur, w.hasCur = chunk{}, false
+				}
+				if len(w.rows) == 1 {
+					batchT.Reset(w.p.cfg.BatchWait)
+					deadline = batchT.C
+				}
+				if len(w.rows) >= w.p.cfg.BatchRows {
+					batchT.Stop()
+					deadline = nil
+					if w.flush() != nil {
+						return
+					}
+				}
+				continue
+			}
+			gate = ch
+		} else {
+			wake = w.wake
+		}
+		select {
+		case <-wake:
+		case <-gate:
+		case <-deadline:
+			deadline = nil
+			if w.flush() != nil {
+				return
+			}
+		case <-w.quit:
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// finish writes and commits what is decided, after a stop.
+func (w *worker) finish() {
+	n := len(w.rows)
+	if err := w.flush(); err != nil {
+		w.p.log.Warn("partition stopped with rows not committed; they will be decided again",
+			"topic", w.topic, "partition", w.partition, "rows", n, "err", err)
+	}
+}
+
+// ready reports whether r may be decided now; if not, the channel is
+// closed when the listings' catch-up advances.
+//
+// The rule: the listings must have been read up to their end once, and,
+// with a hold, caughtUpAsOf must have reached the record's arrival in
+// Kafka plus ListingHold. The arrival is bounded from above by the end of
+// the poll that returned it and by the periodic listing of the calls
+// topic's end offsets, whichever is earlier: a backlog fetched long after
+// it arrived waits for the hold once, not once per fetch.
+func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
+	if w.p.cfg.Passthrough {
+		return true, nil
+	}
+	asOf, ch := w.p.listings.state()
+	if asOf == 0 {
+		return false, ch
+	}
+	hold := w.p.cfg.ListingHold
+	if hold == 0 || asOf >= w.p.listings.mono(w.cur.at.Add(hold)) {
+		return true, nil
+	}
+	if r.Offset >= w.arrBelow {
+		if at, below, ok := w.p.listings.arrival(w.partition, r.Offset); ok {
+			w.arrAt, w.arrBelow = at, below
+		} else {
+			return false, ch
+		}
+	}
+	if asOf >= w.p.listings.mono(w.arrAt.Add(hold)) {
+		return true, nil
+	}
+	return false, ch
+}
+
+// decide turns r into the next row of the batch.
+func (w *worker) decide(r *kgo.Record) {
+	cfg := &w.p.cfg
+	w.rows = append(w.rows, schema.Row{})
+	row := &w.rows[len(w.rows)-1]
+	row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
+	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
+	w.last = r
+	if cfg.Passthrough {
+		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
+		row.DecidedAt = time.Now()
+		return
+	}
+	if err := w.dec.Decode(r.Value, &w.call); err != nil {
+		resolve.Malformed(err, &row.Decision)
+		row.FillCall(&w.call) // what was read before the failure
+		w.dlq = append(w.dlq, w.dlqRecord(r, row.Reason))
+	} else {
+		w.res.Resolve(w.p.store.Snapshot(), &w.call, &row.Decision)
+		row.FillCall(&w.call)
+		row.ArgsShape = schema.ArgsShape(w.call.Arguments)
+		row.ArgsHash = schema.ArgsHash(w.call.Arguments)
+		if cfg.KeepRawArgs {
+			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
+		}
+	}
+	row.DecidedAt = time.Now()
+	if row.EventID != "" {
+		row.CallKey = row.EventID
+	} else {
+		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
+	}
+	if i := row.Class.Index(); i >= 0 {
+		w.counts[i]++
+	}
+}
+
+// dlqRecord is r for the DLQ topic: key, value, timestamp and headers as
+// they were, plus why and where from.
+func (w *worker) dlqRecord(r *kgo.Record, reason string) *kgo.Record {
+	h := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
+	h = append(h, r.Headers...)
+	h = append(h,
+		kgo.RecordHeader{Key: "error", Value: []byte(reason)},
+		kgo.RecordHeader{Key: "source-topic", Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: "source-partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: "source-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	)
+	return &kgo.Record{Topic: w.p.cfg.DLQTopic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: h}
+}
+
+// flush makes the batch durable, in this order: bad records to the DLQ,
+// rows to the sink, then the offset after the batch's last record. Each
+// step is retried until it succeeds or the worker's context ends; an error
+// means the batch was not committed and the worker must exit.
+func (w *worker) flush() error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := w.produceDLQ(); err != nil {
+		return err
+	}
+	if err := w.write(); err != nil {
+		return err
+	}
+	if err := w.commit(); err != nil {
+		return err
+	}
+	m := w.p.m
+	m.batchRows.Observe(float64(len(w.rows)))
+	m.flushSeconds.Observe(time.Since(start).Seconds())
+	if w.p.cfg.Passthrough {
+		m.passthrough.Add(float64(len(w.rows)))
+	}
+	for i, n := range w.counts {
+		if n > 0 {
+			m.decisions[i].Add(float64(n))
+		}
+	}
+	w.counts = [schema.NumClasses]int{}
+	clear(w.rows)
+	w.rows = w.rows[:0]
+	clear(w.dlq)
+	w.dlq = w.dlq[:0]
+	return nil
+}
+
+func (w *worker) produceDLQ() error {
+	pending := w.dlq
+	for attempt := 0; len(pending) > 0; attempt++ {
+		var failed []*kgo.Record
+		var ferr error
+		for _, res := range w.cl.ProduceSync(w.ctx, pending...) {
+			if res.Err != nil {
+				failed, ferr = append(failed, res.Record), res.Err
+				continue
+			}
+			r := res.Record
+			w.p.m.dlqRecords.Inc()
+			w.p.log.Warn("undecodable call sent to the DLQ", "topic", w.topic, "partition", w.partition,
+				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
+				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		if err := w.retryWait(attempt, "DLQ produce", len(failed), ferr); err != nil {
+			return err
+		}
+		pending = failed
+	}
+	return nil
+}
+
+func (w *worker) write() error {
+	for attempt := 0; ; attempt++ {
+		err := w.p.sink.Write(w.ctx, w.rows)
+		if err == nil {
+			return nil
+		}
+		if IsPermanent(err) {
+			w.p.fail(fmt.Errorf("sink refused %d rows of %s/%d: %w", len(w.rows), w.topic, w.partition, err))
+			return err
+		}
+		if w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
+		w.p.m.sinkRetries.Inc()
+		if err := w.retryWait(attempt, "sink write", len(w.rows), err); err != nil {
+			return err
+		}
+	}
+}
+
+// commit commits the offset after the batch's last record. It retries
+// until it succeeds, or gives up when the worker is stopping (the
+// partition may have moved; the next owner decides the batch again).
+func (w *worker) commit() error {
+	for attempt := 0; ; attempt++ {
+		err := w.cl.CommitRecords(w.ctx, w.last)
+		if err == nil {
+			w.committed.Store(w.last.Offset + 1)
+			w.setLag()
+			return nil
+		}
+		w.p.m.commitErrors.Inc()
+		if w.stopping() || w.ctx.Err() != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if err := w.retryWait(attempt, "offset commit", len(w.rows), err); err != nil {
+			return err
+		}
+	}
+}
+
+// retryWait logs a failed attempt (at most once a minute per partition)
+// and waits the backoff.
+func (w *worker) retryWait(attempt int, what string, rows int, err error) error {
+	d := backoff(attempt, w.p.cfg.RetryMin, w.p.cfg.RetryMax)
+	if ok, n := w.logEvery.allow(); ok {
+		w.p.log.Warn(what+" failed; partition stalled, retrying", "topic", w.topic, "partition", w.partition,
+			"rows", rows, "attempt", attempt+1, "retry_in", d, "err", err, "suppressed", n)
+	}
+	if !sleep(w.ctx, d) {
+		return w.ctx.Err()
+	}
+	return nil
+}
+
+func headerValue(r *kgo.Record, key string) string {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return string(r.Headers[i].Value)
+		}
+	}
+	return ""
+}
