@@ -47,7 +47,7 @@ type Version struct {
 	// memory latency, and most registries have a handful of tools).
 	names    string
 	nameRefs []nameRef
-	all      []*Tool            // every tool, by server then name
+	all      []*Tool // every tool, by server then name
 }
 
 // Single reports whether this is a single registry: its only server is ""
