@@ -41,10 +41,10 @@
 //
 // # Children never outlive their parent
 //
-// On Linux the child gets Pdeathsig=SIGKILL. Because Pdeathsig fires when the
-// parent's starting OS thread exits rather than the parent process, the child
-// also watches its stdin, a pipe whose write end only the parent holds, and
-// kills itself when that pipe reports EOF (the parent died or called Stop).
+// The child watches its stdin, a pipe whose write end only the parent holds,
+// and kills itself when that pipe reports EOF (the parent died or called
+// Stop). Pdeathsig is not used: it fires when the OS thread that started the
+// child exits, which the Go runtime may do while the parent lives on.
 //
 // # Tests
 //

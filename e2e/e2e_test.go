@@ -256,6 +256,13 @@ func (e *env) waitDecided(n int, within time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	died := make(chan error, 1)
+	go func() { died <- e.ch.Wait() }()
+	select {
+	case werr := <-died:
+		e.t.Fatalf("%d of %d calls decided after %s: ClickHouse engine exited: %v", got, n, within, werr)
+	case <-time.After(100 * time.Millisecond):
+	}
 	e.t.Fatalf("%d of %d calls decided after %s (last query error: %v)", got, n, within, err)
 }
 
@@ -455,4 +462,38 @@ func portOf(addr string) int {
 	var p int
 	fmt.Sscanf(addr[strings.LastIndexByte(addr, ':')+1:], "%d", &p)
 	return p
+}
+
+// TestMigrateAndReport: `resolverd migrate` is idempotent, and `report`
+// reads the decisions back.
+func TestMigrateAndReport(t *testing.T) {
+	c := load(t)
+	ch := chenginetest.Server(t)
+	db := "e2e_migrate"
+	migrate := func() string {
+		out, err := exec.Command(resolverd, "migrate", "--clickhouse", ch.Addr(), "--database", db).CombinedOutput()
+		if err != nil {
+			t.Fatalf("migrate: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := migrate(); !strings.Contains(out, "applied 2 migration(s)") {
+		t.Fatalf("first migrate:\n%s", out)
+	}
+	if out := migrate(); !strings.Contains(out, "applied 0 migration(s)") {
+		t.Fatalf("second migrate:\n%s", out)
+	}
+	e := newEnv(t, ch, 3)
+	e.db = db
+	e.produce("tool-listings", c.listings, 0)
+	e.produce("tool-calls", c.calls, 0)
+	d := e.start("--migrate=false")
+	out, err := exec.Command(resolverd, "report", "--clickhouse", ch.Addr(), "--database", db, "--expect", fmt.Sprint(len(c.calls)), "--timeout", "60s").CombinedOutput()
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	d.stop(t)
+	if !strings.Contains(string(out), fmt.Sprintf("total  %d", len(c.calls))) && !strings.Contains(strings.Join(strings.Fields(string(out)), " "), fmt.Sprintf("total %d", len(c.calls))) {
+		t.Fatalf("report:\n%s", out)
+	}
 }
