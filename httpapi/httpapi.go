@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ type Config struct {
 	Logger   *slog.Logger
 	// Registerer receives the API's own metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Pprof serves the runtime profiles under /debug/pprof/.
+	Pprof bool
 }
 
 type handler struct {
@@ -73,6 +76,11 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /readyz", h.ready)
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	return mux, nil
 }

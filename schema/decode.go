@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"strconv"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 )
@@ -25,6 +26,7 @@ func malformed(id, reason string) *MalformedError {
 type CallDecoder struct {
 	p    fastjson.Parser
 	keys [][]byte // scratch for the duplicate-key check
+	buf  []byte   // scratch: the call's strings, packed
 }
 
 // Decode parses one call event into c. On a *MalformedError, c.EventID is
@@ -50,75 +52,115 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	if err != nil {
 		return malformed("", "event is not a JSON object")
 	}
-	id, ok := optString(o, "event_id")
-	if !ok || id == "" {
+	// String members are read as views into the parse buffer and copied
+	// into one allocation at the end: fewer allocations, and the call's
+	// strings side by side in memory for resolution.
+	idb, ok := optBytes(o, "event_id")
+	if !ok || len(idb) == 0 {
 		return malformed("", "event_id missing or not a non-empty string")
 	}
-	c.EventID = id
+	bad := func(reason string) error { return malformed(string(idb), reason) }
 	if !typeIs(o, "call") {
-		return malformed(id, `type is not "call"`)
+		return bad(`type is not "call"`)
 	}
-	if c.Tool, ok = optString(o, "tool"); !ok || c.Tool == "" {
-		return malformed(id, "tool name missing or empty")
+	tool, ok := optBytes(o, "tool")
+	if !ok || len(tool) == 0 {
+		return bad("tool name missing or empty")
 	}
 	ts := o.Get("emitted_at")
 	if ts == nil || ts.Type() == fastjson.TypeNull {
-		return malformed(id, "emitted_at missing")
+		return bad("emitted_at missing")
 	}
 	tb, err := ts.StringBytes()
 	if err != nil {
-		return malformed(id, "emitted_at is not an RFC 3339 UTC timestamp")
+		return bad("emitted_at is not an RFC 3339 UTC timestamp")
 	}
-	if c.EmittedAt, err = ParseTime(string(tb)); err != nil {
-		return malformed(id, "emitted_at is not an RFC 3339 UTC timestamp")
+	if c.EmittedAt, err = ParseTime(unsafeString(tb)); err != nil {
+		return bad("emitted_at is not an RFC 3339 UTC timestamp")
 	}
 	args := o.Get("arguments")
 	switch {
 	case args == nil && o.Get("arguments_raw") != nil:
-		return malformed(id, "arguments are not JSON (only arguments_raw)")
+		return bad("arguments are not JSON (only arguments_raw)")
 	case args == nil:
-		return malformed(id, "arguments missing")
+		return bad("arguments missing")
 	case args.Type() != fastjson.TypeObject:
-		return malformed(id, "arguments is not an object")
+		return bad("arguments is not an object")
 	}
 	if d.hasDuplicateKey(args) {
-		return malformed(id, "arguments repeat the key "+string(d.duplicateKey(args, nil)))
+		return bad("arguments repeat the key " + string(d.duplicateKey(args, nil)))
 	}
 	c.Arguments = args
 	reg := o.Get("registry")
 	if reg == nil || reg.Type() != fastjson.TypeString {
-		return malformed(id, "registry missing or not a string")
+		return bad("registry missing or not a string")
 	}
-	c.Registry = string(reg.GetStringBytes())
-	for _, f := range []struct {
+	fields := [...]struct {
 		key string
 		dst *string
+		b   []byte
 	}{
-		{"agent_id", &c.AgentID}, {"session_id", &c.SessionID}, {"model", &c.Model},
-		{"provider", &c.Provider}, {"surface", &c.Surface}, {"server", &c.Server},
-		{"seen_digest", &c.SeenDigest},
-	} {
-		if *f.dst, ok = optString(o, f.key); !ok {
-			return malformed(id, f.key+" is not a string")
+		{"event_id", &c.EventID, idb}, {"tool", &c.Tool, tool}, {"registry", &c.Registry, reg.GetStringBytes()},
+		{"agent_id", &c.AgentID, nil}, {"session_id", &c.SessionID, nil}, {"model", &c.Model, nil},
+		{"provider", &c.Provider, nil}, {"surface", &c.Surface, nil}, {"server", &c.Server, nil},
+		{"seen_digest", &c.SeenDigest, nil},
+	}
+	for i := 3; i < len(fields); i++ {
+		if fields[i].b, ok = optBytes(o, fields[i].key); !ok {
+			return bad(fields[i].key + " is not a string")
 		}
 	}
-	if vis := o.Get("visible"); vis != nil && vis.Type() != fastjson.TypeNull {
-		arr, err := vis.Array()
-		if err != nil {
-			return malformed(id, "visible is not an array of strings")
+	buf := d.buf[:0]
+	for i := range fields {
+		buf = append(buf, fields[i].b...)
+	}
+	var vis []*fastjson.Value
+	vv := o.Get("visible")
+	hasVis := vv != nil && vv.Type() != fastjson.TypeNull
+	if hasVis {
+		if vis, err = vv.Array(); err != nil {
+			return bad("visible is not an array of strings")
 		}
-		c.HasVisible = true
-		c.Visible = make([]string, len(arr))
-		for i, e := range arr {
+		for _, e := range vis {
 			b, err := e.StringBytes()
 			if err != nil {
-				return malformed(id, "visible is not an array of strings")
+				return bad("visible is not an array of strings")
 			}
-			c.Visible[i] = string(b)
+			buf = append(buf, b...)
+		}
+	}
+	d.buf = buf
+	all := string(buf)
+	off := 0
+	for i := range fields {
+		*fields[i].dst = all[off : off+len(fields[i].b)]
+		off += len(fields[i].b)
+	}
+	if hasVis {
+		c.HasVisible = true
+		c.Visible = make([]string, len(vis))
+		for i, e := range vis {
+			n := len(e.GetStringBytes())
+			c.Visible[i] = all[off : off+n]
+			off += n
 		}
 	}
 	return nil
 }
+
+// optBytes reads an optional string member as a view into the parse
+// buffer: absent and null give nil; ok is false for another type.
+func optBytes(o *fastjson.Object, key string) (b []byte, ok bool) {
+	v := o.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil, true
+	}
+	b, err := v.StringBytes()
+	return b, err == nil
+}
+
+// unsafeString views b as a string for a call that does not keep it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // typeIs reports whether the event's optional type member, when present,
 // is exactly want.

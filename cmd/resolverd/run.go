@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -113,11 +114,13 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
+	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none); fetch buffers are bounded separately")
 	return &ffcli.Command{
 		Name:       "run",
 		ShortUsage: "resolverd run [--embedded DIR | --brokers B --clickhouse A] [flags]",
@@ -138,11 +141,16 @@ func runCommand(std stdio) *ffcli.Command {
 				return usageError{fmt.Errorf("bad --log-level: %w", err)}
 			}
 			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+				// A backlog must not grow the heap without bound: the GC works
+				// harder instead as the limit nears.
+				debug.SetMemoryLimit(*memLimit << 20)
+			}
 			sc.Resolver = resolve.Resolver{Mode: m}
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			return runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, embedded: *embed, migrate: *migrate})
+			return runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, migrate: *migrate})
 		},
 	}
 }
@@ -151,6 +159,7 @@ type daemonArgs struct {
 	stream   stream.Config
 	ch       sink.Config
 	http     string
+	pprof    bool
 	embedded string
 	migrate  bool
 }
@@ -206,7 +215,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	g.Go(func() error { return p.Run(gctx) })
 	if a.http != "" {
 		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
-			Gatherer: reg, Registerer: reg, Logger: log})
+			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
 		if err != nil {
 			return err
 		}
