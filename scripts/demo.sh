@@ -54,7 +54,7 @@ echo "==> waiting until all $calls calls are decided, then reading the decisions
 cat <<MSG
 
 resolverd is still running (pid $(cat "$DIR/resolverd.pid")). To look further:
-  curl -s http://$HTTP/metrics | grep ^toolaudit_decisions
+  curl -s http://$HTTP/metrics | grep ^toolaudit_stream_decisions
   curl -s -X POST http://$HTTP/v1/resolve -d @<(head -1 testdata/corpus/sample/calls.jsonl)
   curl -s http://127.0.0.1:18123/ --data-binary "SELECT class, reason, count() FROM toolaudit.decisions FINAL GROUP BY class, reason ORDER BY 3 DESC LIMIT 20"
   curl -s http://127.0.0.1:18123/ --data-binary "SELECT event_id, tool, resolved_server, class, reason, path FROM toolaudit.decisions FINAL WHERE class = 'M3' LIMIT 5 FORMAT Vertical"
