@@ -203,6 +203,14 @@ func TestRedelivery(t *testing.T) {
 	if raw := count(t, w, "SELECT count() FROM {db}.decisions"); raw != 2*n {
 		t.Logf("rows before FINAL: %d (merged already)", raw)
 	}
+	// Stored counts deliveries until parts merge: between n and 2n, never
+	// below the FINAL count.
+	if s, err := w.Stored(ctx, "a1"); err != nil || s < n || s > 2*n {
+		t.Fatalf("Stored = %d, %v; want %d..%d", s, err, n, 2*n)
+	}
+	if s, err := w.Stored(ctx, "other"); err != nil || s != 0 {
+		t.Fatalf("Stored of another analysis = %d, %v; want 0", s, err)
+	}
 	rows, err := w.Rows(ctx, "a1", 0)
 	if err != nil {
 		t.Fatal(err)

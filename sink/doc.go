@@ -8,7 +8,10 @@
 // writers here satisfy it:
 //
 //   - ClickHouse writes each batch as one native-protocol INSERT into table
-//     decisions (see schema/ddl). Safe for concurrent use.
+//     decisions (see schema/ddl). Safe for concurrent use. A caller that
+//     gathers rows over time (the pipeline) appends them to a Batch, which
+//     holds them already encoded as the INSERT's columns, and writes that
+//     (batch.go): the same INSERT without a slice of rows held in between.
 //   - JSONL writes each row as one JSON object per line to an io.Writer
 //     (files, --sink jsonl). Safe for concurrent use.
 //
@@ -40,6 +43,7 @@
 // # Reading
 //
 // Counts and Rows read decisions back with FINAL (exact, deduplicated): for
-// tests, the demo and `resolverd report`. Dashboards read the
+// tests, the demo and `resolverd report`. Stored counts rows without FINAL,
+// an upper bound cheap enough to poll. Dashboards read the
 // decisions_by_minute rollup instead.
 package sink

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/ClickHouse/ch-go"
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 )
@@ -109,6 +110,9 @@ func Kind(err error) string {
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) {
 		return exceptionKind(ex.Code)
+	}
+	if ex, ok := ch.AsException(err); ok { // from an INSERT (ch-go)
+		return exceptionKind(int32(ex.Code))
 	}
 	var conv *column.ColumnConverterError
 	var colErr *column.Error

@@ -47,6 +47,20 @@ func (c *ClickHouse) Counts(ctx context.Context, analysisID string) (map[schema.
 	return counts, total, nil
 }
 
+// Stored returns how many rows of analysis analysisID are stored, without
+// FINAL: redelivered calls count once per delivery until parts merge, so it
+// is an upper bound of the number of decisions, cheap enough to poll (it
+// reads only the sort key's first column).
+func (c *ClickHouse) Stored(ctx context.Context, analysisID string) (int, error) {
+	var n uint64
+	err := c.conn.QueryRow(readContext(ctx, analysisID),
+		"SELECT count() FROM `"+c.db+"`.decisions WHERE analysis_id = {aid:String}").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sink: clickhouse stored rows: %w", err)
+	}
+	return int(n), nil
+}
+
 // Rows returns the decisions of analysis analysisID read with FINAL (the
 // latest decision of each call), ordered by call key; limit 0 means all.
 // Times come back in UTC, the stored epoch as the zero time.

@@ -31,11 +31,13 @@ type Config struct {
 	// "tool-calls-dlq".
 	DLQTopic string
 
-	// BatchRows is the most rows a partition worker hands to the sink at
-	// once. Default 5000.
+	// BatchRows is about the most rows of one sink write, gathered from
+	// every assigned partition (a write may exceed it by a worker's
+	// hand-off, 255 rows). Two batches are in memory at most: one being
+	// written, one filling. Default 50000.
 	BatchRows int
-	// BatchWait is how long a partition worker holds a non-empty batch
-	// waiting for more rows before it writes it. Default 200ms.
+	// BatchWait is how long a non-empty batch waits for more rows before
+	// it is written. Default 500ms.
 	BatchWait time.Duration
 
 	// ListingHold aligns the two topics in event time: a call is decided
@@ -109,8 +111,8 @@ func DefaultConfig() Config {
 		CallsTopic:         "tool-calls",
 		ListingsTopic:      "tool-listings",
 		DLQTopic:           "tool-calls-dlq",
-		BatchRows:          5000,
-		BatchWait:          200 * time.Millisecond,
+		BatchRows:          50000,
+		BatchWait:          500 * time.Millisecond,
 		ListingHold:        2 * time.Second,
 		ListingsPoll:       100 * time.Millisecond,
 		AnalysisID:         "live",

@@ -20,24 +20,39 @@
 //
 // # Acks travel with the data
 //
-// A worker writes a batch (Config.BatchRows rows, or what it has after
-// Config.BatchWait) in three steps: the batch's bad records to the DLQ,
-// the rows to the Sink, then a commit of the offset after the batch's last
-// record. Each step is retried with exponential backoff (RetryMin to
-// RetryMax) until it succeeds: a failing sink stalls its partition, never
-// drops or skips a record. While a worker is behind, its partition's
-// fetching is paused (Config.MaxPartitionBuffer), so memory stays bounded
-// and the other partitions go on. Delivery is at least once: a batch
-// written but not committed (crash, lost partition) is decided again, with
-// the same CallKeys, by the partition's next owner.
+// Workers hand their rows, a few hundred at a time, to the pipeline's one
+// writer, which gathers the rows of every partition into a batch
+// (Config.BatchRows rows, or what it has after Config.BatchWait) and writes
+// it in three steps: the batch's bad records to the DLQ, the rows to the
+// Sink, then one commit of the offset after the last record of each
+// partition in the batch. Each step is retried with exponential backoff
+// (RetryMin to RetryMax) until it succeeds: a failing sink stalls the
+// pipeline, never drops or skips a record. One batch is written while the
+// next one fills; when that one is full too, workers wait, and while a
+// worker is behind its partition's fetching is paused
+// (Config.MaxPartitionBuffer), so memory stays bounded. Batches are written
+// one at a time, so a partition's committed offset only grows. A sink that
+// implements Batcher receives the rows as they are gathered (the
+// ClickHouse sink encodes them into the INSERT's columns at once). Delivery
+// is at least once: a batch written but not committed (crash, lost
+// partition) is decided again, with the same CallKeys, by the partition's
+// next owner.
+//
+// One writer rather than one per partition because ClickHouse's cost per
+// row falls steeply with the size of an INSERT (measured on ClickHouse
+// 26.7 with this table: about 20 µs of server CPU per row at 5,000 rows
+// per INSERT, about 10 µs at 50,000, merges included), and the rows of all
+// partitions together make large inserts whatever the partition count.
 //
 // # Rebalances and shutdown
 //
 // The group client blocks rebalances while the poll loop hands records to
 // workers (kgo.BlockRebalanceOnPoll), which never blocks on a worker. On
-// revocation a partition's worker stops deciding, writes and commits what
-// it has decided (within Config.DrainTimeout), and exits before the
-// callback returns; on loss it exits at once (commits would fail). Run
+// revocation a partition's worker stops deciding, hands what it has
+// decided to the writer and waits until it is committed (within
+// Config.DrainTimeout), and exits before the callback returns; on loss it
+// exits at once. Once a worker has exited, no commit is issued for its
+// partition (the partition may have a new owner). Run
 // shuts down in two phases when its context ends: stop fetching, drain
 // every worker as on revocation, then leave the group and close the
 // clients.

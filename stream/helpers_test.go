@@ -186,6 +186,19 @@ func expectedClasses(t testing.TB, listingsFile, callsFile string) map[string]sc
 	return want
 }
 
+// seedCorpus makes a cluster with partitions calls partitions holding the
+// listings and then the calls of a corpus part ("sample", "bfcl"), and
+// returns it with the calls.
+func seedCorpus(t testing.TB, partitions int32, part string) (*kfake.Cluster, [][]byte) {
+	t.Helper()
+	c := newCluster(t, partitions)
+	prod := newProducer(t, c)
+	produce(t, prod, listingsTopic, readLines(t, corpus(part, "listings.jsonl")))
+	calls := readLines(t, corpus(part, "calls.jsonl"))
+	produce(t, prod, callsTopic, calls)
+	return c, calls
+}
+
 // recSink records rows by CallKey. It fails with a retryable error while
 // failing is set.
 type recSink struct {

@@ -33,6 +33,7 @@ type Pipeline struct {
 
 	listings *listings
 	calls    *kgo.Client
+	wr       *writer
 
 	base    context.Context // parent of the workers' contexts; outlives Run's ctx
 	stopRun context.CancelCauseFunc
@@ -74,6 +75,7 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		pollErrs: every{interval: 10 * time.Second},
 	}
 	p.listings = newListings(cfg, store, log, nil)
+	p.wr = newWriter(p)
 	m, err := newMetrics(reg, func() float64 { return ageSeconds(p.listings.caughtUpAsOf()) })
 	if err != nil {
 		return nil, err
@@ -117,6 +119,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("calls client: %w", err)
 	}
 	p.calls = ccl
+	wctx, stopWriter := context.WithCancel(base)
+	var wwg sync.WaitGroup
+	wwg.Go(func() { p.wr.run(wctx) })
 	p.live.Store(true)
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
 		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic,
@@ -125,11 +130,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 	lctx, stopListings := context.WithCancel(base)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		p.listings.run(lctx)
-	}()
+	wg.Go(func() { p.listings.run(lctx) })
 
 	p.poll(ctx)
 
@@ -138,6 +139,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	start := time.Now()
 	p.log.Info("pipeline stopping: draining partition workers", "cause", context.Cause(ctx))
 	p.stopWorkers(nil, true, true)
+	stopWriter() // every worker has exited: what the writer holds is uncommitted
+	wwg.Wait()
 	ccl.CloseAllowingRebalance() // leaves the group; nothing is left to revoke
 	stopListings()
 	wg.Wait()

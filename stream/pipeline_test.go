@@ -218,11 +218,7 @@ func consumeAll(t *testing.T, c interface{ ListenAddrs() []string }, topic strin
 // partitions pause instead of buffering without bound; once it recovers,
 // every call is written, none twice, and the lag returns to zero.
 func TestSinkFailing(t *testing.T) {
-	c := newCluster(t, 3)
-	prod := newProducer(t, c)
-	produce(t, prod, listingsTopic, readLines(t, corpus("sample", "listings.jsonl")))
-	calls := readLines(t, corpus("sample", "calls.jsonl"))
-	produce(t, prod, callsTopic, calls)
+	c, calls := seedCorpus(t, 3, "sample")
 
 	sink := newRecSink()
 	sink.failing.Store(true)

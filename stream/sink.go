@@ -20,9 +20,9 @@ import (
 // Write must return soon after ctx is done: revocation and shutdown wait
 // for it (up to Config.DrainTimeout, after which ctx is canceled).
 //
-// The pipeline calls Write from one goroutine per assigned partition, so
-// implementations must be safe for concurrent use. Write must not retain
-// rows or anything it points to after returning: the slice is reused.
+// The pipeline calls Write from one goroutine, its writer, which gathers
+// the rows of every assigned partition. Write must not retain rows or
+// anything it points to after returning: the slice is reused.
 type Sink interface {
 	Write(ctx context.Context, rows []schema.Row) error
 }
@@ -34,3 +34,49 @@ type SinkFunc func(ctx context.Context, rows []schema.Row) error
 func (f SinkFunc) Write(ctx context.Context, rows []schema.Row) error { return f(ctx, rows) }
 
 var _ Sink = SinkFunc(nil)
+
+// Batcher is a Sink that gathers the rows of a write in its own form as
+// they arrive (a ClickHouse sink: encoded columns), rather than as a slice
+// of rows, which at a batch of 50k rows would hold tens of megabytes of
+// pointers for the garbage collector to scan. The pipeline writes through
+// NewBatch when the sink has it, and through Write otherwise.
+type Batcher interface {
+	Sink
+	NewBatch() Batch
+}
+
+// Batch is a sink write being gathered. The pipeline keeps two: one being
+// filled, one being written; it Resets a batch once it is stored and
+// fills it again.
+type Batch interface {
+	// Append adds rows, copying what it keeps: rows are reused after.
+	Append(rows []schema.Row)
+	// Len is the number of rows appended since the last Reset.
+	Len() int
+	// Write stores the batch with Sink.Write's contract (errors, retries,
+	// ErrPermanent); after an error it is called again on the same batch.
+	Write(ctx context.Context) error
+	// Reset empties the batch for reuse.
+	Reset()
+}
+
+// rowsBatch is the Batch of a Sink without NewBatch: the rows themselves.
+type rowsBatch struct {
+	s    Sink
+	rows []schema.Row
+}
+
+func (b *rowsBatch) Append(rows []schema.Row)        { b.rows = append(b.rows, rows...) }
+func (b *rowsBatch) Len() int                        { return len(b.rows) }
+func (b *rowsBatch) Write(ctx context.Context) error { return b.s.Write(ctx, b.rows) }
+func (b *rowsBatch) Reset() {
+	clear(b.rows) // drop the references to the calls' strings
+	b.rows = b.rows[:0]
+}
+
+func newBatch(s Sink) Batch {
+	if bs, ok := s.(Batcher); ok {
+		return bs.NewBatch()
+	}
+	return &rowsBatch{s: s}
+}

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,9 +22,9 @@ type chunk struct {
 }
 
 // worker owns one assigned calls partition: it decides the partition's
-// records in order, batches the rows, writes them to the sink, and commits
-// the offset of the last record of a batch only once the sink has stored
-// every row of it (and the DLQ every bad record of it).
+// records in order and hands the rows, a few hundred at a time, to the
+// pipeline's writer, which stores them and commits the partition's offset
+// behind them.
 //
 // The poll loop hands it records with enqueue and never blocks on it: when
 // a worker falls behind (the sink is slow or failing, or the hold is long),
@@ -61,14 +60,21 @@ type worker struct {
 	dec      schema.CallDecoder
 	call     schema.Call
 	res      resolve.Resolver
-	rows     []schema.Row
+	rows     []schema.Row // decided, not yet handed to the writer
 	dlq      []*kgo.Record
 	last     *kgo.Record
 	counts   [schema.NumClasses]int
+	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
 	arrBelow int64
-	logEvery every
+
+	gone bool // under writer.commitMu: exited, commit nothing more for it
 }
+
+// handOff is how many decided rows a worker keeps before handing them to
+// the writer: enough to make the writer's lock cheap per row, few enough
+// that the copy stays in cache.
+const handOff = 256
 
 func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *worker {
 	ctx, cancel := context.WithCancel(p.base)
@@ -81,9 +87,7 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		res:    p.cfg.Resolver,
-		rows:   make([]schema.Row, 0, min(p.cfg.BatchRows, 1024)), // grows to BatchRows under load
-		// A stalled sink is retried every RetryMax: one line a minute.
-		logEvery: every{interval: time.Minute},
+		rows:   make([]schema.Row, 0, handOff),
 	}
 	w.committed.Store(-1)
 	w.hwm.Store(-1)
@@ -161,6 +165,7 @@ func (w *worker) stop(drain bool) {
 // wait waits for the worker to exit and releases what it holds.
 func (w *worker) wait() {
 	<-w.done
+	w.p.wr.forget(w)
 	if w.drainT != nil {
 		w.drainT.Stop()
 	}
@@ -187,10 +192,6 @@ func (w *worker) stopping() bool {
 
 func (w *worker) run() {
 	defer close(w.done)
-	batchT := time.NewTimer(time.Hour)
-	batchT.Stop()
-	defer batchT.Stop()
-	var deadline <-chan time.Time
 	for {
 		if w.stopping() {
 			w.finish()
@@ -205,16 +206,8 @@ func (w *worker) run() {
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
 				}
-				if len(w.rows) == 1 {
-					batchT.Reset(w.p.cfg.BatchWait)
-					deadline = batchT.C
-				}
-				if len(w.rows) >= w.p.cfg.BatchRows {
-					batchT.Stop()
-					deadline = nil
-					if w.flush() != nil {
-						return
-					}
+				if len(w.rows) >= handOff && w.handOff() != nil {
+					return
 				}
 				continue
 			}
@@ -222,14 +215,14 @@ func (w *worker) run() {
 		} else {
 			wake = w.wake
 		}
+		// Nothing to decide right now: what is decided goes to the writer
+		// before the worker waits.
+		if w.handOff() != nil {
+			return
+		}
 		select {
 		case <-wake:
 		case <-gate:
-		case <-deadline:
-			deadline = nil
-			if w.flush() != nil {
-				return
-			}
 		case <-w.quit:
 		case <-w.ctx.Done():
 			return
@@ -237,10 +230,34 @@ func (w *worker) run() {
 	}
 }
 
-// finish writes and commits what is decided, after a stop.
+// handOff gives the decided rows to the writer. An error means the worker
+// must exit: it is stopped for good, or the writer is.
+func (w *worker) handOff() error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	b, err := w.p.wr.add(w.ctx, w, w.rows, w.dlq, w.last, &w.counts)
+	if err != nil {
+		return err
+	}
+	w.pending = b
+	w.counts = [schema.NumClasses]int{}
+	clear(w.rows)
+	w.rows = w.rows[:0]
+	clear(w.dlq)
+	w.dlq = w.dlq[:0]
+	return nil
+}
+
+// finish hands what is decided to the writer and waits until it is
+// committed, after a stop with drain (without, ctx is canceled already).
 func (w *worker) finish() {
 	n := len(w.rows)
-	if err := w.flush(); err != nil {
+	err := w.handOff()
+	if err == nil && w.pending != nil {
+		err = w.p.wr.await(w.ctx, w.pending)
+	}
+	if err != nil {
 		w.p.log.Warn("partition stopped with rows not committed; they will be decided again",
 			"topic", w.topic, "partition", w.partition, "rows", n, "err", err)
 	}
@@ -329,125 +346,6 @@ func (w *worker) dlqRecord(r *kgo.Record, reason string) *kgo.Record {
 		kgo.RecordHeader{Key: "source-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
 	)
 	return &kgo.Record{Topic: w.p.cfg.DLQTopic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: h}
-}
-
-// flush makes the batch durable, in this order: bad records to the DLQ,
-// rows to the sink, then the offset after the batch's last record. Each
-// step is retried until it succeeds or the worker's context ends; an error
-// means the batch was not committed and the worker must exit.
-func (w *worker) flush() error {
-	if len(w.rows) == 0 {
-		return nil
-	}
-	start := time.Now()
-	if err := w.produceDLQ(); err != nil {
-		return err
-	}
-	if err := w.write(); err != nil {
-		return err
-	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	m := w.p.m
-	m.batchRows.Observe(float64(len(w.rows)))
-	m.flushSeconds.Observe(time.Since(start).Seconds())
-	if w.p.cfg.Passthrough {
-		m.passthrough.Add(float64(len(w.rows)))
-	}
-	for i, n := range w.counts {
-		if n > 0 {
-			m.decisions[i].Add(float64(n))
-		}
-	}
-	w.counts = [schema.NumClasses]int{}
-	clear(w.rows)
-	w.rows = w.rows[:0]
-	clear(w.dlq)
-	w.dlq = w.dlq[:0]
-	return nil
-}
-
-func (w *worker) produceDLQ() error {
-	pending := w.dlq
-	for attempt := 0; len(pending) > 0; attempt++ {
-		var failed []*kgo.Record
-		var ferr error
-		for _, res := range w.cl.ProduceSync(w.ctx, pending...) {
-			if res.Err != nil {
-				failed, ferr = append(failed, res.Record), res.Err
-				continue
-			}
-			r := res.Record
-			w.p.m.dlqRecords.Inc()
-			w.p.log.Warn("undecodable call sent to the DLQ", "topic", w.topic, "partition", w.partition,
-				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
-				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
-		}
-		if len(failed) == 0 {
-			return nil
-		}
-		if err := w.retryWait(attempt, "DLQ produce", len(failed), ferr); err != nil {
-			return err
-		}
-		pending = failed
-	}
-	return nil
-}
-
-func (w *worker) write() error {
-	for attempt := 0; ; attempt++ {
-		err := w.p.sink.Write(w.ctx, w.rows)
-		if err == nil {
-			return nil
-		}
-		if IsPermanent(err) {
-			w.p.fail(fmt.Errorf("sink refused %d rows of %s/%d: %w", len(w.rows), w.topic, w.partition, err))
-			return err
-		}
-		if w.ctx.Err() != nil {
-			return w.ctx.Err()
-		}
-		w.p.m.sinkRetries.Inc()
-		if err := w.retryWait(attempt, "sink write", len(w.rows), err); err != nil {
-			return err
-		}
-	}
-}
-
-// commit commits the offset after the batch's last record. It retries
-// until it succeeds, or gives up when the worker is stopping (the
-// partition may have moved; the next owner decides the batch again).
-func (w *worker) commit() error {
-	for attempt := 0; ; attempt++ {
-		err := w.cl.CommitRecords(w.ctx, w.last)
-		if err == nil {
-			w.committed.Store(w.last.Offset + 1)
-			w.setLag()
-			return nil
-		}
-		w.p.m.commitErrors.Inc()
-		if w.stopping() || w.ctx.Err() != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		if err := w.retryWait(attempt, "offset commit", len(w.rows), err); err != nil {
-			return err
-		}
-	}
-}
-
-// retryWait logs a failed attempt (at most once a minute per partition)
-// and waits the backoff.
-func (w *worker) retryWait(attempt int, what string, rows int, err error) error {
-	d := backoff(attempt, w.p.cfg.RetryMin, w.p.cfg.RetryMax)
-	if ok, n := w.logEvery.allow(); ok {
-		w.p.log.Warn(what+" failed; partition stalled, retrying", "topic", w.topic, "partition", w.partition,
-			"rows", rows, "attempt", attempt+1, "retry_in", d, "err", err, "suppressed", n)
-	}
-	if !sleep(w.ctx, d) {
-		return w.ctx.Err()
-	}
-	return nil
 }
 
 func headerValue(r *kgo.Record, key string) string {

@@ -81,6 +81,23 @@ every call was decided.`,
 			defer c.Close()
 			deadline := time.Now().Add(*timeout)
 			for {
+				// Polling with FINAL would cost the server a merge of the
+				// whole analysis twice a second; the raw count is an upper
+				// bound that says when FINAL is worth asking.
+				if *expect > 0 && time.Now().Before(deadline) {
+					n, err := c.Stored(ctx, *analysis)
+					if err != nil {
+						return err
+					}
+					if n < *expect {
+						select {
+						case <-ctx.Done():
+							return ctx.Err()
+						case <-time.After(500 * time.Millisecond):
+						}
+						continue
+					}
+				}
 				counts, total, err := c.Counts(ctx, *analysis)
 				if err != nil {
 					return err

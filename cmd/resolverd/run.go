@@ -108,6 +108,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "most decisions per ClickHouse insert")
 	fs.DurationVar(&sc.BatchWait, "batch-wait", sc.BatchWait, "longest a partial batch waits before it is written")
+	partBuf := fs.Int("partition-buffer-mb", sc.MaxPartitionBuffer>>20, "fetched records held per partition before its fetching pauses, `MiB`; must cover a partition's byte rate times --listing-hold")
 	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: skip decoding and resolution, write a minimal row per record")
@@ -132,6 +133,7 @@ func runCommand(std stdio) *ffcli.Command {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
 			}
+			sc.MaxPartitionBuffer = *partBuf << 20
 			m, err := resolve.ParseMode(*mode)
 			if err != nil {
 				return usageError{err}
@@ -198,16 +200,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
 
 	store := registryversions.New()
-	// The sink says which errors are permanent; the pipeline stops on those
-	// rather than retrying them forever.
-	write := stream.SinkFunc(func(ctx context.Context, rows []schema.Row) error {
-		err := ch.Write(ctx, rows)
-		if sink.IsPermanent(err) {
-			return stream.Permanent(err)
-		}
-		return err
-	})
-	p, err := stream.New(a.stream, store, write, log, reg)
+	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
 	if err != nil {
 		return err
 	}
@@ -243,5 +236,28 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		err = nil
 	}
 	log.Info("resolverd stopped", "err", err)
+	return err
+}
+
+// chSink is the ClickHouse writer as the pipeline's sink: rows are encoded
+// into the insert's columns as they are gathered (stream.Batcher), and the
+// sink's permanent errors are marked for the pipeline, which stops on
+// them rather than retrying them forever.
+type chSink struct{ *sink.ClickHouse }
+
+func (s chSink) Write(ctx context.Context, rows []schema.Row) error {
+	return markPermanent(s.ClickHouse.Write(ctx, rows))
+}
+
+func (s chSink) NewBatch() stream.Batch { return chBatch{s.ClickHouse.NewBatch()} }
+
+type chBatch struct{ *sink.Batch }
+
+func (b chBatch) Write(ctx context.Context) error { return markPermanent(b.Batch.Write(ctx)) }
+
+func markPermanent(err error) error {
+	if sink.IsPermanent(err) {
+		return stream.Permanent(err)
+	}
 	return err
 }

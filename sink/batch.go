@@ -1,0 +1,168 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/ch-go"
+	"github.com/ClickHouse/ch-go/proto"
+
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// Batch is the rows of one INSERT, gathered in ClickHouse's column form as
+// they are appended: each String column is one byte slice plus offsets,
+// each LowCardinality column a dictionary plus keys, each number column a
+// slice of numbers. Those buffers hold no pointers, so the garbage
+// collector does not scan them, and Reset keeps their capacity, so a
+// writer that reuses its batches stops allocating once they have grown.
+// Rows are copied: nothing of an appended row is retained.
+//
+// A Batch is not safe for concurrent use. Write it with its own Write (or
+// ClickHouse.WriteBatch); a failed write leaves it intact for a retry.
+type Batch struct {
+	c       *ClickHouse
+	rows    int
+	clamped int
+	appends []func(*schema.Row, time.Time) bool // per column; true: a time was clamped
+	resets  []func()
+	input   proto.Input
+}
+
+// NewBatch returns an empty batch for c.
+func (c *ClickHouse) NewBatch() *Batch {
+	b := &Batch{c: c}
+	for i := range columns {
+		col := &columns[i]
+		var data proto.ColInput
+		var app func(*schema.Row, time.Time) bool
+		var reset func()
+		switch {
+		case col.str != nil && col.chType == tLC:
+			lc := proto.NewLowCardinality[string](new(proto.ColStr))
+			in := interner{}
+			data, reset = lc, func() { lc.Reset() }
+			app = func(r *schema.Row, _ time.Time) bool { lc.Append(in.intern(*col.str(r))); return false }
+		case col.str != nil:
+			s := new(proto.ColStr)
+			data, reset = s, s.Reset
+			app = func(r *schema.Row, _ time.Time) bool { s.Append(*col.str(r)); return false }
+		case col.boolean != nil:
+			v := new(proto.ColBool)
+			data, reset = v, v.Reset
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.boolean(r)); return false }
+		case col.tm != nil:
+			v := new(proto.ColDateTime64).WithPrecision(proto.PrecisionMilli).WithLocation(time.UTC)
+			data, reset = v, v.Reset
+			app = func(r *schema.Row, now time.Time) bool {
+				t := *col.tm(r)
+				if t.IsZero() && col.zeroIsNow {
+					t = now
+				}
+				t, cl := storeTime(t)
+				v.Append(t)
+				return cl
+			}
+		case col.i32 != nil:
+			v := new(proto.ColInt32)
+			data, reset = v, v.Reset
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i32(r)); return false }
+		default:
+			v := new(proto.ColInt64)
+			data, reset = v, v.Reset
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i64(r)); return false }
+		}
+		b.appends = append(b.appends, app)
+		b.resets = append(b.resets, reset)
+		b.input = append(b.input, proto.InputColumn{Name: col.name, Data: data})
+	}
+	return b
+}
+
+// Append encodes rows into the batch. A zero DecidedAt is stored as the
+// time of the Append; see ClickHouse.Write for the other time rules.
+func (b *Batch) Append(rows []schema.Row) {
+	now := time.Now()
+	for i := range rows {
+		r := &rows[i]
+		for _, app := range b.appends {
+			if app(r, now) {
+				b.clamped++
+			}
+		}
+	}
+	b.rows += len(rows)
+}
+
+// Len is the number of rows appended since the last Reset.
+func (b *Batch) Len() int { return b.rows }
+
+// Reset empties the batch, keeping its buffers.
+func (b *Batch) Reset() {
+	for _, r := range b.resets {
+		r()
+	}
+	b.rows, b.clamped = 0, 0
+}
+
+// Write stores the batch as one INSERT (ClickHouse.WriteBatch).
+func (b *Batch) Write(ctx context.Context) error { return b.c.WriteBatch(ctx, b) }
+
+// interner returns one long-lived copy per distinct string of a
+// LowCardinality column, so that the column's values do not keep the
+// decoded calls they came from alive. It forgets everything past a bound
+// (a column with that many distinct values is not low-cardinality).
+type interner map[string]string
+
+func (in interner) intern(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	if len(in) >= 1<<16 {
+		clear(in)
+	}
+	v := strings.Clone(s)
+	in[v] = v
+	return v
+}
+
+// WriteBatch stores b as one INSERT and returns nil only when ClickHouse has
+// acknowledged it. b is left as it was: on error the caller may write it
+// again (see the package doc); on success it Resets it to reuse it.
+func (c *ClickHouse) WriteBatch(ctx context.Context, b *Batch) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if b.rows == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := c.insert(ctx, b)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		err = fmt.Errorf("sink: clickhouse write of %d rows: %w", b.rows, err)
+		c.log.Warn("sink: write failed", "rows", b.rows, "kind", Kind(err), "retryable", IsRetryable(err), "err", err)
+	} else if b.clamped > 0 {
+		c.m.clamped.Add(float64(b.clamped))
+		c.log.Warn("sink: times out of range clamped", "count", b.clamped)
+	}
+	c.m.observe(b.rows, start, err)
+	return err
+}
+
+func (c *ClickHouse) insert(ctx context.Context, b *Batch) error {
+	cl, err := c.pool.get(ctx)
+	if err != nil {
+		return err
+	}
+	err = cl.Do(ctx, ch.Query{Body: c.insertSQL, Input: b.input, Settings: insertSettings})
+	c.pool.put(cl, err)
+	return err
+}
