@@ -1,11 +1,14 @@
 package schema
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 )
@@ -60,49 +63,106 @@ func (r *Row) FillCall(c *Call) {
 // items, scalars as their JSON type. {"q":"x","n":[1,2]} gives
 // {"n":["number"],"q":"string"}.
 func ArgsShape(v *fastjson.Value) string {
-	return string(appendShape(nil, v, 0))
+	var s ArgsSummarizer
+	return s.Shape(v)
 }
 
-func appendShape(b []byte, v *fastjson.Value, depth int) []byte {
+// ArgsHash is "sha256:" and the hex SHA-256 of the arguments' compact JSON
+// (key order as emitted): equal for the same emitted arguments, whatever
+// whitespace the producer used, without storing them.
+func ArgsHash(v *fastjson.Value) string {
+	var s ArgsSummarizer
+	return s.Hash(v)
+}
+
+// ArgsSummarizer computes ArgsShape and ArgsHash call after call with
+// reused buffers, and returns one string per distinct shape (the calls of
+// a tool mostly share theirs), so that summarizing a call's arguments
+// allocates only the hash. The zero value is ready to use; it is not safe
+// for concurrent use.
+type ArgsSummarizer struct {
+	buf    []byte
+	kvs    []shapeKV
+	shapes map[string]string
+}
+
+type shapeKV struct {
+	k []byte
+	v *fastjson.Value
+}
+
+// maxShapes bounds the shapes remembered; past it they are forgotten.
+const maxShapes = 1 << 14
+
+// Shape is ArgsShape(v).
+func (s *ArgsSummarizer) Shape(v *fastjson.Value) string {
+	s.buf = s.appendShape(s.buf[:0], v, 0)
+	if sh, ok := s.shapes[string(s.buf)]; ok {
+		return sh
+	}
+	if s.shapes == nil {
+		s.shapes = map[string]string{}
+	} else if len(s.shapes) >= maxShapes {
+		clear(s.shapes)
+	}
+	sh := string(s.buf)
+	s.shapes[sh] = sh
+	return sh
+}
+
+const hashPrefix = "sha256:"
+
+// Hash is ArgsHash(v).
+func (s *ArgsSummarizer) Hash(v *fastjson.Value) string {
+	s.buf = v.MarshalTo(s.buf[:0])
+	sum := sha256.Sum256(s.buf)
+	out := make([]byte, len(hashPrefix)+hex.EncodedLen(len(sum)))
+	copy(out, hashPrefix)
+	hex.Encode(out[len(hashPrefix):], sum[:])
+	return unsafe.String(&out[0], len(out)) // out is never written again
+}
+
+func (s *ArgsSummarizer) appendShape(b []byte, v *fastjson.Value, depth int) []byte {
 	if depth > 32 {
 		return append(b, `"…"`...)
 	}
 	switch v.Type() {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
-		type kv struct {
-			k string
-			v *fastjson.Value
-		}
-		var kvs []kv
-		o.Visit(func(k []byte, e *fastjson.Value) { kvs = append(kvs, kv{string(k), e}) })
-		sort.Slice(kvs, func(i, j int) bool { return kvs[i].k < kvs[j].k })
+		// This object's keys go on top of s.kvs and come off at the end,
+		// so nested objects share the slice.
+		start := len(s.kvs)
+		o.Visit(func(k []byte, e *fastjson.Value) { s.kvs = append(s.kvs, shapeKV{k, e}) })
+		mine := s.kvs[start:]
+		slices.SortFunc(mine, func(a, b shapeKV) int { return bytes.Compare(a.k, b.k) })
 		b = append(b, '{')
-		for i, e := range kvs {
+		for i, e := range mine {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = AppendString(b, e.k)
+			b = AppendString(b, unsafe.String(unsafe.SliceData(e.k), len(e.k)))
 			b = append(b, ':')
-			b = appendShape(b, e.v, depth+1)
+			b = s.appendShape(b, e.v, depth+1)
 		}
+		clear(s.kvs[start:])
+		s.kvs = s.kvs[:start]
 		return append(b, '}')
 	case fastjson.TypeArray:
 		arr, _ := v.Array()
 		var seen []string
 		for _, e := range arr {
-			s := string(appendShape(nil, e, depth+1))
-			if !contains(seen, s) {
-				seen = append(seen, s)
+			sh := string(s.appendShape(nil, e, depth+1))
+			if !slices.Contains(seen, sh) {
+				seen = append(seen, sh)
 			}
 		}
 		sort.Strings(seen)
 		b = append(b, '[')
-		for i, s := range seen {
+		for i, sh := range seen {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, s...)
+			b = append(b, sh...)
 		}
 		return append(b, ']')
 	case fastjson.TypeString:
@@ -113,23 +173,6 @@ func appendShape(b []byte, v *fastjson.Value, depth int) []byte {
 		return append(b, `"boolean"`...)
 	}
 	return append(b, `"null"`...)
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// ArgsHash is "sha256:" and the hex SHA-256 of the arguments' compact JSON
-// (key order as emitted): equal for the same emitted arguments, whatever
-// whitespace the producer used, without storing them.
-func ArgsHash(v *fastjson.Value) string {
-	sum := sha256.Sum256(v.MarshalTo(nil))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // KafkaCallKey is the CallKey of a record without a usable event_id.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/ch-go"
@@ -15,8 +14,8 @@ import (
 
 // Batch is the rows of one INSERT, gathered in ClickHouse's column form as
 // they are appended: each String column is one byte slice plus offsets,
-// each LowCardinality column a dictionary plus keys, each number column a
-// slice of numbers. Those buffers hold no pointers, so the garbage
+// each LowCardinality column a dictionary plus keys (lcStr), each number
+// column a slice of numbers. Those buffers hold no pointers, so the garbage
 // collector does not scan them, and Reset keeps their capacity, so a
 // writer that reuses its batches stops allocating once they have grown.
 // Rows are copied: nothing of an appended row is retained.
@@ -42,10 +41,9 @@ func (c *ClickHouse) NewBatch() *Batch {
 		var reset func()
 		switch {
 		case col.str != nil && col.chType == tLC:
-			lc := proto.NewLowCardinality[string](new(proto.ColStr))
-			in := interner{}
-			data, reset = lc, func() { lc.Reset() }
-			app = func(r *schema.Row, _ time.Time) bool { lc.Append(in.intern(*col.str(r))); return false }
+			lc := new(lcStr)
+			data, reset = lc, lc.Reset
+			app = func(r *schema.Row, _ time.Time) bool { lc.Append(*col.str(r)); return false }
 		case col.str != nil:
 			s := new(proto.ColStr)
 			data, reset = s, s.Reset
@@ -110,24 +108,6 @@ func (b *Batch) Reset() {
 
 // Write stores the batch as one INSERT (ClickHouse.WriteBatch).
 func (b *Batch) Write(ctx context.Context) error { return b.c.WriteBatch(ctx, b) }
-
-// interner returns one long-lived copy per distinct string of a
-// LowCardinality column, so that the column's values do not keep the
-// decoded calls they came from alive. It forgets everything past a bound
-// (a column with that many distinct values is not low-cardinality).
-type interner map[string]string
-
-func (in interner) intern(s string) string {
-	if v, ok := in[s]; ok {
-		return v
-	}
-	if len(in) >= 1<<16 {
-		clear(in)
-	}
-	v := strings.Clone(s)
-	in[v] = v
-	return v
-}
 
 // WriteBatch stores b as one INSERT and returns nil only when ClickHouse has
 // acknowledged it. b is left as it was: on error the caller may write it

@@ -1,12 +1,15 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
+	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/ClickHouse/ch-go/proto"
 
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -63,24 +66,40 @@ func TestBatchReuse(t *testing.T) {
 	}
 }
 
-// TestInterner: one copy per distinct value, not sharing the caller's
-// memory, and a bounded map.
-func TestInterner(t *testing.T) {
-	in := interner{}
-	buf := []byte("model-a")
-	s := unsafe.String(&buf[0], len(buf)) // a view of memory the caller reuses
-	v := in.intern(s)
-	buf[6] = 'b'
-	if v != "model-a" {
-		t.Fatalf("interned value changed with the caller's buffer: %q", v)
-	}
-	if w := in.intern("model-a"); unsafe.StringData(w) != unsafe.StringData(v) {
-		t.Error("a second intern of the same value made another copy")
-	}
-	for i := range 1<<16 + 10 {
-		in.intern(strings.Repeat("x", i%7) + fmt.Sprint(i))
-	}
-	if len(in) > 1<<16 {
-		t.Errorf("interner holds %d values, bound %d", len(in), 1<<16)
+// TestLowCardinality: lcStr's wire encoding decodes with ch-go's own
+// LowCardinality column to the values appended, for each key width, after
+// a Reset too; and it keeps no view of the caller's memory.
+func TestLowCardinality(t *testing.T) {
+	var c lcStr
+	for _, distinct := range []int{1, 3, 256, 257, 70000} {
+		c.Reset()
+		var want []string
+		for i := range 2 * distinct {
+			v := fmt.Sprintf("v%d", (i*7)%distinct)
+			if i%5 == 0 {
+				v = "" // the empty string is a value like any other
+			}
+			buf := []byte(v)
+			c.Append(unsafe.String(unsafe.SliceData(buf), len(buf)))
+			clear(buf) // the caller reuses its memory
+			want = append(want, v)
+		}
+		var b proto.Buffer
+		c.EncodeState(&b)
+		c.EncodeColumn(&b)
+		got := proto.NewLowCardinality[string](new(proto.ColStr))
+		r := proto.NewReader(bytes.NewReader(b.Buf))
+		if err := got.DecodeState(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := got.DecodeColumn(r, c.Rows()); err != nil {
+			t.Fatalf("%d distinct: %v", distinct, err)
+		}
+		if !slices.Equal(got.Values, want) {
+			t.Fatalf("%d distinct: decoded %d values, first %q; want %d, first %q", distinct, len(got.Values), got.Values[:3], len(want), want[:3])
+		}
+		if c.Type() != "LowCardinality(String)" {
+			t.Fatalf("type %s", c.Type())
+		}
 	}
 }

@@ -66,9 +66,12 @@ type Config struct {
 	KeepRawArgs bool
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
-	// Passthrough skips decoding, event-time alignment and resolution and
-	// writes a minimal row (Kafka coordinates and stamps) per record: for
-	// measuring the Kafka and sink path alone. Never for production.
+	// Passthrough switches resolution off: calls are decoded and stored
+	// with their identity, context and argument summary, but not resolved
+	// (no class, verdict, resolved tool, registry version or digests) and
+	// not held for late listings; undecodable records are still MALFORMED
+	// and dead-lettered. It is the baseline that measures what resolution
+	// costs in the pipeline. Never for production.
 	Passthrough bool
 
 	// MaxPartitionBuffer bounds, in record bytes, what the client holds

@@ -196,6 +196,7 @@ func (p *Pipeline) callsOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
+		kgo.WithPools(new(fetchPool)),
 	)
 	return append(opts, p.cfg.KafkaOpts...)
 }

@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,11 +60,12 @@ type worker struct {
 	idx      int
 	hasCur   bool
 	dec      schema.CallDecoder
+	args     schema.ArgsSummarizer
 	call     schema.Call
 	res      resolve.Resolver
 	rows     []schema.Row // decided, not yet handed to the writer
 	dlq      []*kgo.Record
-	last     *kgo.Record
+	last     kgo.Record // position of the last decided record (no data: records are recycled)
 	counts   [schema.NumClasses]int
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -203,6 +206,7 @@ func (w *worker) run() {
 			ok, ch := w.ready(r)
 			if ok {
 				w.decide(r)
+				r.Recycle() // its memory goes back to the client's pools (fetchPool)
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
 				}
@@ -304,21 +308,20 @@ func (w *worker) decide(r *kgo.Record) {
 	row := &w.rows[len(w.rows)-1]
 	row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
-	w.last = r
-	if cfg.Passthrough {
-		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
-		row.DecidedAt = time.Now()
-		return
-	}
+	w.last = kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch}
 	if err := w.dec.Decode(r.Value, &w.call); err != nil {
 		resolve.Malformed(err, &row.Decision)
 		row.FillCall(&w.call) // what was read before the failure
 		w.dlq = append(w.dlq, w.dlqRecord(r, row.Reason))
 	} else {
-		w.res.Resolve(w.p.store.Snapshot(), &w.call, &row.Decision)
+		if cfg.Passthrough {
+			row.EventID = w.call.EventID // stored undecided
+		} else {
+			w.res.Resolve(w.p.store.Snapshot(), &w.call, &row.Decision)
+		}
 		row.FillCall(&w.call)
-		row.ArgsShape = schema.ArgsShape(w.call.Arguments)
-		row.ArgsHash = schema.ArgsHash(w.call.Arguments)
+		row.ArgsShape = w.args.Shape(w.call.Arguments)
+		row.ArgsHash = w.args.Hash(w.call.Arguments)
 		if cfg.KeepRawArgs {
 			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
 		}
@@ -335,17 +338,19 @@ func (w *worker) decide(r *kgo.Record) {
 }
 
 // dlqRecord is r for the DLQ topic: key, value, timestamp and headers as
-// they were, plus why and where from.
+// they were (copied: r's memory is recycled), plus why and where from.
 func (w *worker) dlqRecord(r *kgo.Record, reason string) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
-	h = append(h, r.Headers...)
+	for _, x := range r.Headers {
+		h = append(h, kgo.RecordHeader{Key: strings.Clone(x.Key), Value: bytes.Clone(x.Value)})
+	}
 	h = append(h,
 		kgo.RecordHeader{Key: "error", Value: []byte(reason)},
 		kgo.RecordHeader{Key: "source-topic", Value: []byte(r.Topic)},
 		kgo.RecordHeader{Key: "source-partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
 		kgo.RecordHeader{Key: "source-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
 	)
-	return &kgo.Record{Topic: w.p.cfg.DLQTopic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: h}
+	return &kgo.Record{Topic: w.p.cfg.DLQTopic, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Timestamp: r.Timestamp, Headers: h}
 }
 
 func headerValue(r *kgo.Record, key string) string {

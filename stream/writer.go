@@ -22,7 +22,7 @@ var errWriterStopped = errors.New("stream: writer stopped")
 type batch struct {
 	enc    Batch // the rows, in the sink's form
 	dlq    []*kgo.Record
-	last   map[*worker]*kgo.Record
+	last   map[*worker]kgo.Record
 	counts [schema.NumClasses]int
 	first  time.Time // when the first rows were added
 	urgent bool      // a draining worker waits for it: write it without waiting for BatchWait
@@ -82,7 +82,7 @@ func (wr *writer) signalLocked() {
 // that holds them. It blocks while the current batch is full (the previous
 // one is still being written) until there is room, ctx is done, or the
 // writer stops. rows and dlq are copied; the caller may reuse them.
-func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*kgo.Record, last *kgo.Record, counts *[schema.NumClasses]int) (*batch, error) {
+func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*kgo.Record, last kgo.Record, counts *[schema.NumClasses]int) (*batch, error) {
 	for {
 		wr.mu.Lock()
 		if err := wr.stopped; err != nil {
@@ -104,7 +104,7 @@ func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*
 			b.enc.Append(rows)
 			b.dlq = append(b.dlq, dlq...)
 			if b.last == nil {
-				b.last = map[*worker]*kgo.Record{}
+				b.last = map[*worker]kgo.Record{}
 			}
 			b.last[w] = last
 			for i, n := range counts {
@@ -315,7 +315,7 @@ func (wr *writer) commit(ctx context.Context, b *batch) error {
 		recs = recs[:0]
 		for w, r := range b.last {
 			if !w.gone {
-				recs = append(recs, r)
+				recs = append(recs, &r)
 			}
 		}
 		if len(recs) == 0 {

@@ -111,7 +111,7 @@ func runCommand(std stdio) *ffcli.Command {
 	partBuf := fs.Int("partition-buffer-mb", sc.MaxPartitionBuffer>>20, "fetched records held per partition before its fetching pauses, `MiB`; must cover a partition's byte rate times --listing-hold")
 	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
-	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: skip decoding and resolution, write a minimal row per record")
+	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
