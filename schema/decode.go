@@ -52,22 +52,26 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	if err != nil {
 		return malformed("", "event is not a JSON object")
 	}
+	// One pass over the members instead of a scan per member looked up
+	// (the first of a repeated member wins, as with Object.Get).
+	var m callMembers
+	o.Visit(m.set)
 	// String members are read as views into the parse buffer and copied
 	// into one allocation at the end: fewer allocations, and the call's
 	// strings side by side in memory for resolution.
-	idb, ok := optBytes(o, "event_id")
+	idb, ok := strBytes(m.v[mEventID])
 	if !ok || len(idb) == 0 {
 		return malformed("", "event_id missing or not a non-empty string")
 	}
 	bad := func(reason string) error { return malformed(string(idb), reason) }
-	if !typeIs(o, "call") {
+	if t := m.v[mType]; t != nil && (t.Type() != fastjson.TypeString || string(t.GetStringBytes()) != "call") {
 		return bad(`type is not "call"`)
 	}
-	tool, ok := optBytes(o, "tool")
+	tool, ok := strBytes(m.v[mTool])
 	if !ok || len(tool) == 0 {
 		return bad("tool name missing or empty")
 	}
-	ts := o.Get("emitted_at")
+	ts := m.v[mEmittedAt]
 	if ts == nil || ts.Type() == fastjson.TypeNull {
 		return bad("emitted_at missing")
 	}
@@ -78,9 +82,9 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	if c.EmittedAt, err = ParseTime(unsafeString(tb)); err != nil {
 		return bad("emitted_at is not an RFC 3339 UTC timestamp")
 	}
-	args := o.Get("arguments")
+	args := m.v[mArguments]
 	switch {
-	case args == nil && o.Get("arguments_raw") != nil:
+	case args == nil && m.v[mArgumentsRaw] != nil:
 		return bad("arguments are not JSON (only arguments_raw)")
 	case args == nil:
 		return bad("arguments missing")
@@ -91,22 +95,23 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		return bad("arguments repeat the key " + string(d.duplicateKey(args, nil)))
 	}
 	c.Arguments = args
-	reg := o.Get("registry")
+	reg := m.v[mRegistry]
 	if reg == nil || reg.Type() != fastjson.TypeString {
 		return bad("registry missing or not a string")
 	}
 	fields := [...]struct {
 		key string
+		m   int
 		dst *string
 		b   []byte
 	}{
-		{"event_id", &c.EventID, idb}, {"tool", &c.Tool, tool}, {"registry", &c.Registry, reg.GetStringBytes()},
-		{"agent_id", &c.AgentID, nil}, {"session_id", &c.SessionID, nil}, {"model", &c.Model, nil},
-		{"provider", &c.Provider, nil}, {"surface", &c.Surface, nil}, {"server", &c.Server, nil},
-		{"seen_digest", &c.SeenDigest, nil},
+		{"event_id", 0, &c.EventID, idb}, {"tool", 0, &c.Tool, tool}, {"registry", 0, &c.Registry, reg.GetStringBytes()},
+		{"agent_id", mAgentID, &c.AgentID, nil}, {"session_id", mSessionID, &c.SessionID, nil}, {"model", mModel, &c.Model, nil},
+		{"provider", mProvider, &c.Provider, nil}, {"surface", mSurface, &c.Surface, nil}, {"server", mServer, &c.Server, nil},
+		{"seen_digest", mSeenDigest, &c.SeenDigest, nil},
 	}
 	for i := 3; i < len(fields); i++ {
-		if fields[i].b, ok = optBytes(o, fields[i].key); !ok {
+		if fields[i].b, ok = strBytes(m.v[fields[i].m]); !ok {
 			return bad(fields[i].key + " is not a string")
 		}
 	}
@@ -115,7 +120,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		buf = append(buf, fields[i].b...)
 	}
 	var vis []*fastjson.Value
-	vv := o.Get("visible")
+	vv := m.v[mVisible]
 	hasVis := vv != nil && vv.Type() != fastjson.TypeNull
 	if hasVis {
 		if vis, err = vv.Array(); err != nil {
@@ -148,10 +153,71 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	return nil
 }
 
-// optBytes reads an optional string member as a view into the parse
-// buffer: absent and null give nil; ok is false for another type.
-func optBytes(o *fastjson.Object, key string) (b []byte, ok bool) {
-	v := o.Get(key)
+// The members of a call event that Decode reads.
+const (
+	mEventID = iota
+	mType
+	mTool
+	mEmittedAt
+	mArguments
+	mArgumentsRaw
+	mRegistry
+	mAgentID
+	mSessionID
+	mModel
+	mProvider
+	mSurface
+	mServer
+	mSeenDigest
+	mVisible
+	numMembers
+)
+
+// callMembers holds the values of the members Decode reads, by m* index.
+type callMembers struct{ v [numMembers]*fastjson.Value }
+
+func (m *callMembers) set(k []byte, v *fastjson.Value) {
+	i := -1
+	switch string(k) {
+	case "event_id":
+		i = mEventID
+	case "type":
+		i = mType
+	case "tool":
+		i = mTool
+	case "emitted_at":
+		i = mEmittedAt
+	case "arguments":
+		i = mArguments
+	case "arguments_raw":
+		i = mArgumentsRaw
+	case "registry":
+		i = mRegistry
+	case "agent_id":
+		i = mAgentID
+	case "session_id":
+		i = mSessionID
+	case "model":
+		i = mModel
+	case "provider":
+		i = mProvider
+	case "surface":
+		i = mSurface
+	case "server":
+		i = mServer
+	case "seen_digest":
+		i = mSeenDigest
+	case "visible":
+		i = mVisible
+	}
+	if i >= 0 && m.v[i] == nil {
+		m.v[i] = v
+	}
+}
+
+// strBytes reads an optional string member as a view into the parse
+// buffer: absent (nil) and null give nil; ok is false for another type.
+func strBytes(v *fastjson.Value) (b []byte, ok bool) {
 	if v == nil || v.Type() == fastjson.TypeNull {
 		return nil, true
 	}

@@ -213,12 +213,18 @@ func anyOf(subs []*node, v *fastjson.Value, kw string, m mode) *fail {
 func (n *node) object(v *fastjson.Value, m mode) *fail {
 	o, _ := v.Object()
 	var val, key *fail
+	var seen uint64 // bit i: props[i] is present and required
 	o.Visit(func(k []byte, e *fastjson.Value) {
 		if key != nil {
 			return
 		}
-		p := n.prop(k)
-		if p == nil {
+		var p *node
+		if i := n.prop(k); i >= 0 {
+			p = n.props[i].n
+			if n.props[i].req && i < 64 {
+				seen |= 1 << i
+			}
+		} else {
 			if n.closed {
 				key = m.fail(KeyFail, "undeclared argument").atKey(k)
 				return
@@ -239,9 +245,13 @@ func (n *node) object(v *fastjson.Value, m mode) *fail {
 	if key != nil {
 		return key
 	}
-	for _, r := range n.required {
-		if o.Get(r) == nil {
-			return m.fail(KeyFail, "required argument missing").at(r)
+	if !n.reqFast || seen != n.reqMask {
+		// Some required key is missing, or not a declared prop: report the
+		// first missing one in "required" order.
+		for _, r := range n.required {
+			if o.Get(r) == nil {
+				return m.fail(KeyFail, "required argument missing").at(r)
+			}
 		}
 	}
 	if val != nil {
@@ -253,9 +263,9 @@ func (n *node) object(v *fastjson.Value, m mode) *fail {
 	return nil
 }
 
-// prop finds the schema of a declared key. Small property sets, the common
-// case, are scanned; the map serves the large ones.
-func (n *node) prop(k []byte) *node {
+// prop finds the index in props of a declared key, or -1. Small property
+// sets, the common case, are scanned; the map serves the large ones.
+func (n *node) prop(k []byte) int {
 	if len(n.props) <= 8 {
 		tag := uint32(0)
 		if len(k) > 0 {
@@ -263,12 +273,15 @@ func (n *node) prop(k []byte) *node {
 		}
 		for i := range n.props {
 			if p := &n.props[i]; p.tag == tag && p.name == string(k) {
-				return p.n
+				return i
 			}
 		}
-		return nil
+		return -1
 	}
-	return n.propIndex[string(k)]
+	if i, ok := n.propIndex[string(k)]; ok {
+		return i
+	}
+	return -1
 }
 
 func (n *node) array(v *fastjson.Value, m mode) *fail {

@@ -61,6 +61,7 @@ type prop struct {
 	tag  uint32 // len(name)<<8 | name[0]: most mismatches end here, before the bytes are read
 	name string
 	n    *node
+	req  bool // named in "required"
 }
 
 func tagOf(name string) uint32 {
@@ -95,8 +96,13 @@ type node struct {
 
 	// objects
 	props      []prop // sorted by name; nil when "properties" is absent
-	propIndex  map[string]*node
+	propIndex  map[string]int // name -> index in props
 	required   []string
+	// reqMask has bit i set for each required props[i]; reqFast says that
+	// every required key is one of the first 64 props, so that an object
+	// has them all exactly when the keys it has set every bit of reqMask.
+	reqMask    uint64
+	reqFast    bool
 	closed     bool  // undeclared keys fail (H2)
 	addl       *node // schema for undeclared keys when open with a schema
 	minProps   int
@@ -198,8 +204,23 @@ func (c *compiler) node(s any, path string, root bool) *node {
 	default:
 		c.report(path, "", "schema is neither an object nor a boolean")
 	}
+	n.markRequired()
 	n.has = n.summarize()
 	return n
+}
+
+// markRequired flags the required props and sets reqMask and reqFast.
+func (n *node) markRequired() {
+	n.reqFast = true
+	for _, r := range n.required {
+		i, ok := n.propIndex[r]
+		if !ok || i >= 64 {
+			n.reqFast = false // undeclared or far: checked by name
+			continue
+		}
+		n.props[i].req = true
+		n.reqMask |= 1 << i
+	}
 }
 
 func (n *node) summarize() checks {
@@ -239,7 +260,7 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 			}
 			n.hasObjKeys = true
 			n.props = make([]prop, 0, len(pm))
-			n.propIndex = make(map[string]*node, len(pm))
+			n.propIndex = make(map[string]int, len(pm))
 			names := slices.Sorted(maps.Keys(pm)) // deterministic reports
 			// The names are packed in one string, so that looking a key up
 			// reads adjacent memory.
@@ -247,8 +268,8 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 			off := 0
 			for _, name := range names {
 				pn := c.node(pm[name], kp+"/"+escape(name), false)
-				n.props = append(n.props, prop{tagOf(name), packed[off : off+len(name)], pn})
-				n.propIndex[name] = pn
+				n.propIndex[name] = len(n.props)
+				n.props = append(n.props, prop{tagOf(name), packed[off : off+len(name)], pn, false})
 				off += len(name)
 			}
 		case "required":
