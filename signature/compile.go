@@ -95,9 +95,9 @@ type node struct {
 	never bool    // the false schema
 
 	// objects
-	props      []prop // sorted by name; nil when "properties" is absent
-	propIndex  map[string]int // name -> index in props
-	required   []string
+	props     []prop         // sorted by name; nil when "properties" is absent
+	propIndex map[string]int // name -> index in props
+	required  []string
 	// reqMask has bit i set for each required props[i]; reqFast says that
 	// every required key is one of the first 64 props, so that an object
 	// has them all exactly when the keys it has set every bit of reqMask.
