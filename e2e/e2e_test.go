@@ -179,6 +179,25 @@ func (e *env) produce(topic string, lines [][]byte, over time.Duration) {
 
 type daemon struct {
 	cmd *exec.Cmd
+	log *syncWriter
+}
+
+// waitLog waits until the daemon's log holds substr.
+func (d *daemon) waitLog(t *testing.T, substr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		d.log.mu.Lock()
+		ok := bytes.Contains(d.log.w.Bytes(), []byte(substr))
+		d.log.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the resolverd log after %v", substr, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // start runs resolverd against the environment.
@@ -194,7 +213,7 @@ func (e *env) start(extra ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd}
+	d := &daemon{cmd: cmd, log: sw}
 	e.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
@@ -344,11 +363,19 @@ func TestKill9(t *testing.T) {
 	go func() { defer close(done); e.produce("tool-calls", c.calls, 6*time.Second) }()
 	for _, after := range []time.Duration{2500 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
 		d := e.start()
+		// Killed only once it owns partitions, and then mid-stream. A
+		// member killed while its JoinGroup waits on the rebalance stays
+		// in a kfake group for good (kfake starts a member's session timer
+		// only when its JoinGroup response is delivered, and the leader's
+		// SyncGroup clears the pending-sync timeout), and the partitions
+		// assigned to it are never consumed; Kafka expires such members.
+		d.waitLog(t, "partitions assigned", 30*time.Second)
 		time.Sleep(after)
 		d.kill()
 	}
 	<-done
 	d := e.start()
+	d.waitLog(t, "partitions assigned", 30*time.Second)
 	e.waitDecided(len(c.calls), 60*time.Second)
 	d.stop(t)
 	e.check(c)
@@ -363,6 +390,7 @@ func TestThreeInstancesOneKilled(t *testing.T) {
 	e.produce("tool-listings", c.listings, 0)
 	ds := []*daemon{e.start(), e.start(), e.start()}
 	go e.produce("tool-calls", c.calls, 3*time.Second)
+	ds[1].waitLog(t, "partitions assigned", 30*time.Second) // see TestKill9
 	time.Sleep(1500 * time.Millisecond)
 	ds[1].kill()
 	e.waitDecided(len(c.calls), 90*time.Second)

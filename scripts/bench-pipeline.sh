@@ -3,9 +3,13 @@
 # (the engine beside it), with resolution on, then off (--passthrough), in
 # one run on the same backlog. Each run is a fresh consumer group and
 # analysis id, so both read the whole backlog; calls/s = calls / (time from
-# start until ClickHouse holds them all, FINAL). Also reports peak RSS of
-# the resolverd process (which also hosts the broker) and of ClickHouse.
-# Usage: scripts/bench-pipeline.sh [CALLS]   (default 1000000)
+# start until ClickHouse holds them all, FINAL). Passthrough stores each call
+# decoded but not resolved: the difference is what resolution costs. Also
+# reports the CPU time of resolverd and of the ClickHouse engine during each
+# run (the broker, in the `stack` process, is not counted) and resolverd's
+# peak RSS. --listing-hold 0: the backlog arrived long before the run, so
+# the hold would only add one wait at the start of the resolve run.
+# Usage: [ROUNDS=2] scripts/bench-pipeline.sh [CALLS]   (default 1000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
@@ -35,8 +39,12 @@ for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; d
 echo "loading the backlog: $N calls"
 "$work/ingest" --brokers 127.0.0.1:19092 "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
 
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
+engine=$(pgrep -f chengine-engine -n)
+
 run() { # name, extra flags...
   local name=$1; shift
+  local e0; e0=$(cpu "$engine")
   "$work/resolverd" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http "" \
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
@@ -45,10 +53,15 @@ run() { # name, extra flags...
   local end=$(date +%s.%N)
   local pid=$(cat "$work/pid")
   local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
-  local chrss=$(ps -o rss= -p "$(pgrep -f CHENGINE_CHILD -n || pgrep -P "$(cat "$work/stackpid")" | head -1)" 2>/dev/null | tr -d ' ')
+  local rcpu; rcpu=$(cpu "$pid")
+  local e1; e1=$(cpu "$engine")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  python3 -c "import sys; n,s,e=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]); print('%-12s %8d calls in %6.2f s = %8.0f calls/s, resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), int(sys.argv[5])//1024))" "$N" "$start" "$end" "$name" "$rss"
+  python3 -c "import sys; n,s,e,r,c=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call); resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), r, r/n*1e6, c, c/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss"
 }
 
-run resolve
-run passthrough --passthrough
+# Alternating rounds: the table grows and merges in the background during
+# every run, so one run of each mode says little about the ratio.
+for round in $(seq "${ROUNDS:-2}"); do
+  run "resolve-$round"
+  run "passthrough-$round" --passthrough
+done

@@ -34,10 +34,16 @@ func (e *every) allow() (bool, int) {
 	return true, n
 }
 
-// kgoLogger passes franz-go's warnings and errors to slog.
+// kgoLogger passes franz-go's warnings and errors to slog, and everything
+// it logs (group joins, assignments, commits) when slog is at debug level.
 type kgoLogger struct{ l *slog.Logger }
 
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (k kgoLogger) Level() kgo.LogLevel {
+	if k.l.Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelDebug
+	}
+	return kgo.LogLevelWarn
+}
 
 func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	var l slog.Level

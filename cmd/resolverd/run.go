@@ -152,7 +152,14 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			return runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, migrate: *migrate})
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, migrate: *migrate})
+			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				// A signal during start-up (connecting, migrating) is a
+				// shutdown asked for, not a failure.
+				log.Info("resolverd stopped during start-up", "err", err)
+				return nil
+			}
+			return err
 		},
 	}
 }
