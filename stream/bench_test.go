@@ -18,8 +18,8 @@ import (
 // with a large -benchtime, e.g. -benchtime=300000x.
 func BenchmarkPipeline(b *testing.B) { benchPipeline(b, false) }
 
-// BenchmarkPipelinePassthrough: the same with Passthrough on (no decoding,
-// no resolution): what Kafka, batching and committing cost alone.
+// BenchmarkPipelinePassthrough: the same with Passthrough on (calls decoded,
+// not resolved): the difference is what resolution costs.
 func BenchmarkPipelinePassthrough(b *testing.B) { benchPipeline(b, true) }
 
 func benchPipeline(b *testing.B, passthrough bool) {

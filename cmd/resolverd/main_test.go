@@ -81,3 +81,24 @@ func TestCheckEnvConfig(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 }
+
+// TestRunBadFlags: `run` refuses unusable settings with a usage error
+// (exit 2) naming the problem, before connecting to anything.
+func TestRunBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partition-buffer-mb", "0"}, "max partition buffer"},
+		{[]string{"--batch-rows", "0"}, "batch rows"},
+		{[]string{"--batch-wait", "0s"}, "batch wait"},
+		{[]string{"--mode", "lenient"}, "mode"},
+		{[]string{"--log-level", "loud"}, "log-level"},
+	} {
+		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
+		code, _, stderr := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -82,8 +82,11 @@ decisions before them, and the table deduplicates re-deliveries, so each
 call has exactly one decision per analysis when read with FINAL.
 
 Every instance reads the whole listings topic from the start; instances
-of one --group share the calls topic's partitions. Undecodable records
-are decided MALFORMED and copied to the dead-letter topic.
+of one --group share the calls topic's partitions, one worker each; one
+writer gathers the decisions of all of them into large INSERTs
+(--batch-rows, --batch-wait), which ClickHouse takes far more cheaply than
+many small ones. Undecodable records are decided MALFORMED and copied to
+the dead-letter topic.
 
 --embedded DIR runs everything on loopback with no external service: a
 Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
@@ -106,7 +109,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
-	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "most decisions per ClickHouse insert")
+	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
 	fs.DurationVar(&sc.BatchWait, "batch-wait", sc.BatchWait, "longest a partial batch waits before it is written")
 	partBuf := fs.Int("partition-buffer-mb", sc.MaxPartitionBuffer>>20, "fetched records held per partition before its fetching pauses, `MiB`; must cover a partition's byte rate times --listing-hold")
 	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
@@ -120,7 +123,7 @@ func runCommand(std stdio) *ffcli.Command {
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
 	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none); fetch buffers are bounded separately")
 	return &ffcli.Command{
 		Name:       "run",
