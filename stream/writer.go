@@ -322,7 +322,11 @@ func (wr *writer) commit(ctx context.Context, b *batch) error {
 			wr.commitMu.Unlock()
 			return nil
 		}
-		err := wr.p.calls.CommitRecords(ctx, recs...)
+		// Bounded: a worker leaving (forget) waits for commitMu, and the
+		// revocation callback for that worker.
+		cctx, cancel := context.WithTimeout(ctx, wr.p.cfg.DrainTimeout)
+		err := wr.p.calls.CommitRecords(cctx, recs...)
+		cancel()
 		if err == nil {
 			for w, r := range b.last {
 				if !w.gone {

@@ -94,6 +94,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--batch-wait", "0s"}, "batch wait"},
 		{[]string{"--mode", "lenient"}, "mode"},
 		{[]string{"--log-level", "loud"}, "log-level"},
+		{[]string{"--clickhouse-compression", "gzip"}, "compression"},
 	} {
 		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
 		code, _, stderr := runCmd(t, "", args...)
