@@ -27,10 +27,6 @@ type migration struct {
 	file     string // "0001_decisions.sql"
 	stmts    []string
 	checksum string // "sha256:" + hex of the file's bytes
-	// ifSetting, from a "-- if-setting: NAME" line, makes the statements
-	// run only on servers that have MergeTree setting NAME; elsewhere the
-	// migration is recorded as applied without them.
-	ifSetting string
 }
 
 var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
@@ -116,20 +112,7 @@ ORDER BY version`,
 			continue
 		}
 		t0 := time.Now()
-		run := true
-		if m.ifSetting != "" {
-			var n uint64
-			if err := conn.QueryRow(ctx, "SELECT count() FROM system.merge_tree_settings WHERE name = ?", m.ifSetting).Scan(&n); err != nil {
-				return applied, fmt.Errorf("sink: migrate: %s: %w", m.file, err)
-			}
-			if run = n > 0; !run {
-				log.Info("sink: migration has nothing to do on this server", "migration", m.file, "missing_setting", m.ifSetting)
-			}
-		}
 		for i, stmt := range m.stmts {
-			if !run {
-				break
-			}
 			if err := conn.Exec(ctx, strings.ReplaceAll(stmt, "{db}", q)); err != nil {
 				return applied, fmt.Errorf("sink: migrate: %s statement %d: %w", m.file, i+1, err)
 			}
@@ -200,11 +183,10 @@ func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
 		}
 		sum := sha256.Sum256(b)
 		ms = append(ms, migration{
-			version:   uint32(v),
-			file:      e.Name(),
-			stmts:     stmts,
-			checksum:  "sha256:" + hex.EncodeToString(sum[:]),
-			ifSetting: ifSetting(string(b)),
+			version:  uint32(v),
+			file:     e.Name(),
+			stmts:    stmts,
+			checksum: "sha256:" + hex.EncodeToString(sum[:]),
 		})
 	}
 	if len(ms) == 0 {
@@ -212,16 +194,6 @@ func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
-}
-
-// ifSetting returns NAME of a "-- if-setting: NAME" line, or "".
-func ifSetting(sql string) string {
-	for _, line := range strings.Split(sql, "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "-- if-setting:"); ok {
-			return strings.TrimSpace(name)
-		}
-	}
-	return ""
 }
 
 // splitStatements splits a migration file into statements: each ends with a
