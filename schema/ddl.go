@@ -6,10 +6,7 @@ import "embed"
 // in order by sink.Migrate. Each file is one or more statements, each ending
 // with ";" at the end of a line; {db} stands for the database name. A file
 // that has been applied somewhere must never change (the runner refuses a
-// changed checksum): add a new file instead. A line "-- if-setting: NAME"
-// makes a file's statements run only on servers that have MergeTree
-// setting NAME (tuning that older servers do not need); elsewhere the file
-// is recorded as applied without them.
+// changed checksum): add a new file instead.
 //
 //go:embed ddl/*.sql
 var Migrations embed.FS
