@@ -52,11 +52,20 @@ var _ interface {
 //     set non_replicated_deduplication_window);
 //   - max_partitions_per_insert_block=0: a batch whose emitted_at span more
 //     than 100 months (replays, clamped or timeless rows) must not fail
-//     forever with TOO_MANY_PARTS, which is otherwise retryable.
+//     forever with TOO_MANY_PARTS, which is otherwise retryable;
+//   - optimize_on_insert=0: ReplacingMergeTree would otherwise run its
+//     merge over every inserted block to collapse keys repeated within
+//     it, which a batch of distinct calls almost never has (a repeat is
+//     collapsed by the next merge, and FINAL reads one row either way).
+//     It took 28% of the server's INSERT CPU for this table: 1.69 s
+//     against 2.34 s for 300k decision rows in 50k-row INSERTs, medians
+//     of four interleaved runs on ClickHouse 26.7 (16% of its CPU with
+//     the merges that follow).
 var insertSettings = []ch.Setting{
 	ch.SettingInt("async_insert", 0),
 	ch.SettingInt("insert_deduplicate", 1),
 	ch.SettingInt("max_partitions_per_insert_block", 0),
+	ch.SettingInt("optimize_on_insert", 0),
 }
 
 // NewClickHouse connects to ClickHouse (Config.Open), checks that table

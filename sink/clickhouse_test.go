@@ -183,6 +183,32 @@ func TestWrite100k(t *testing.T) {
 	}
 }
 
+// TestRepeatWithinOneInsert: the same call twice in one INSERT (nothing
+// collapses it at insert time, optimize_on_insert=0) is one decision read
+// with FINAL, the later one.
+func TestRepeatWithinOneInsert(t *testing.T) {
+	w := newWriter(t)
+	ctx := context.Background()
+	rows := mkRows("rep", 0, 100, base.Add(time.Minute))
+	again := mkRows("rep", 0, 10, base.Add(2*time.Minute))
+	for i := range again {
+		again[i].Reason = "later"
+	}
+	mustWrite(t, w, append(append(again[:5:5], rows...), again[5:]...))
+	if _, total, err := w.Counts(ctx, "rep"); err != nil || total != 100 {
+		t.Fatalf("Counts total = %d, %v; want 100", total, err)
+	}
+	got, err := w.Rows(ctx, "rep", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got[:10] {
+		if r.Reason != "later" {
+			t.Fatalf("FINAL kept %s decided %v reason %q; want the later decision", r.CallKey, r.DecidedAt, r.Reason)
+		}
+	}
+}
+
 func TestRedelivery(t *testing.T) {
 	w := newWriter(t)
 	ctx := context.Background()
