@@ -9,7 +9,8 @@
 # run (the broker, in the `stack` process, is not counted) and resolverd's
 # peak RSS. --listing-hold 0: the backlog arrived long before the run, so
 # the hold would only add one wait at the start of the resolve run.
-# Usage: [ROUNDS=2] scripts/bench-pipeline.sh [CALLS]   (default 1000000)
+# Usage: [ROUNDS=2] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
+# (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
@@ -46,7 +47,7 @@ run() { # name, extra flags...
   local name=$1; shift
   local e0; e0=$(cpu "$engine")
   "$work/resolverd" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http "" \
-    --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn "$@" > "$work/$name.log" 2>&1 &
+    --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
   local start=$(date +%s.%N)
   "$work/resolverd" report --clickhouse 127.0.0.1:19000 --analysis "bench-$name" --expect "$N" --timeout 20m > "$work/$name.report"
