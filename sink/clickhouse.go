@@ -115,12 +115,16 @@ func (c Config) Open(ctx context.Context) (driver.Conn, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	comp := clickhouse.CompressionLZ4
-	switch c.Compression {
-	case "zstd":
-		comp = clickhouse.CompressionZSTD
-	case "none":
-		comp = clickhouse.CompressionNone
+	// One setting for the pool: auto compresses unless every address is
+	// loopback.
+	comp := clickhouse.CompressionNone
+	for _, a := range c.Addr {
+		switch c.compression(a) {
+		case "lz4":
+			comp = clickhouse.CompressionLZ4
+		case "zstd":
+			comp = clickhouse.CompressionZSTD
+		}
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:         c.Addr,

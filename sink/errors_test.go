@@ -63,3 +63,24 @@ func TestKind(t *testing.T) {
 		t.Error("NewPermanent(nil) != nil")
 	}
 }
+
+func TestCompressionAuto(t *testing.T) {
+	for _, tc := range []struct{ setting, addr, want string }{
+		{"auto", "127.0.0.1:9000", "none"},
+		{"auto", "[::1]:9000", "none"},
+		{"auto", "localhost:9000", "none"},
+		{"auto", "127.8.9.1:9000", "none"},
+		{"auto", "10.0.0.5:9000", "lz4"},
+		{"auto", "clickhouse.internal:9440", "lz4"},
+		{"lz4", "127.0.0.1:9000", "lz4"},
+		{"none", "10.0.0.5:9000", "none"},
+		{"zstd", "localhost:9000", "zstd"},
+	} {
+		if got := (Config{Compression: tc.setting}).compression(tc.addr); got != tc.want {
+			t.Errorf("compression %s to %s = %s, want %s", tc.setting, tc.addr, got, tc.want)
+		}
+	}
+	if err := (Config{Compression: "gzip"}).withDefaults().Validate(); err == nil {
+		t.Error("compression gzip accepted")
+	}
+}

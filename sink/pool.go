@@ -65,15 +65,15 @@ func (p *pool) put(cl *ch.Client, err error) {
 
 // dial connects to the first address of Config.Addr that answers.
 func (p *pool) dial(ctx context.Context) (*ch.Client, error) {
-	comp := ch.CompressionLZ4
-	switch p.cfg.Compression {
-	case "zstd":
-		comp = ch.CompressionZSTD
-	case "none":
-		comp = ch.CompressionDisabled
-	}
 	var errs []error
 	for _, addr := range p.cfg.Addr {
+		comp := ch.CompressionLZ4
+		switch p.cfg.compression(addr) {
+		case "zstd":
+			comp = ch.CompressionZSTD
+		case "none":
+			comp = ch.CompressionDisabled
+		}
 		cl, err := ch.Dial(ctx, ch.Options{
 			Address:     addr,
 			Database:    p.cfg.Database,

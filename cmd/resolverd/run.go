@@ -39,7 +39,7 @@ func (c *chFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
 	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
 	fs.StringVar(&c.password, "clickhouse-password", "", "ClickHouse `password` (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable)")
-	fs.StringVar(&c.compression, "clickhouse-compression", "lz4", "native protocol `compression`: lz4, zstd or none (none saves CPU on both sides when ClickHouse is on the same host)")
+	fs.StringVar(&c.compression, "clickhouse-compression", "auto", "native protocol `compression`: auto (none to a loopback address, lz4 to others), lz4, zstd or none")
 }
 
 func (c *chFlags) config() sink.Config {
