@@ -56,20 +56,23 @@ type worker struct {
 	committed atomic.Int64 // -1 until the first record shows where the group stood
 
 	// Owned by the worker goroutine.
-	cur      chunk
-	idx      int
-	hasCur   bool
-	dec      schema.CallDecoder
-	args     schema.ArgsSummarizer
-	call     schema.Call
-	res      resolve.Resolver
-	rows     []schema.Row // decided, not yet handed to the writer
-	dlq      []*kgo.Record
-	last     kgo.Record // position of the last decided record (no data: records are recycled)
-	counts   [schema.NumClasses]int
-	pending  *batch    // the writer's batch holding this worker's latest rows
-	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
-	arrBelow int64
+	cur    chunk
+	idx    int
+	hasCur bool
+	dec    schema.CallDecoder
+	args   schema.ArgsSummarizer
+	call   schema.Call
+	res    resolve.Resolver
+	rows   []schema.Row // decided, not yet handed to the writer
+	dlq    []*kgo.Record
+	// Position of the last decided record, for the commit (the record
+	// itself is recycled once decided).
+	lastOffset int64
+	lastEpoch  int32
+	counts     [schema.NumClasses]int
+	pending    *batch    // the writer's batch holding this worker's latest rows
+	arrAt      time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
+	arrBelow   int64
 
 	gone bool // under writer.commitMu: exited, commit nothing more for it
 }
@@ -240,7 +243,8 @@ func (w *worker) handOff() error {
 	if len(w.rows) == 0 {
 		return nil
 	}
-	b, err := w.p.wr.add(w.ctx, w, w.rows, w.dlq, w.last, &w.counts)
+	last := kgo.Record{Topic: w.topic, Partition: w.partition, Offset: w.lastOffset, LeaderEpoch: w.lastEpoch}
+	b, err := w.p.wr.add(w.ctx, w, w.rows, w.dlq, last, &w.counts)
 	if err != nil {
 		return err
 	}
@@ -308,7 +312,7 @@ func (w *worker) decide(r *kgo.Record) {
 	row := &w.rows[len(w.rows)-1]
 	row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
-	w.last = kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, LeaderEpoch: r.LeaderEpoch}
+	w.lastOffset, w.lastEpoch = r.Offset, r.LeaderEpoch
 	if err := w.dec.Decode(r.Value, &w.call); err != nil {
 		resolve.Malformed(err, &row.Decision)
 		row.FillCall(&w.call) // what was read before the failure
