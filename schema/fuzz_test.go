@@ -73,3 +73,30 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkValidJSON: the strict pre-pass over the corpus calls (sample and
+// BFCL), the shape of the pipeline's input.
+func BenchmarkValidJSON(b *testing.B) {
+	var lines [][]byte
+	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+			}
+		}
+	}
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, l := range lines {
+			validJSON(l)
+		}
+	}
+}

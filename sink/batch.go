@@ -45,7 +45,7 @@ func (c *ClickHouse) NewBatch() *Batch {
 			data, reset = lc, lc.Reset
 			app = func(r *schema.Row, _ time.Time) bool { lc.Append(*col.str(r)); return false }
 		case col.str != nil:
-			s := new(proto.ColStr)
+			s := new(wireStr)
 			data, reset = s, s.Reset
 			app = func(r *schema.Row, _ time.Time) bool { s.Append(*col.str(r)); return false }
 		case col.boolean != nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -103,6 +104,47 @@ func TestLowCardinality(t *testing.T) {
 		}
 		if c.Type() != "LowCardinality(String)" {
 			t.Fatalf("type %s", c.Type())
+		}
+	}
+}
+
+// TestWireStr: wireStr's bytes, written through a Writer or encoded into a
+// buffer, are what ch-go's own String column encodes for the same values
+// and decode back to them (lengths on one and two varint bytes, the empty
+// string, a caller that reuses its memory), across a Reset.
+func TestWireStr(t *testing.T) {
+	var c wireStr
+	for round := range 2 {
+		c.Reset()
+		var want proto.ColStr
+		for i := range 3000 {
+			v := strings.Repeat(string(rune('a'+i%26)), (i*37+round)%300)
+			buf := []byte(v)
+			c.Append(unsafe.String(unsafe.SliceData(buf), len(buf)))
+			clear(buf)
+			want.Append(v)
+		}
+		var enc, ref proto.Buffer
+		c.EncodeColumn(&enc)
+		want.EncodeColumn(&ref)
+		if !bytes.Equal(enc.Buf, ref.Buf) {
+			t.Fatalf("round %d: EncodeColumn differs from ch-go's ColStr", round)
+		}
+		var out bytes.Buffer
+		w := proto.NewWriter(&out, new(proto.Buffer))
+		c.WriteColumn(w)
+		if _, err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), ref.Buf) {
+			t.Fatalf("round %d: WriteColumn differs from ch-go's ColStr", round)
+		}
+		var got proto.ColStr
+		if err := got.DecodeColumn(proto.NewReader(bytes.NewReader(out.Bytes())), c.Rows()); err != nil {
+			t.Fatal(err)
+		}
+		if c.Rows() != 3000 || got.Rows() != 3000 || got.Row(2999) != want.Row(2999) || c.Type() != "String" {
+			t.Fatalf("round %d: %d rows, decoded %d", round, c.Rows(), got.Rows())
 		}
 	}
 }
