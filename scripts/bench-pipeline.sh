@@ -50,7 +50,7 @@ run() { # name, extra flags...
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
   local start=$(date +%s.%N)
-  "$work/resolverd" report --clickhouse 127.0.0.1:19000 --analysis "bench-$name" --expect "$N" --timeout 20m > "$work/$name.report"
+  "$work/resolverd" report --clickhouse 127.0.0.1:19000 --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
   local end=$(date +%s.%N)
   local pid=$(cat "$work/pid")
   local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)

@@ -60,6 +60,7 @@ func reportCommand(std stdio) *ffcli.Command {
 	analysis := fs.String("analysis", "live", "analysis `id`")
 	expect := fs.Int("expect", 0, "wait until at least `N` decisions are stored (0: do not wait)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
+	poll := fs.Duration("poll", 500*time.Millisecond, "how often --expect counts the stored decisions (benchmarks poll faster to time the end closely)")
 	return &ffcli.Command{
 		Name:       "report",
 		ShortUsage: "resolverd report [--analysis ID] [--expect N] [--clickhouse ADDR]",
@@ -73,6 +74,9 @@ every call was decided.`,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			if *poll <= 0 {
+				return usageError{fmt.Errorf("--poll %s: want a positive interval", *poll)}
 			}
 			c, err := sink.NewClickHouse(ctx, ch.config())
 			if err != nil {
@@ -93,7 +97,7 @@ every call was decided.`,
 						select {
 						case <-ctx.Done():
 							return ctx.Err()
-						case <-time.After(500 * time.Millisecond):
+						case <-time.After(*poll):
 						}
 						continue
 					}
@@ -113,7 +117,7 @@ every call was decided.`,
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
-				case <-time.After(500 * time.Millisecond):
+				case <-time.After(*poll):
 				}
 			}
 		},

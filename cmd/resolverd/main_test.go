@@ -103,3 +103,11 @@ func TestRunBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReportBadPoll: a zero poll interval is a usage error, not a busy loop.
+func TestReportBadPoll(t *testing.T) {
+	code, _, stderr := runCmd(t, "", "report", "--clickhouse", "127.0.0.1:1", "--expect", "1", "--poll", "0s")
+	if code != 2 || !strings.Contains(stderr, "--poll") {
+		t.Errorf("exit %d, stderr %q; want 2 and --poll", code, stderr)
+	}
+}
