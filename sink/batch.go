@@ -29,6 +29,11 @@ type Batch struct {
 	appends []func(*schema.Row, time.Time) bool // per column; true: a time was clamped
 	resets  []func()
 	input   proto.Input
+	// For Size: the variable-width columns, and the bytes per row of the
+	// others.
+	strs   []*wireStr
+	lcs    []*lcStr
+	perRow int
 }
 
 // NewBatch returns an empty batch for c.
@@ -43,18 +48,22 @@ func (c *ClickHouse) NewBatch() *Batch {
 		case col.str != nil && col.chType == tLC:
 			lc := new(lcStr)
 			data, reset = lc, lc.Reset
+			b.lcs = append(b.lcs, lc)
 			app = func(r *schema.Row, _ time.Time) bool { lc.Append(*col.str(r)); return false }
 		case col.str != nil:
 			s := new(wireStr)
 			data, reset = s, s.Reset
+			b.strs = append(b.strs, s)
 			app = func(r *schema.Row, _ time.Time) bool { s.Append(*col.str(r)); return false }
 		case col.boolean != nil:
 			v := new(proto.ColBool)
 			data, reset = v, v.Reset
+			b.perRow++
 			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.boolean(r)); return false }
 		case col.tm != nil:
 			v := new(proto.ColDateTime64).WithPrecision(proto.PrecisionMilli).WithLocation(time.UTC)
 			data, reset = v, v.Reset
+			b.perRow += 8
 			app = func(r *schema.Row, now time.Time) bool {
 				t := *col.tm(r)
 				if t.IsZero() && col.zeroIsNow {
@@ -67,10 +76,12 @@ func (c *ClickHouse) NewBatch() *Batch {
 		case col.i32 != nil:
 			v := new(proto.ColInt32)
 			data, reset = v, v.Reset
+			b.perRow += 4
 			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i32(r)); return false }
 		default:
 			v := new(proto.ColInt64)
 			data, reset = v, v.Reset
+			b.perRow += 8
 			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i64(r)); return false }
 		}
 		b.appends = append(b.appends, app)
@@ -97,6 +108,20 @@ func (b *Batch) Append(rows []schema.Row) {
 
 // Len is the number of rows appended since the last Reset.
 func (b *Batch) Len() int { return b.rows }
+
+// Size is the bytes of the rows appended since the last Reset, as they are
+// held (the String columns' wire form, four bytes per LowCardinality key
+// plus the dictionaries, the fixed-width columns).
+func (b *Batch) Size() int {
+	n := b.rows * b.perRow
+	for _, s := range b.strs {
+		n += len(s.buf)
+	}
+	for _, lc := range b.lcs {
+		n += 4*len(lc.keys) + len(lc.dict.Buf)
+	}
+	return n
+}
 
 // Reset empties the batch, keeping its buffers.
 func (b *Batch) Reset() {

@@ -149,6 +149,30 @@ func TestWireStr(t *testing.T) {
 	}
 }
 
+// TestBatchSize: Size is the bytes the batch holds, close to its wire
+// form: what it adds is the LowCardinality keys, held in four bytes and
+// sent in one here (small dictionaries), and Reset empties it.
+func TestBatchSize(t *testing.T) {
+	b := (&ClickHouse{}).NewBatch()
+	rows := mkRows("size", 0, 5000, base)
+	b.Append(rows)
+	var out bytes.Buffer
+	w := proto.NewWriter(&out, new(proto.Buffer))
+	if err := (proto.Block{Columns: len(b.input), Rows: b.Len()}).WriteBlock(w, proto.Version, b.input); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lcKeys := 3 * len(b.lcs) * len(rows)
+	if got, wire := b.Size(), out.Len(); got < wire || got > wire+lcKeys {
+		t.Errorf("Size %d, wire form %d bytes: want %d..%d", got, wire, wire, wire+lcKeys)
+	}
+	if b.Reset(); b.Size() != 0 {
+		t.Errorf("Size after Reset = %d", b.Size())
+	}
+}
+
 // TestCompressions: every wire compression writes and reads back the same
 // rows (auto is none to this loopback server).
 func TestCompressions(t *testing.T) {

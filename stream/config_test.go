@@ -23,6 +23,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no dlq", func(c *Config) { c.DLQTopic = "" }, "empty topic"},
 		{"same topics", func(c *Config) { c.DLQTopic = c.CallsTopic }, "must differ"},
 		{"batch rows", func(c *Config) { c.BatchRows = 0 }, "batch rows"},
+		{"batch bytes", func(c *Config) { c.BatchBytes = 0 }, "batch bytes"},
 		{"batch wait", func(c *Config) { c.BatchWait = 0 }, "batch wait"},
 		{"negative hold", func(c *Config) { c.ListingHold = -time.Second }, "listing hold"},
 		{"listings poll", func(c *Config) { c.ListingsPoll = 0 }, "listings poll"},

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"unsafe"
 
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -37,7 +38,7 @@ var _ Sink = SinkFunc(nil)
 
 // Batcher is a Sink that gathers the rows of a write in its own form as
 // they arrive (a ClickHouse sink: encoded columns), rather than as a slice
-// of rows, which at a batch of 50k rows would hold tens of megabytes of
+// of rows, which at a batch of 100k rows would hold tens of megabytes of
 // pointers for the garbage collector to scan. The pipeline writes through
 // NewBatch when the sink has it, and through Write otherwise.
 type Batcher interface {
@@ -53,6 +54,8 @@ type Batch interface {
 	Append(rows []schema.Row)
 	// Len is the number of rows appended since the last Reset.
 	Len() int
+	// Size is about how many bytes the appended rows take in the batch.
+	Size() int
 	// Write stores the batch with Sink.Write's contract (errors, retries,
 	// ErrPermanent); after an error it is called again on the same batch.
 	Write(ctx context.Context) error
@@ -62,16 +65,27 @@ type Batch interface {
 
 // rowsBatch is the Batch of a Sink without NewBatch: the rows themselves.
 type rowsBatch struct {
-	s    Sink
-	rows []schema.Row
+	s     Sink
+	rows  []schema.Row
+	bytes int
 }
 
-func (b *rowsBatch) Append(rows []schema.Row)        { b.rows = append(b.rows, rows...) }
+func (b *rowsBatch) Append(rows []schema.Row) {
+	b.rows = append(b.rows, rows...)
+	for i := range rows {
+		r := &rows[i]
+		// The row, and the strings that can be large; the others are
+		// names and ids.
+		b.bytes += int(unsafe.Sizeof(*r)) + len(r.ArgsRaw) + len(r.ArgsShape) + len(r.Reason) + len(r.Path)
+	}
+}
 func (b *rowsBatch) Len() int                        { return len(b.rows) }
+func (b *rowsBatch) Size() int                       { return b.bytes }
 func (b *rowsBatch) Write(ctx context.Context) error { return b.s.Write(ctx, b.rows) }
 func (b *rowsBatch) Reset() {
 	clear(b.rows) // drop the references to the calls' strings
 	b.rows = b.rows[:0]
+	b.bytes = 0
 }
 
 func newBatch(s Sink) Batch {

@@ -97,8 +97,8 @@ func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*
 				b.enc = newBatch(wr.p.sink)
 			}
 		}
-		if n := b.enc.Len(); n < wr.p.cfg.BatchRows {
-			if n == 0 {
+		if !wr.full(b) {
+			if b.enc.Len() == 0 {
 				b.first = time.Now()
 			}
 			b.enc.Append(rows)
@@ -192,7 +192,7 @@ func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 	if b.enc == nil || b.enc.Len() == 0 {
 		return nil, 0, wr.changed
 	}
-	if !b.urgent && b.enc.Len() < wr.p.cfg.BatchRows {
+	if !b.urgent && !wr.full(b) {
 		if wait = time.Until(b.first.Add(wr.p.cfg.BatchWait)); wait > 0 {
 			return nil, wait, wr.changed
 		}
@@ -200,6 +200,11 @@ func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 	wr.cur = &batch{done: make(chan struct{})}
 	wr.signalLocked()
 	return b, 0, nil
+}
+
+// full reports whether b has reached BatchRows or BatchBytes.
+func (wr *writer) full(b *batch) bool {
+	return b.enc.Len() >= wr.p.cfg.BatchRows || b.enc.Size() >= wr.p.cfg.BatchBytes
 }
 
 // finish records the outcome of b, releases its waiters and keeps its

@@ -105,6 +105,9 @@ func (b *countingBatch) Append(rows []schema.Row) {
 	b.rows = append(b.rows, rows...)
 }
 func (b *countingBatch) Len() int { return len(b.rows) }
+
+// Size: a kilobyte per row.
+func (b *countingBatch) Size() int { return 1000 * len(b.rows) }
 func (b *countingBatch) Write(ctx context.Context) error {
 	b.written = true
 	return b.s.partSink.Write(ctx, b.rows)
@@ -114,6 +117,36 @@ func (b *countingBatch) Reset() {
 	b.s.resets++
 	b.s.mu.Unlock()
 	b.rows, b.written = b.rows[:0], false
+}
+
+// TestBatchBytes: a batch is written once its Size reaches BatchBytes,
+// however far it is from BatchRows.
+func TestBatchBytes(t *testing.T) {
+	c, calls := seedCorpus(t, 3, "bfcl")
+	sink := &countingBatcher{}
+	cfg := testConfig(c)
+	cfg.BatchRows = 1 << 30
+	cfg.BatchBytes = 1000 * len(calls) / 3
+	cfg.BatchWait = time.Minute // only size cuts a batch before the end
+	r := start(t, cfg, nil, sink, nil)
+	eventually(t, 30*time.Second, "two full batches written", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.writes) >= 2
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	want := cfg.BatchBytes / 1000
+	for i, w := range sink.writes[:2] {
+		n := 0
+		for _, k := range w {
+			n += k
+		}
+		if n < want || n >= want+handOff {
+			t.Errorf("write %d: %d rows, want %d..%d", i, n, want, want+handOff-1)
+		}
+	}
 }
 
 // TestBatcherReused: a sink with NewBatch gets at most two batches (one

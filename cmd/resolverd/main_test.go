@@ -92,6 +92,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--partition-buffer-mb", "0"}, "max partition buffer"},
 		{[]string{"--batch-rows", "0"}, "batch rows"},
 		{[]string{"--batch-wait", "0s"}, "batch wait"},
+		{[]string{"--batch-mb", "0"}, "batch bytes"},
 		{[]string{"--mode", "lenient"}, "mode"},
 		{[]string{"--log-level", "loud"}, "log-level"},
 		{[]string{"--clickhouse-compression", "gzip"}, "compression"},

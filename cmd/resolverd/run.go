@@ -86,8 +86,8 @@ call has exactly one decision per analysis when read with FINAL.
 Every instance reads the whole listings topic from the start; instances
 of one --group share the calls topic's partitions, one worker each; one
 writer gathers the decisions of all of them into large INSERTs
-(--batch-rows, --batch-wait), which ClickHouse takes far more cheaply than
-many small ones. Undecodable records are decided MALFORMED and copied to
+(--batch-rows, --batch-mb, --batch-wait), which ClickHouse takes far more
+cheaply than many small ones. Undecodable records are decided MALFORMED and copied to
 the dead-letter topic.
 
 --embedded DIR runs everything on loopback with no external service: a
@@ -112,6 +112,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
+	batchMB := fs.Int("batch-mb", sc.BatchBytes>>20, "most `MiB` of decisions in one INSERT, however few rows (raw arguments can be large)")
 	fs.DurationVar(&sc.BatchWait, "batch-wait", sc.BatchWait, "longest a partial batch waits before it is written")
 	partBuf := fs.Int("partition-buffer-mb", sc.MaxPartitionBuffer>>20, "fetched records held per partition before its fetching pauses, `MiB`; must cover a partition's byte rate times --listing-hold")
 	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
@@ -139,6 +140,7 @@ func runCommand(std stdio) *ffcli.Command {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
 			}
 			sc.MaxPartitionBuffer = *partBuf << 20
+			sc.BatchBytes = *batchMB << 20
 			if err := ch.config().Validate(); err != nil {
 				return usageError{err}
 			}
