@@ -43,8 +43,19 @@ echo "loading the backlog: $N calls"
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
 engine=$(pgrep -f chengine-engine -n)
 
+# Each run starts on a quiet server: the previous run's background merges
+# (its rows are merged into larger parts for seconds after it ends) would
+# otherwise count against the next one.
+settle() {
+  for _ in $(seq 600); do
+    [ "$(curl -s http://127.0.0.1:18123/ --data-binary "SELECT count() FROM system.merges")" = 0 ] && return
+    sleep 0.2
+  done
+}
+
 run() { # name, extra flags...
   local name=$1; shift
+  settle
   local e0; e0=$(cpu "$engine")
   "$work/resolverd" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http "" \
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &

@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"bytes"
+	"math/bits"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -12,9 +15,15 @@ import (
 // comes back here. Without it these two allocations were about a quarter
 // of resolverd's allocation rate at full speed, all of it for the garbage
 // collector.
+//
+// Decompression buffers are pooled by size class, and a snappy batch (the
+// producers' default codec) says its decoded length: each batch gets a
+// buffer that fits it. One pool of buffers of any size handed small ones
+// to large batches, which the codec then replaced with a fresh allocation
+// of its own.
 type fetchPool struct {
-	bytes sync.Pool // *[]byte
-	recs  sync.Pool // *[]kgo.Record
+	bytes [numClasses]sync.Pool // *[]byte, cap == classSize(i)
+	recs  sync.Pool             // *[]kgo.Record
 }
 
 var (
@@ -22,16 +31,68 @@ var (
 	_ kgo.PoolRecords         = (*fetchPool)(nil)
 )
 
-// GetDecompressBytes returns a pooled buffer; the client grows it if the
-// batch needs more.
-func (p *fetchPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
-	if b, ok := p.bytes.Get().(*[]byte); ok {
-		return (*b)[:0]
+// Size classes: four per power of two (at most 25% of a buffer unused),
+// from 4 KiB up to 64 MiB; larger buffers are not pooled.
+const (
+	minClassShift = 12
+	numClasses    = 4 * (26 - minClassShift)
+)
+
+// classOf returns the smallest class whose size is at least n.
+func classOf(n int) int {
+	if n <= 1<<minClassShift {
+		return 0
 	}
-	return make([]byte, 0, 4*len(compressed))
+	e := bits.Len(uint(n-1)) - 1   // 2^e < n <= 2^(e+1)
+	q := (n - 1 - 1<<e) >> (e - 2) // quarter steps above 2^e: 0..3
+	return 4*(e-minClassShift) + q + 1
 }
 
-func (p *fetchPool) PutDecompressBytes(b []byte) { p.bytes.Put(&b) }
+// classSize is the capacity of the buffers of class c.
+func classSize(c int) int {
+	if c == 0 {
+		return 1 << minClassShift
+	}
+	e := (c-1)/4 + minClassShift
+	return 1<<e + ((c-1)%4+1)<<(e-2)
+}
+
+// xerialPrefix starts a snappy batch in the xerial framing, which does not
+// say its decoded length up front.
+var xerialPrefix = []byte{130, 83, 78, 65, 80, 80, 89, 0}
+
+// GetDecompressBytes returns an empty buffer with room for the decoded
+// batch when its codec says how much that is, else for four times the
+// compressed bytes (the client grows it if the batch needs more).
+func (p *fetchPool) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
+	n := 4 * len(compressed)
+	if codec == kgo.CodecSnappy && !bytes.HasPrefix(compressed, xerialPrefix) {
+		if l, err := s2.DecodedLen(compressed); err == nil {
+			n = l
+		}
+	}
+	c := classOf(n)
+	if c >= numClasses {
+		return make([]byte, 0, n)
+	}
+	if b, ok := p.bytes[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, classSize(c))
+}
+
+// PutDecompressBytes keeps b in the largest class it can serve.
+func (p *fetchPool) PutDecompressBytes(b []byte) {
+	c := classOf(cap(b))
+	if classSize(c) > cap(b) {
+		c-- // a buffer the client grew to an odd size
+	}
+	if c < 0 || c >= numClasses {
+		return
+	}
+	b = b[:0:classSize(c)]
+	p.bytes[c].Put(&b)
+}
 
 // GetRecords returns a pooled slab of at least n records, or a new one.
 func (p *fetchPool) GetRecords(n int) []kgo.Record {
