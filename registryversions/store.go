@@ -15,6 +15,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -91,6 +92,7 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 	defer s.mu.Unlock()
 	var issues []Issue
 	dirty := map[string]*history{}
+	fresh := make([]*schema.Listing, 0, len(ls))
 	for _, l := range ls {
 		h := s.regs[l.Registry]
 		if h == nil {
@@ -101,14 +103,18 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 			continue
 		}
 		h.ids[l.EventID] = true
+		fresh = append(fresh, l)
+	}
+	tools := s.tools(fresh)
+	for i, l := range fresh {
 		e := &entry{l: l}
-		for _, t := range l.Tools {
-			tool, iss := s.tool(l, t)
-			issues = append(issues, iss...)
-			if tool != nil {
-				e.tools = append(e.tools, tool)
+		for _, t := range tools[i] {
+			issues = append(issues, t.issues...)
+			if t.tool != nil {
+				e.tools = append(e.tools, t.tool)
 			}
 		}
+		h := s.regs[l.Registry]
 		h.insert(e)
 		dirty[l.Registry] = h
 	}
@@ -132,28 +138,103 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 	return issues
 }
 
-func (s *Store) tool(l *schema.Listing, t schema.Tool) (*Tool, []Issue) {
+// toolResult is one tool of a listing, prepared for the store.
+type toolResult struct {
+	tool   *Tool // nil: skipped
+	issues []Issue
+}
+
+// tools prepares every tool of ls, listing by listing. The digests (JSON
+// canonicalization) and the compiled signatures are most of the cost of
+// applying a listing, and a new instance applies the whole listings
+// history before it decides any call: both are spread over up to
+// GOMAXPROCS goroutines when there are enough tools. Each distinct digest
+// missing from the cache is compiled once.
+func (s *Store) tools(ls []*schema.Listing) [][]toolResult {
+	type job struct {
+		l       *schema.Listing
+		t       *schema.Tool
+		digest  string
+		err     error // from Digest
+		sig     *signature.Signature
+		sigErr  error
+		listing int
+	}
+	var jobs []job
+	for i, l := range ls {
+		for j := range l.Tools {
+			jobs = append(jobs, job{l: l, t: &l.Tools[j], listing: i})
+		}
+	}
+	par.For(len(jobs), minPerWorker, func(k int) {
+		j := &jobs[k]
+		j.digest, j.err = Digest(j.t.Name, j.t.InputSchema)
+	})
+	// The signatures to compile: one job per digest not in the cache.
+	first := map[string]int{}
+	var compile []int
+	for k := range jobs {
+		j := &jobs[k]
+		if j.err != nil {
+			continue
+		}
+		if sig, ok := s.cache.Get(j.digest); ok {
+			j.sig = sig
+			continue
+		}
+		if _, ok := first[j.digest]; ok {
+			continue
+		}
+		first[j.digest] = k
+		compile = append(compile, k)
+	}
+	par.For(len(compile), minPerWorker, func(i int) {
+		j := &jobs[compile[i]]
+		j.sig, j.sigErr = signature.Compile(j.t.InputSchema)
+	})
+	for _, k := range compile {
+		if j := &jobs[k]; j.sigErr == nil {
+			s.compiled.Add(1)
+			s.cache.Add(j.digest, j.sig)
+		}
+	}
+
+	out := make([][]toolResult, len(ls))
+	for i, l := range ls {
+		out[i] = make([]toolResult, 0, len(l.Tools))
+	}
+	for k := range jobs {
+		j := &jobs[k]
+		if j.err == nil && j.sig == nil {
+			f := &jobs[first[j.digest]]
+			j.sig, j.sigErr = f.sig, f.sigErr
+		}
+		out[j.listing] = append(out[j.listing], s.tool(j.l, j.t, j.digest, j.err, j.sig, j.sigErr))
+	}
+	return out
+}
+
+// minPerWorker keeps a small apply (a live listing change) on the
+// caller's goroutine.
+const minPerWorker = 32
+
+// tool is t of l as the store keeps it, from its digest and compiled
+// signature (or the errors that skip it).
+func (s *Store) tool(l *schema.Listing, t *schema.Tool, d string, derr error, sig *signature.Signature, cerr error) toolResult {
 	issue := func(detail string) Issue {
 		return Issue{EventID: l.EventID, Registry: l.Registry, Server: l.Server, Tool: t.Name, Detail: detail}
 	}
-	d, err := Digest(t.Name, t.InputSchema)
-	if err != nil {
-		return nil, []Issue{issue("tool skipped: " + err.Error())}
+	if derr != nil {
+		return toolResult{issues: []Issue{issue("tool skipped: " + derr.Error())}}
 	}
-	sig, ok := s.cache.Get(d)
-	if !ok {
-		sig, err = signature.Compile(t.InputSchema)
-		if err != nil {
-			return nil, []Issue{issue("tool skipped: " + err.Error())}
-		}
-		s.compiled.Add(1)
-		s.cache.Add(d, sig)
+	if cerr != nil {
+		return toolResult{issues: []Issue{issue("tool skipped: " + cerr.Error())}}
 	}
 	var issues []Issue
 	for _, u := range sig.Unsupported() {
 		issues = append(issues, issue("inputSchema"+u.String()))
 	}
-	return &Tool{Server: l.Server, Name: t.Name, Trust: l.Trust, Digest: d, Description: t.Description, Sig: sig}, issues
+	return toolResult{&Tool{Server: l.Server, Name: t.Name, Trust: l.Trust, Digest: d, Description: t.Description, Sig: sig}, issues}
 }
 
 // entry is one applied listing with its tools compiled.

@@ -330,3 +330,34 @@ func TestConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkApplyCorpus: a new instance's start: every listing of the
+// corpus (sample and BFCL, 2,468 listings) decoded and applied to an empty
+// store, in polls of 500 as the pipeline reads them. Calls wait for this.
+func BenchmarkApplyCorpus(b *testing.B) {
+	var lines [][]byte
+	for _, p := range []string{corpus("sample", "listings.jsonl"), corpus("bfcl", "listings.jsonl")} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			lines = append(lines, []byte(l))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := New()
+		batch := make([]*schema.Listing, 0, 500)
+		for i, line := range lines {
+			l, err := schema.DecodeListing(line)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if batch = append(batch, l); len(batch) == cap(batch) || i == len(lines)-1 {
+				s.Apply(batch...)
+				batch = batch[:0]
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/ch-go"
@@ -34,6 +35,10 @@ type Batch struct {
 	strs   []*wireStr
 	lcs    []*lcStr
 	perRow int
+
+	// Set by Reserve: the rows and bytes the batch will be filled to; its
+	// buffers are sized for them once its first rows show their widths.
+	reserveRows, reserveBytes int
 }
 
 // NewBatch returns an empty batch for c.
@@ -104,6 +109,39 @@ func (b *Batch) Append(rows []schema.Row) {
 		}
 	}
 	b.rows += len(rows)
+	if b.reserveRows > 0 && b.rows >= reserveSample {
+		b.reserve()
+	}
+}
+
+// reserveSample is how many rows show the widths of the columns before
+// Reserve sizes the buffers (a worker hands off 256 at a time).
+const reserveSample = 200
+
+// Reserve says how far the batch will be filled: up to rows rows, or
+// bytes bytes (Size). Once its first rows are in, it sizes its String
+// columns and LowCardinality keys for that, so that its first fill does
+// not grow them step by step: doubling from nothing to tens of megabytes
+// copies as much as it keeps, all of it into fresh pages, and at start-up
+// both batches do so at once. A batch that has been filled before has its
+// buffers already; Reserve is for a new one.
+func (b *Batch) Reserve(rows, bytes int) { b.reserveRows, b.reserveBytes = rows, bytes }
+
+func (b *Batch) reserve() {
+	rows := b.reserveRows
+	b.reserveRows = 0
+	if size := b.Size(); size > 0 && b.reserveBytes > 0 {
+		rows = min(rows, int(int64(b.reserveBytes)*int64(b.rows)/int64(size)))
+	}
+	// An eighth more than the sample's widths: rows vary.
+	for _, s := range b.strs {
+		if want := len(s.buf) * rows / b.rows * 9 / 8; want > cap(s.buf) {
+			s.buf = append(make([]byte, 0, want), s.buf...)
+		}
+	}
+	for _, lc := range b.lcs {
+		lc.keys = slices.Grow(lc.keys, rows-len(lc.keys))
+	}
 }
 
 // Len is the number of rows appended since the last Reset.

@@ -195,3 +195,49 @@ func TestCompressions(t *testing.T) {
 		w.Close()
 	}
 }
+
+// TestBatchReserve: a reserved batch sizes its String columns and
+// LowCardinality keys once its first rows are in, so that filling it to
+// the reserved rows grows none of them; the bytes bound caps the rows.
+func TestBatchReserve(t *testing.T) {
+	rows := mkRows("reserve", 0, 20_000, base)
+	for _, tc := range []struct {
+		name            string
+		reserve, budget int
+		fill            int
+	}{
+		{"rows", 20_000, 1 << 30, 20_000},
+		{"bytes", 1 << 30, 0, 10_000}, // budget set below: half of the rows' Size
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full := (&ClickHouse{}).NewBatch()
+			full.Append(rows)
+			budget := tc.budget
+			if budget == 0 {
+				budget = full.Size() / 2
+			}
+			b := (&ClickHouse{}).NewBatch()
+			b.Reserve(tc.reserve, budget)
+			b.Append(rows[:256])
+			caps := make([]int, len(b.strs))
+			for i, s := range b.strs {
+				caps[i] = cap(s.buf)
+			}
+			keys := cap(b.lcs[0].keys)
+			for i := 256; i < tc.fill; i += 256 {
+				b.Append(rows[i:min(i+256, tc.fill)])
+			}
+			for i, s := range b.strs {
+				if cap(s.buf) != caps[i] {
+					t.Errorf("column %d grew after the reservation: cap %d, then %d", i, caps[i], cap(s.buf))
+				}
+			}
+			if cap(b.lcs[0].keys) != keys || keys < tc.fill {
+				t.Errorf("keys: cap %d after the reservation, %d at the end; want >= %d, unchanged", keys, cap(b.lcs[0].keys), tc.fill)
+			}
+			if tc.name == "bytes" && keys > 2*tc.fill {
+				t.Errorf("bytes bound ignored: keys reserved for %d rows", keys)
+			}
+		})
+	}
+}

@@ -47,6 +47,14 @@ type Config struct {
 	// it is written: with BatchRows, it sets how stale the store may be
 	// behind the stream. Default 1s.
 	BatchWait time.Duration
+	// BatchIdle writes a batch of at least a tenth of BatchRows early, once
+	// no rows were added to it for this long: the stream paused (a backlog
+	// was drained, a burst ended), and waiting out BatchWait would only
+	// delay its decisions. The tenth keeps a trickle of calls, whose
+	// hand-offs come in small gaps, in batches of BatchWait. On the 1M-call
+	// benchmark, it saves the wait of the last batch: half of BatchWait on
+	// average. Default 50ms; 0 turns it off.
+	BatchIdle time.Duration
 
 	// ListingHold aligns the two topics in event time: a call is decided
 	// only when every listing that reached Kafka up to ListingHold after the
@@ -131,6 +139,7 @@ func DefaultConfig() Config {
 		BatchRows:          100000,
 		BatchBytes:         64 << 20,
 		BatchWait:          time.Second,
+		BatchIdle:          50 * time.Millisecond,
 		ListingHold:        2 * time.Second,
 		ListingsPoll:       100 * time.Millisecond,
 		AnalysisID:         "live",
@@ -163,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.BatchBytes <= 0 {
 		bad("batch bytes %d, want > 0", c.BatchBytes)
+	}
+	if c.BatchIdle < 0 {
+		bad("batch idle %v, want >= 0", c.BatchIdle)
 	}
 	if c.BatchWait <= 0 {
 		bad("batch wait %v, want > 0", c.BatchWait)

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"same topics", func(c *Config) { c.DLQTopic = c.CallsTopic }, "must differ"},
 		{"batch rows", func(c *Config) { c.BatchRows = 0 }, "batch rows"},
 		{"batch bytes", func(c *Config) { c.BatchBytes = 0 }, "batch bytes"},
+		{"batch idle", func(c *Config) { c.BatchIdle = -time.Second }, "batch idle"},
 		{"batch wait", func(c *Config) { c.BatchWait = 0 }, "batch wait"},
 		{"negative hold", func(c *Config) { c.ListingHold = -time.Second }, "listing hold"},
 		{"listings poll", func(c *Config) { c.ListingsPoll = 0 }, "listings poll"},

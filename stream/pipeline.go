@@ -182,6 +182,10 @@ func (p *Pipeline) listingsOpts() []kgo.Opt {
 		kgo.ConsumeTopics(p.cfg.ListingsTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepControlRecords(), // so transaction markers count as read
+		// The history is read from the start before any call is decided:
+		// in as few fetches as FetchMaxBytes allows, not 1 MiB per
+		// partition at a time (the client's default).
+		kgo.FetchMaxPartitionBytes(p.cfg.FetchMaxBytes),
 	)
 	return append(opts, p.cfg.KafkaOpts...)
 }

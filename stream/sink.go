@@ -63,6 +63,12 @@ type Batch interface {
 	Reset()
 }
 
+// reserver is a Batch that can size its buffers for what it will hold
+// (sink.Batch): the pipeline tells a new batch BatchRows and BatchBytes.
+type reserver interface {
+	Reserve(rows, bytes int)
+}
+
 // rowsBatch is the Batch of a Sink without NewBatch: the rows themselves.
 type rowsBatch struct {
 	s     Sink

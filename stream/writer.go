@@ -25,6 +25,7 @@ type batch struct {
 	last   map[*worker]kgo.Record
 	counts [schema.NumClasses]int
 	first  time.Time // when the first rows were added
+	latest time.Time // when rows were last added
 	urgent bool      // a draining worker waits for it: write it without waiting for BatchWait
 
 	done chan struct{} // closed when the batch is committed, or failed for good
@@ -95,11 +96,15 @@ func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*
 				b.enc, wr.free = wr.free[n-1], wr.free[:n-1]
 			} else {
 				b.enc = newBatch(wr.p.sink)
+				if r, ok := b.enc.(reserver); ok {
+					r.Reserve(wr.p.cfg.BatchRows, wr.p.cfg.BatchBytes)
+				}
 			}
 		}
 		if !wr.full(b) {
+			b.latest = time.Now()
 			if b.enc.Len() == 0 {
-				b.first = time.Now()
+				b.first = b.latest
 			}
 			b.enc.Append(rows)
 			b.dlq = append(b.dlq, dlq...)
@@ -182,8 +187,8 @@ func (wr *writer) run(ctx context.Context) {
 	}
 }
 
-// next takes the current batch if it is due (full, urgent, or older than
-// BatchWait); otherwise it says how long until it is due (0: empty) and
+// next takes the current batch if it is due (full, urgent, older than
+// BatchWait, or a tenth full with no rows added for BatchIdle); otherwise it says how long until it is due (0: empty) and
 // returns the channel that signals a change.
 func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 	wr.mu.Lock()
@@ -193,7 +198,12 @@ func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 		return nil, 0, wr.changed
 	}
 	if !b.urgent && !wr.full(b) {
-		if wait = time.Until(b.first.Add(wr.p.cfg.BatchWait)); wait > 0 {
+		cfg := &wr.p.cfg
+		wait = time.Until(b.first.Add(cfg.BatchWait))
+		if cfg.BatchIdle > 0 && b.enc.Len() >= cfg.BatchRows/10 {
+			wait = min(wait, time.Until(b.latest.Add(cfg.BatchIdle)))
+		}
+		if wait > 0 {
 			return nil, wait, wr.changed
 		}
 	}

@@ -47,6 +47,7 @@ func TestOneWriterForAllPartitions(t *testing.T) {
 	cfg := testConfig(c)
 	cfg.BatchRows = len(calls) / 2
 	cfg.BatchWait = 2 * time.Second // the rest once all is decided
+	cfg.BatchIdle = 0               // a pause in decoding must not cut the first batch
 	r := start(t, cfg, nil, sink, nil)
 	eventually(t, 30*time.Second, "every call written", func() bool { return sink.total() >= len(calls) })
 	adm := admin(t, c)
@@ -128,6 +129,7 @@ func TestBatchBytes(t *testing.T) {
 	cfg.BatchRows = 1 << 30
 	cfg.BatchBytes = 1000 * len(calls) / 3
 	cfg.BatchWait = time.Minute // only size cuts a batch before the end
+	cfg.BatchIdle = 0
 	r := start(t, cfg, nil, sink, nil)
 	eventually(t, 30*time.Second, "two full batches written", func() bool {
 		sink.mu.Lock()
@@ -146,6 +148,40 @@ func TestBatchBytes(t *testing.T) {
 		if n < want || n >= want+handOff {
 			t.Errorf("write %d: %d rows, want %d..%d", i, n, want, want+handOff-1)
 		}
+	}
+}
+
+// TestBatchIdle: once the stream pauses, a batch a tenth full or more is
+// written after BatchIdle, not BatchWait; a smaller one waits BatchWait.
+func TestBatchIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rowsPerCall int // BatchRows = rowsPerCall * calls
+		early       bool
+	}{
+		{"a fifth full", 5, true},
+		{"a twentieth full", 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, calls := seedCorpus(t, 3, "sample")
+			sink := &partSink{}
+			cfg := testConfig(c)
+			cfg.BatchRows = tc.rowsPerCall * len(calls)
+			cfg.BatchWait = 4 * time.Second
+			cfg.BatchIdle = 200 * time.Millisecond // well above any pause while the few calls are decided
+			began := time.Now()
+			r := start(t, cfg, nil, sink, nil)
+			eventually(t, 30*time.Second, "every call written", func() bool { return sink.total() >= len(calls) })
+			took := time.Since(began)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			// Start-up (joining the group, reading the listings) takes
+			// well under BatchWait here.
+			if early := took < cfg.BatchWait; early != tc.early {
+				t.Errorf("written after %v with BatchWait %v; want early %v", took, cfg.BatchWait, tc.early)
+			}
+		})
 	}
 }
 

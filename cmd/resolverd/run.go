@@ -114,6 +114,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", sc.BatchBytes>>20, "most `MiB` of decisions in one INSERT, however few rows (raw arguments can be large)")
 	fs.DurationVar(&sc.BatchWait, "batch-wait", sc.BatchWait, "longest a partial batch waits before it is written")
+	fs.DurationVar(&sc.BatchIdle, "batch-idle", sc.BatchIdle, "write a batch a tenth full or more once no decisions were added to it for this long (0: wait for --batch-wait)")
 	partBuf := fs.Int("partition-buffer-mb", sc.MaxPartitionBuffer>>20, "fetched records held per partition before its fetching pauses, `MiB`; must cover a partition's byte rate times --listing-hold")
 	fs.DurationVar(&sc.ListingHold, "listing-hold", sc.ListingHold, "how late a listing may reach Kafka after the calls it governs and still be applied first (0: no wait)")
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
