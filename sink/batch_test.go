@@ -241,3 +241,36 @@ func TestBatchReserve(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchToken: the deduplication token follows the rows: the same rows
+// give the same token, in a new batch too; a change in any column, or a
+// value moved across a column boundary, gives another.
+func TestBatchToken(t *testing.T) {
+	rows := mkRows("token", 0, 1000, base)
+	tok := func(rs []schema.Row) string {
+		b := (&ClickHouse{}).NewBatch()
+		b.Append(rs)
+		return b.token()
+	}
+	first := tok(rows)
+	if again := tok(rows); again != first {
+		t.Fatalf("same rows: %s, then %s", first, again)
+	}
+	seen := map[string]string{first: "original"}
+	for name, change := range map[string]func(r *schema.Row){
+		"reason":      func(r *schema.Row) { r.Reason += "!" },
+		"offset":      func(r *schema.Row) { r.Offset++ },
+		"decided_at":  func(r *schema.Row) { r.DecidedAt = r.DecidedAt.Add(time.Millisecond) },
+		"model (LC)":  func(r *schema.Row) { r.Model = "other" },
+		"drift":       func(r *schema.Row) { r.Drift = !r.Drift },
+		"across cols": func(r *schema.Row) { r.Reason, r.Path = r.Reason[:len(r.Reason)-1], r.Reason[len(r.Reason)-1:]+r.Path },
+	} {
+		changed := slices.Clone(rows)
+		change(&changed[500])
+		got := tok(changed)
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%s: same token as %s", name, prev)
+		}
+		seen[got] = name
+	}
+}

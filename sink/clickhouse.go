@@ -49,7 +49,9 @@ var _ interface {
 //     must mean a committed part (also: async inserts skip the insert
 //     deduplication that makes retries of the same batch free);
 //   - insert_deduplicate=1: a retried identical batch is dropped (the tables
-//     set non_replicated_deduplication_window);
+//     set non_replicated_deduplication_window); each INSERT also carries
+//     insert_deduplication_token, a hash of its rows (Batch.token), so the
+//     server compares tokens instead of hashing every block;
 //   - max_partitions_per_insert_block=0: a batch whose emitted_at span more
 //     than 100 months (replays, clamped or timeless rows) must not fail
 //     forever with TOO_MANY_PARTS, which is otherwise retryable;
