@@ -139,6 +139,9 @@ func (b *Batch) reserve() {
 	if size := b.Size(); size > 0 && b.reserveBytes > 0 {
 		rows = min(rows, int(int64(b.reserveBytes)*int64(b.rows)/int64(size)))
 	}
+	if rows <= b.rows {
+		return // the first hand-off filled it already
+	}
 	// An eighth more than the sample's widths: rows vary.
 	for _, s := range b.strs {
 		if want := len(s.buf) * rows / b.rows * 9 / 8; want > cap(s.buf) {

@@ -240,6 +240,17 @@ func TestBatchReserve(t *testing.T) {
 			}
 		})
 	}
+	// A reservation the first hand-off exceeds already (few rows, or a
+	// byte budget smaller than the hand-off) is dropped, not a panic.
+	for _, r := range [][2]int{{100, 64 << 20}, {100_000, 1000}} {
+		b := (&ClickHouse{}).NewBatch()
+		b.Reserve(r[0], r[1])
+		b.Append(rows[:256])
+		b.Append(rows[256:512])
+		if b.Len() != 512 {
+			t.Errorf("Reserve%v: %d rows", r, b.Len())
+		}
+	}
 }
 
 // TestBatchToken: the deduplication token follows the rows: the same rows

@@ -52,5 +52,8 @@ func (c *wireStr) Rows() int { return c.rows }
 func (c *wireStr) EncodeColumn(b *proto.Buffer) { b.Buf = append(b.Buf, c.buf...) }
 
 // WriteColumn hands the buffer to w without copying; w holds it until its
-// Flush, which the INSERT does before it returns.
+// Flush, which a successful INSERT does before it returns. A failed INSERT
+// may leave it referenced by its connection's writer: the pool closes
+// every connection whose INSERT failed (pool.put), so that writer never
+// sends again.
 func (c *wireStr) WriteColumn(w *proto.Writer) { w.ChainWrite(c.buf) }

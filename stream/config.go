@@ -39,9 +39,11 @@ type Config struct {
 	// than with 50000, three interleaved pairs of runs), and a batch of
 	// decisions without raw arguments is about 45 MB in column form.
 	BatchRows int
-	// BatchBytes bounds a batch's memory, about (Batch.Size), whatever
-	// the rows: with raw arguments kept, a row can be kilobytes. Default
-	// 64 MiB.
+	// BatchBytes bounds a batch's size (Batch.Size, the bytes its rows
+	// take), whatever the rows: with raw arguments kept, a row can be
+	// kilobytes. A soft bound: a batch is written once it has reached it,
+	// so it may exceed it by one hand-off, and its buffers' capacity by
+	// their growth. Default 64 MiB.
 	BatchBytes int
 	// BatchWait is how long a non-empty batch waits for more rows before
 	// it is written: with BatchRows, it sets how stale the store may be
@@ -51,9 +53,11 @@ type Config struct {
 	// no rows were added to it for this long: the stream paused (a backlog
 	// was drained, a burst ended), and waiting out BatchWait would only
 	// delay its decisions. The tenth keeps a trickle of calls, whose
-	// hand-offs come in small gaps, in batches of BatchWait. On the 1M-call
-	// benchmark, it saves the wait of the last batch: half of BatchWait on
-	// average. Default 50ms; 0 turns it off.
+	// hand-offs come in small gaps, in batches of BatchWait. After a
+	// backlog or a burst it saves the last batch's wait, up to BatchWait.
+	// The cost: within a backlog, a pause longer than BatchIdle (a slow
+	// fetch, the sink holding both batches) writes the batch early, at a
+	// tenth or more. Default 50ms; 0 turns it off.
 	BatchIdle time.Duration
 
 	// ListingHold aligns the two topics in event time: a call is decided

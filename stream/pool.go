@@ -31,11 +31,11 @@ var (
 	_ kgo.PoolRecords         = (*fetchPool)(nil)
 )
 
-// Size classes: four per power of two (at most 25% of a buffer unused),
-// from 4 KiB up to 64 MiB; larger buffers are not pooled.
+// Size classes: 4 KiB, then four per power of two (at most 25% of a
+// buffer unused) up to 64 MiB; larger buffers are not pooled.
 const (
 	minClassShift = 12
-	numClasses    = 4 * (26 - minClassShift)
+	numClasses    = 4*(26-minClassShift) + 1
 )
 
 // classOf returns the smallest class whose size is at least n.
@@ -73,7 +73,10 @@ func (p *fetchPool) GetDecompressBytes(compressed []byte, codec kgo.CompressionC
 	}
 	c := classOf(n)
 	if c >= numClasses {
-		return make([]byte, 0, n)
+		// Not from a header the client has checked yet (its
+		// MaxDecompressBatchBytes comes after): let the codec allocate
+		// once the claim has passed that check.
+		return nil
 	}
 	if b, ok := p.bytes[c].Get().(*[]byte); ok {
 		return (*b)[:0]

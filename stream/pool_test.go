@@ -44,6 +44,16 @@ func TestDecompressBytesFit(t *testing.T) {
 		}
 		p.PutDecompressBytes(b)
 	}
+	// A header claiming more than the largest class gets no buffer: the
+	// client checks the claim against its limit before the codec
+	// allocates.
+	huge := s2.EncodeSnappy(nil, make([]byte, classSize(numClasses-1)+1))
+	if b := p.GetDecompressBytes(huge, kgo.CodecSnappy); b != nil {
+		t.Fatalf("oversized batch: got a buffer of cap %d", cap(b))
+	}
+	if classSize(numClasses-1) != 64<<20 {
+		t.Fatalf("largest class %d, want 64 MiB", classSize(numClasses-1))
+	}
 	// Buffers of sizes no class has (grown by the client, or tiny) are
 	// kept in the class below or dropped.
 	p.PutDecompressBytes(make([]byte, 0, 10_000))

@@ -188,8 +188,9 @@ func (wr *writer) run(ctx context.Context) {
 }
 
 // next takes the current batch if it is due (full, urgent, older than
-// BatchWait, or a tenth full with no rows added for BatchIdle); otherwise it says how long until it is due (0: empty) and
-// returns the channel that signals a change.
+// BatchWait, or a tenth full with no rows added for BatchIdle); otherwise
+// it says how long until it is due (0: empty) and returns the channel that
+// signals a change.
 func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
