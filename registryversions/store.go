@@ -3,6 +3,7 @@ package registryversions
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -44,6 +45,13 @@ type Store struct {
 	regs  map[string]*history
 	view  atomic.Pointer[Snapshot]
 	cache *lru.Cache[string, *signature.Signature]
+	// digests maps a tool's definition as listed (the SHA-256 of its name
+	// and raw inputSchema) to its digest: a history repeats the same
+	// definitions listing after listing (every session's tools/list), and
+	// canonicalizing one (JCS) costs far more than hashing it. A
+	// cryptographic key, because listings come from servers of every trust
+	// level: a definition must not be able to borrow another's digest.
+	digests *lru.Cache[[sha256.Size]byte, string]
 
 	compiled atomic.Int64 // signatures compiled (cache misses)
 }
@@ -65,6 +73,7 @@ func WithCacheSize(n int) Option {
 func New(opts ...Option) *Store {
 	s := &Store{regs: map[string]*history{}}
 	s.cache, _ = lru.New[string, *signature.Signature](DefaultCacheSize)
+	s.digests, _ = lru.New[[sha256.Size]byte, string](DefaultCacheSize)
 	for _, o := range opts {
 		o(s)
 	}
@@ -168,7 +177,7 @@ func (s *Store) tools(ls []*schema.Listing) [][]toolResult {
 	}
 	par.For(len(jobs), minPerWorker, func(k int) {
 		j := &jobs[k]
-		j.digest, j.err = Digest(j.t.Name, j.t.InputSchema)
+		j.digest, j.err = s.digest(j.t.Name, j.t.InputSchema)
 	})
 	// The signatures to compile: one job per digest not in the cache.
 	first := map[string]int{}
@@ -212,6 +221,26 @@ func (s *Store) tools(ls []*schema.Listing) [][]toolResult {
 		out[j.listing] = append(out[j.listing], s.tool(j.l, j.t, j.digest, j.err, j.sig, j.sigErr))
 	}
 	return out
+}
+
+// digest is Digest, remembered by the definition's raw bytes.
+func (s *Store) digest(name string, inputSchema []byte) (string, error) {
+	h := sha256.New()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
+	h.Write(n[:])
+	h.Write([]byte(name))
+	h.Write(inputSchema)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	if d, ok := s.digests.Get(key); ok {
+		return d, nil
+	}
+	d, err := Digest(name, inputSchema)
+	if err == nil {
+		s.digests.Add(key, d)
+	}
+	return d, err
 }
 
 // minPerWorker keeps a small apply (a live listing change) on the

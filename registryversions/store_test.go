@@ -345,9 +345,7 @@ func BenchmarkApplyCorpus(b *testing.B) {
 			lines = append(lines, []byte(l))
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		s := New()
+	apply := func(s *Store, lines [][]byte) {
 		batch := make([]*schema.Listing, 0, 500)
 		for i, line := range lines {
 			l, err := schema.DecodeListing(line)
@@ -359,5 +357,63 @@ func BenchmarkApplyCorpus(b *testing.B) {
 				batch = batch[:0]
 			}
 		}
+	}
+	// The same listings again under new event ids: hosts listing the same
+	// tools session after session.
+	again := make([][]byte, len(lines))
+	for i, l := range lines {
+		again[i] = []byte(strings.Replace(string(l), `"event_id": "`, `"event_id": "again-`, 1))
+	}
+	b.Run("once", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			apply(New(), lines)
+		}
+	})
+	b.Run("relisted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			s := New()
+			apply(s, lines)
+			b.StartTimer()
+			apply(s, again)
+		}
+	})
+}
+
+// TestDigestCache: a definition listed again is digested from the cache,
+// to the digest Digest computes; the same definition formatted otherwise
+// is a miss with the same digest; another name gets its own; an error is
+// not cached.
+func TestDigestCache(t *testing.T) {
+	s := New()
+	schemaA := []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)
+	want, err := Digest("search", schemaA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if d, err := s.digest("search", schemaA); err != nil || d != want {
+			t.Fatalf("pass %d: %s, %v; want %s", i, d, err, want)
+		}
+	}
+	if s.digests.Len() != 1 {
+		t.Fatalf("%d cached digests, want 1", s.digests.Len())
+	}
+	spaced := []byte(`{ "type": "object", "properties": { "q": { "type": "string" } } }`)
+	if d, _ := s.digest("search", spaced); d != want || s.digests.Len() != 2 {
+		t.Fatalf("reformatted: %s (%d cached); want %s, cached apart", d, s.digests.Len(), want)
+	}
+	if other, _ := s.digest("find", schemaA); other == want || s.digests.Len() != 3 {
+		t.Fatalf("another name: %s (%d cached); want its own digest", other, s.digests.Len())
+	}
+	for range 2 {
+		if _, err := s.digest("bad", []byte(`{"type":`)); err == nil {
+			t.Fatal("invalid schema digested")
+		}
+	}
+	if s.digests.Len() != 3 {
+		t.Fatalf("%d cached digests, want 3 (errors are not cached)", s.digests.Len())
 	}
 }
