@@ -69,11 +69,15 @@ run() { # name, extra flags...
   local e1; e1=$(cpu "$engine")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   python3 -c "import sys; n,s,e,r,c=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call); resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), r, r/n*1e6, c, c/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss"
+  rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
 }
 
 # Alternating rounds: the table grows and merges in the background during
 # every run, so one run of each mode says little about the ratio.
+ratios=""
 for round in $(seq "${ROUNDS:-2}"); do
-  run "resolve-$round"
-  run "passthrough-$round" --passthrough
+  run "resolve-$round"; r=$rate
+  run "passthrough-$round" --passthrough; p=$rate
+  ratios="$ratios $(python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.argv[2])))" "$r" "$p")"
 done
+echo "resolve / passthrough, per round:$ratios"
