@@ -160,19 +160,10 @@ type toolResult struct {
 // GOMAXPROCS goroutines when there are enough tools. Each distinct digest
 // missing from the cache is compiled once.
 func (s *Store) tools(ls []*schema.Listing) [][]toolResult {
-	type job struct {
-		l       *schema.Listing
-		t       *schema.Tool
-		digest  string
-		err     error // from Digest
-		sig     *signature.Signature
-		sigErr  error
-		listing int
-	}
-	var jobs []job
+	var jobs []toolJob
 	for i, l := range ls {
 		for j := range l.Tools {
-			jobs = append(jobs, job{l: l, t: &l.Tools[j], listing: i})
+			jobs = append(jobs, toolJob{l: l, t: &l.Tools[j], listing: i})
 		}
 	}
 	par.For(len(jobs), minPerWorker, func(k int) {
@@ -218,7 +209,7 @@ func (s *Store) tools(ls []*schema.Listing) [][]toolResult {
 			f := &jobs[first[j.digest]]
 			j.sig, j.sigErr = f.sig, f.sigErr
 		}
-		out[j.listing] = append(out[j.listing], s.tool(j.l, j.t, j.digest, j.err, j.sig, j.sigErr))
+		out[j.listing] = append(out[j.listing], j.result())
 	}
 	return out
 }
@@ -247,18 +238,27 @@ func (s *Store) digest(name string, inputSchema []byte) (string, error) {
 // caller's goroutine.
 const minPerWorker = 32
 
-// tool is t of l as the store keeps it, from its digest and compiled
-// signature (or the errors that skip it).
-func (s *Store) tool(l *schema.Listing, t *schema.Tool, d string, derr error, sig *signature.Signature, cerr error) toolResult {
+// toolJob is one tool of a listing being prepared.
+type toolJob struct {
+	l       *schema.Listing
+	t       *schema.Tool
+	listing int // index of l in the applied batch
+	digest  string
+	err     error // from Digest
+	sig     *signature.Signature
+	sigErr  error
+}
+
+// result is the tool as the store keeps it, or the issue that skips it.
+func (j *toolJob) result() toolResult {
+	l, t := j.l, j.t
 	issue := func(detail string) Issue {
 		return Issue{EventID: l.EventID, Registry: l.Registry, Server: l.Server, Tool: t.Name, Detail: detail}
 	}
-	if derr != nil {
-		return toolResult{issues: []Issue{issue("tool skipped: " + derr.Error())}}
+	if err := cmp.Or(j.err, j.sigErr); err != nil {
+		return toolResult{issues: []Issue{issue("tool skipped: " + err.Error())}}
 	}
-	if cerr != nil {
-		return toolResult{issues: []Issue{issue("tool skipped: " + cerr.Error())}}
-	}
+	sig, d := j.sig, j.digest
 	var issues []Issue
 	for _, u := range sig.Unsupported() {
 		issues = append(issues, issue("inputSchema"+u.String()))

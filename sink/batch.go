@@ -17,8 +17,8 @@ import (
 )
 
 // Batch is the rows of one INSERT, gathered in ClickHouse's column form as
-// they are appended: each String column is one byte slice plus offsets,
-// each LowCardinality column a dictionary plus keys (lcStr), each number
+// they are appended: each String column one byte slice in its wire form
+// (wireStr), each LowCardinality column a dictionary plus keys (lcStr), each number
 // column a slice of numbers. Those buffers hold no pointers, so the garbage
 // collector does not scan them, and Reset keeps their capacity, so a
 // writer that reuses its batches stops allocating once they have grown.
