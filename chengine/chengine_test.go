@@ -302,3 +302,31 @@ func TestStartCost(t *testing.T) {
 		}
 	}
 }
+
+// decayMs is the engine allocator's dirty page decay, as it reports it.
+func decayMs(t *testing.T, conn driver.Conn) string {
+	t.Helper()
+	var stats string
+	if err := conn.QueryRow(context.Background(), "SELECT * FROM system.jemalloc_stats").Scan(&stats); err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(stats, "opt.dirty_decay_ms: ")
+	if !ok {
+		t.Fatalf("no opt.dirty_decay_ms in system.jemalloc_stats:\n%.2000s", stats)
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	return v
+}
+
+// TestMallocConf: the engine gets DefaultMallocConf, unless the environment
+// sets JE_MALLOC_CONF, which it then gets as it is.
+func TestMallocConf(t *testing.T) {
+	if got := decayMs(t, open(t, chenginetest.Server(t).Addr())); got != "30000" {
+		t.Fatalf("default dirty_decay_ms = %s, want 30000 (%s)", got, chengine.DefaultMallocConf)
+	}
+	t.Setenv(chengine.EnvMallocConf, "dirty_decay_ms:7000")
+	srv := chenginetest.Start(t, chengine.Options{Dir: t.TempDir()})
+	if got := decayMs(t, open(t, srv.Addr())); got != "7000" {
+		t.Fatalf("with %s=dirty_decay_ms:7000, dirty_decay_ms = %s", chengine.EnvMallocConf, got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,7 +147,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	s.cmd = &exec.Cmd{
 		Path:        exe,
 		Args:        []string{"chengine-engine"}, // what ps shows
-		Env:         append(os.Environ(), envChild+"="+string(spec)),
+		Env:         childEnv(os.Environ(), spec),
 		Stdin:       childEnd,
 		Stdout:      s.out,
 		Stderr:      s.out,
@@ -311,4 +312,32 @@ func (w *tailWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return string(w.buf)
+}
+
+// EnvMallocConf is the environment variable that the engine's allocator
+// (jemalloc, built with the "je_" prefix) reads its options from.
+const EnvMallocConf = "JE_MALLOC_CONF"
+
+// DefaultMallocConf is the allocator option the engine child gets when
+// EnvMallocConf is not set: freed pages stay with the allocator for 30 s
+// before they go back to the system (ClickHouse's build says 5 s). The
+// engine allocates and frees a block's worth of buffers for every INSERT
+// and merge; at one INSERT a second, 5 s of decay returned much of that
+// memory to the kernel between inserts, and every reuse then took a page
+// fault. Measured on 1M-call pipeline runs: a third fewer page faults and
+// 10-15% less engine CPU, for a higher resident set (the last 30 s's peak
+// is kept, about 100 MB more here). An INSERT-heavy engine that runs on
+// its own wants the same trade as a dedicated ClickHouse server.
+const DefaultMallocConf = "dirty_decay_ms:30000"
+
+// childEnv is the engine child's environment: env, the child's job, and
+// DefaultMallocConf unless env sets EnvMallocConf (even to "").
+func childEnv(env []string, spec []byte) []string {
+	out := append(slices.Clip(env), envChild+"="+string(spec))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, EnvMallocConf+"=") {
+			return out
+		}
+	}
+	return append(out, EnvMallocConf+"="+DefaultMallocConf)
 }
