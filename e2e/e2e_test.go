@@ -566,7 +566,7 @@ func TestMigrateAndReport(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := migrate(); !strings.Contains(out, "applied 3 migration(s)") {
+	if out := migrate(); !strings.Contains(out, "applied 4 migration(s)") {
 		t.Fatalf("first migrate:\n%s", out)
 	}
 	if out := migrate(); !strings.Contains(out, "applied 0 migration(s)") {

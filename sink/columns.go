@@ -51,8 +51,8 @@ var columns = []colDef{
 	strCol("resolved_tool", tLC, func(r *schema.Row) *string { return &r.ResolvedTool }),
 	strCol("registry_version", tLC, func(r *schema.Row) *string { return &r.RegistryVersion }),
 	boolCol("drift", func(r *schema.Row) *bool { return &r.Drift }),
-	strCol("seen_digest", tString, func(r *schema.Row) *string { return &r.SeenDigest }),
-	strCol("current_digest", tString, func(r *schema.Row) *string { return &r.CurrentDigest }),
+	strCol("seen_digest", tLC, func(r *schema.Row) *string { return &r.SeenDigest }),
+	strCol("current_digest", tLC, func(r *schema.Row) *string { return &r.CurrentDigest }),
 
 	strCol("call_key", tString, func(r *schema.Row) *string { return &r.CallKey }),
 	strCol("analysis_id", tLC, func(r *schema.Row) *string { return &r.AnalysisID }),

@@ -81,7 +81,7 @@ func TestShippedMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1}
+	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1}
 	for _, m := range ms {
 		if n, ok := want[m.file]; ok && len(m.stmts) != n {
 			t.Errorf("%s: %d statements, want %d", m.file, len(m.stmts), n)
@@ -124,7 +124,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql"}; !slices.Equal(applied, want) {
+	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql"}; !slices.Equal(applied, want) {
 		t.Fatalf("first run applied %q, want %q", applied, want)
 	}
 	var ddl string
@@ -159,10 +159,10 @@ func TestMigrate(t *testing.T) {
 	// A new migration is applied alone, and the writer tolerates the
 	// column it adds.
 	fsys := migrationsFS(t)
-	fsys["ddl/0004_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
+	fsys["ddl/0005_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
 	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
-	if err != nil || !slices.Equal(applied, []string{"0004_note.sql"}) {
-		t.Fatalf("with 0004: applied %q, %v", applied, err)
+	if err != nil || !slices.Equal(applied, []string{"0005_note.sql"}) {
+		t.Fatalf("with 0005: applied %q, %v", applied, err)
 	}
 	w := newWriterAt(t, srv.Addr(), db)
 	mustWrite(t, w, mkRows("a", 0, 10, base))
@@ -172,7 +172,7 @@ func TestMigrate(t *testing.T) {
 
 	// An applied migration that changed is refused, before anything runs.
 	fsys["ddl/0001_decisions.sql"].Data = append(fsys["ddl/0001_decisions.sql"].Data, "\n-- edited\n"...)
-	fsys["ddl/0005_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
+	fsys["ddl/0006_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
 	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
 	if !errors.Is(err, ErrChecksumMismatch) || len(applied) != 0 {
 		t.Fatalf("tampered: applied %q, err %v; want ErrChecksumMismatch", applied, err)
@@ -180,7 +180,7 @@ func TestMigrate(t *testing.T) {
 	t.Log(err)
 	var exists uint8
 	if err := conn.QueryRow(ctx, "SELECT count() > 0 FROM system.tables WHERE database = ? AND name = 'more'", db).Scan(&exists); err != nil || exists != 0 {
-		t.Errorf("0005 ran despite the refusal (%v)", err)
+		t.Errorf("0006 ran despite the refusal (%v)", err)
 	}
 }
 
