@@ -43,12 +43,18 @@ echo "loading the backlog: $N calls"
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
 engine=$(pgrep -f chengine-engine -n)
 
-# Each run starts on a quiet server: the previous run's background merges
-# (its rows are merged into larger parts for seconds after it ends) would
-# otherwise count against the next one.
+# Each run starts on empty tables and a quiet server. With earlier runs'
+# rows in place, which run paid for merging them into larger parts
+# depended on the order: a run merged 0.6M to 3.5M rows, and in one
+# invocation two resolve runs cost the engine twice the CPU of the other
+# two (14.4 and 12.4 us a row against 7.3 and 7.5). And the previous
+# run's background merges (its rows are merged for seconds after it ends)
+# would count against the next one.
+q() { curl -s --fail-with-body http://127.0.0.1:18123/ --data-binary "$1"; }
 settle() {
+  q "TRUNCATE TABLE toolaudit.decisions" && q "TRUNCATE TABLE toolaudit.decisions_by_minute"
   for _ in $(seq 600); do
-    [ "$(curl -s http://127.0.0.1:18123/ --data-binary "SELECT count() FROM system.merges")" = 0 ] && return
+    [ "$(q "SELECT count() FROM system.merges")" = 0 ] && return
     sleep 0.2
   done
 }
@@ -73,11 +79,18 @@ run() { # name, extra flags...
 }
 
 # Alternating rounds: the table grows and merges in the background during
-# every run, so one run of each mode says little about the ratio.
+# every run, so one run of each mode says little about the ratio. Even
+# rounds run passthrough first: the machine's speed drifts, and a fixed
+# order would lean every round's ratio the same way.
 ratios=""
 for round in $(seq "${ROUNDS:-2}"); do
-  run "resolve-$round"; r=$rate
-  run "passthrough-$round" --passthrough; p=$rate
+  if [ $((round % 2)) = 1 ]; then
+    run "resolve-$round"; r=$rate
+    run "passthrough-$round" --passthrough; p=$rate
+  else
+    run "passthrough-$round" --passthrough; p=$rate
+    run "resolve-$round"; r=$rate
+  fi
   ratios="$ratios $(python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.argv[2])))" "$r" "$p")"
 done
 echo "resolve / passthrough, per round:$ratios"
