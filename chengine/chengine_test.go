@@ -319,13 +319,19 @@ func decayMs(t *testing.T, conn driver.Conn) string {
 }
 
 // TestMallocConf: the engine gets DefaultMallocConf, unless the environment
-// sets JE_MALLOC_CONF, which it then gets as it is.
+// sets JE_MALLOC_CONF, which it then gets as it is. Private servers: the
+// shared one may have started under another environment.
 func TestMallocConf(t *testing.T) {
-	if got := decayMs(t, open(t, chenginetest.Server(t).Addr())); got != "30000" {
+	if v, ok := os.LookupEnv(chengine.EnvMallocConf); ok {
+		os.Unsetenv(chengine.EnvMallocConf)
+		t.Cleanup(func() { os.Setenv(chengine.EnvMallocConf, v) })
+	}
+	srv := chenginetest.Start(t, chengine.Options{Dir: t.TempDir()})
+	if got := decayMs(t, open(t, srv.Addr())); got != "30000" {
 		t.Fatalf("default dirty_decay_ms = %s, want 30000 (%s)", got, chengine.DefaultMallocConf)
 	}
 	t.Setenv(chengine.EnvMallocConf, "dirty_decay_ms:7000")
-	srv := chenginetest.Start(t, chengine.Options{Dir: t.TempDir()})
+	srv = chenginetest.Start(t, chengine.Options{Dir: t.TempDir()})
 	if got := decayMs(t, open(t, srv.Addr())); got != "7000" {
 		t.Fatalf("with %s=dirty_decay_ms:7000, dirty_decay_ms = %s", chengine.EnvMallocConf, got)
 	}

@@ -50,13 +50,16 @@ engine=$(pgrep -f chengine-engine -n)
 # two (14.4 and 12.4 us a row against 7.3 and 7.5). And the previous
 # run's background merges (its rows are merged for seconds after it ends)
 # would count against the next one.
-q() { curl -s --fail-with-body http://127.0.0.1:18123/ --data-binary "$1"; }
+q() { curl -sS --fail-with-body http://127.0.0.1:18123/ --data-binary "$1"; }
 settle() {
-  q "TRUNCATE TABLE toolaudit.decisions" && q "TRUNCATE TABLE toolaudit.decisions_by_minute"
+  q "TRUNCATE TABLE toolaudit.decisions"
+  q "TRUNCATE TABLE toolaudit.decisions_by_minute"
   for _ in $(seq 600); do
     [ "$(q "SELECT count() FROM system.merges")" = 0 ] && return
     sleep 0.2
   done
+  echo "bench: background merges still running after 120 s" >&2
+  exit 1
 }
 
 run() { # name, extra flags...
@@ -78,10 +81,10 @@ run() { # name, extra flags...
   rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
 }
 
-# Alternating rounds: the table grows and merges in the background during
-# every run, so one run of each mode says little about the ratio. Even
-# rounds run passthrough first: the machine's speed drifts, and a fixed
-# order would lean every round's ratio the same way.
+# Alternating rounds: the machine's speed drifts within minutes, so one
+# run of each mode says little about the ratio. Even rounds run
+# passthrough first: a fixed order would lean every round's ratio the
+# same way.
 ratios=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then
