@@ -26,15 +26,7 @@ func main() {
 
 // run returns the exit code: 0, 1 for a failed run, 2 for a usage error.
 func run(ctx context.Context, args []string) int {
-	root := &ffcli.Command{
-		Name:        "htb",
-		ShortUsage:  "htb <subcommand> [flags]",
-		LongHelp:    "htb scores defences against hallucinated tool calls (see htb run --help).",
-		Subcommands: []*ffcli.Command{runCommand(), eventsCommand()},
-		Exec: func(context.Context, []string) error {
-			return flag.ErrHelp
-		},
-	}
+	root := rootCommand()
 	err := root.ParseAndRun(ctx, args)
 	var ue usageError
 	switch {
@@ -52,6 +44,19 @@ func run(ctx context.Context, args []string) int {
 	default:
 		fmt.Fprintln(os.Stderr, "htb:", err)
 		return 1
+	}
+}
+
+// rootCommand is htb and its subcommands.
+func rootCommand() *ffcli.Command {
+	return &ffcli.Command{
+		Name:        "htb",
+		ShortUsage:  "htb <subcommand> [flags]",
+		LongHelp:    "htb scores defences against hallucinated tool calls (see htb run --help).",
+		Subcommands: []*ffcli.Command{runCommand(), eventsCommand()},
+		Exec: func(context.Context, []string) error {
+			return flag.ErrHelp
+		},
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/helptext"
 )
 
 func TestRunWritesFiles(t *testing.T) {
@@ -83,5 +85,15 @@ func TestEventsCommand(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"events"}); code != 2 {
 		t.Fatalf("events without --out: exit %d", code)
+	}
+}
+
+// TestHelpPlaceholders: every flag shows its default or an upper-case
+// placeholder in --help, as resolverd's and ingest's do.
+func TestHelpPlaceholders(t *testing.T) {
+	for _, c := range rootCommand().Subcommands {
+		for _, bad := range helptext.Ambiguous(c.FlagSet) {
+			t.Errorf("htb %s %s", c.Name, bad)
+		}
 	}
 }

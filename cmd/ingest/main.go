@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -40,9 +41,9 @@ const (
 	exitUsage   = 2
 )
 
-const usageText = `Usage: ingest [flags] [FILE ...]
-
-Reads agent logs (FILE, or standard input when none or "-") one JSON object
+// longHelp follows the USAGE line of --help, laid out by ffcli as
+// resolverd's and htb's are.
+const longHelp = `Reads agent logs (FILE, or standard input when none or "-") one JSON object
 per line, converts tool calls and tool listings to toolaudit's contract
 events and produces them to Kafka: calls to --calls-topic keyed by session_id
 (else agent_id), listings to --listings-topic keyed by "registry/server",
@@ -86,10 +87,7 @@ re-ingesting a file gives the same events.
 Bad lines are reported as FILE:LINE: reason, counted and skipped. The exit
 status is 1 only when a file cannot be read or Kafka (or --out) fails, and
 2 for bad flags. Every flag can also be set through the environment as
-INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.
-
-Flags:
-`
+INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.`
 
 // config is what the flags say.
 type config struct {
@@ -120,31 +118,35 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
 	c := &config{}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.brokers, "brokers", "", "comma-separated Kafka seed brokers host:port (env INGEST_BROKERS); required unless --dry-run or --out")
-	fs.StringVar(&c.callsTopic, "calls-topic", "tool-calls", "topic of call events")
-	fs.StringVar(&c.listingsTopic, "listings-topic", "tool-listings", "topic of listing events")
-	fs.StringVar(&c.format, "format", "auto", "input format: auto (detect per line), event, openai, anthropic, bedrock, mcp, otel")
+	fs.StringVar(&c.brokers, "brokers", "", "Kafka seed `BROKERS` (host:port), comma-separated; required unless --dry-run or --out")
+	fs.StringVar(&c.callsTopic, "calls-topic", "tool-calls", "`topic` of call events")
+	fs.StringVar(&c.listingsTopic, "listings-topic", "tool-listings", "`topic` of listing events")
+	fs.StringVar(&c.format, "format", "auto", "input `format`: auto (detect per line), event, openai, anthropic, bedrock, mcp, otel")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "write the events as JSONL to standard output instead of Kafka (same as --out -)")
-	fs.StringVar(&c.out, "out", "", `write the events as JSONL to this file ("-" = standard output) instead of Kafka`)
-	fs.StringVar(&c.registry, "registry", "", "default registry of provider-format events")
-	fs.StringVar(&c.agent, "agent", "", "default agent_id")
-	fs.StringVar(&c.session, "session", "", "default session_id")
-	fs.StringVar(&c.model, "model", "", "default model")
-	fs.StringVar(&c.provider, "provider", "", "default provider (else the format's: openai, anthropic, bedrock)")
-	fs.StringVar(&c.surface, "surface", "", "default surface (else mcp for MCP, raw_json for the others)")
-	fs.StringVar(&c.server, "server", "", "default server of calls and MCP tools/list listings (\"\" = single registry)")
-	fs.IntVar(&c.trust, "trust", 0, "default trust tier of MCP listings")
-	fs.StringVar(&c.emittedAt, "emitted-at", "", "default time (RFC 3339) of provider objects that carry none, or \"now\"")
-	fs.StringVar(&c.visible, "visible", "", "default comma-separated visible tool names of calls")
-	fs.StringVar(&c.stdinName, "stdin-name", "stdin", "source name of standard input in hashed event ids and messages")
+	fs.StringVar(&c.out, "out", "", `write the events as JSONL to `+"`FILE`"+` ("-" = standard output) instead of Kafka`)
+	fs.StringVar(&c.registry, "registry", "", "`REGISTRY` of provider-format events that carry none")
+	fs.StringVar(&c.agent, "agent", "", "agent_id (`ID`) of calls that carry none")
+	fs.StringVar(&c.session, "session", "", "session_id (`ID`) of calls that carry none")
+	fs.StringVar(&c.model, "model", "", "`MODEL` of calls that carry none")
+	fs.StringVar(&c.provider, "provider", "", "`PROVIDER` of calls that carry none (else the format's: openai, anthropic, bedrock)")
+	fs.StringVar(&c.surface, "surface", "", "`SURFACE` of calls that carry none (else mcp for MCP, raw_json for the others)")
+	fs.StringVar(&c.server, "server", "", "`SERVER` of calls and MCP tools/list listings that carry none (none: a single registry)")
+	fs.IntVar(&c.trust, "trust", 0, "trust `tier` of MCP listings that carry none")
+	fs.StringVar(&c.emittedAt, "emitted-at", "", "`TIME` (RFC 3339, or \"now\") of provider objects that carry none")
+	fs.StringVar(&c.visible, "visible", "", "visible tool `NAMES`, comma-separated, of calls that carry none")
+	fs.StringVar(&c.stdinName, "stdin-name", "stdin", "source `name` of standard input in hashed event ids and messages")
 	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when standard error is not a terminal")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a Kafka broker to answer at start")
 	fs.DurationVar(&c.deliveryTimeout, "delivery-timeout", 60*time.Second, "how long a record may take, retries included, before it fails")
-	fs.IntVar(&c.maxLineBytes, "max-line-bytes", ingest.DefaultMaxLineBytes, "longest input line; longer lines are errors")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
+	fs.IntVar(&c.maxLineBytes, "max-line-bytes", ingest.DefaultMaxLineBytes, "longest input line in `bytes`; longer lines are errors")
+	cmd := &ffcli.Command{
+		Name:       "ingest",
+		ShortUsage: "ingest [flags] [FILE ...]",
+		ShortHelp:  "turn agent logs into contract events and produce them to Kafka",
+		LongHelp:   longHelp,
+		FlagSet:    fs,
 	}
+	fs.Usage = func() { fmt.Fprint(stderr, ffcli.DefaultUsageFunc(cmd)) }
 	return fs, c
 }
 

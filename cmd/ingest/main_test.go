@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/toolaudit/toolaudit/internal/helptext"
 )
 
 func TestMain(m *testing.M) {
@@ -78,7 +80,7 @@ func TestHelpExplainsEverything(t *testing.T) {
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
-		if !strings.Contains(o.stderr, "-"+f.Name+" ") && !strings.Contains(o.stderr, "-"+f.Name+"\n") {
+		if !strings.Contains(o.stderr, "  -"+f.Name+" ") && !strings.Contains(o.stderr, "  -"+f.Name+"=") {
 			t.Errorf("--help does not list -%s", f.Name)
 		}
 		if strings.TrimSpace(f.Usage) == "" {
@@ -87,6 +89,15 @@ func TestHelpExplainsEverything(t *testing.T) {
 	})
 	if n < 20 {
 		t.Errorf("only %d flags", n)
+	}
+	for _, bad := range helptext.Ambiguous(fs) {
+		t.Errorf("ingest %s", bad)
+	}
+	// The layout of resolverd's and htb's --help (ffcli's).
+	for _, want := range []string{"DESCRIPTION\n", "USAGE\n  ingest [flags] [FILE ...]\n", "\nFLAGS\n", "\n  -out FILE "} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("--help lacks %q", want)
+		}
 	}
 	for _, want := range []string{"Envelope", `"emitted_at"`, "seen_digests", "openai, anthropic, bedrock, mcp, otel", "INGEST_BROKERS", "arguments_raw", "nextCursor", "--emitted-at"} {
 		if !strings.Contains(o.stderr, want) {

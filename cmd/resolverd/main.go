@@ -40,20 +40,7 @@ type stdio struct {
 // run returns the process exit code: 0, 1 for unusable input or a failed
 // run, 2 for a usage error.
 func run(ctx context.Context, args []string, std stdio) int {
-	rootFlags := flag.NewFlagSet("resolverd", flag.ContinueOnError)
-	rootFlags.SetOutput(std.err)
-	root := &ffcli.Command{
-		Name:       "resolverd",
-		ShortUsage: "resolverd <subcommand> [flags]",
-		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
-was current when each call was emitted, and classifies every failure
-(OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
-		FlagSet:     rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
-		Exec: func(context.Context, []string) error {
-			return flag.ErrHelp
-		},
-	}
+	root := rootCommand(std)
 	err := root.Parse(args)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(std.err, "resolverd:", err)
@@ -77,6 +64,24 @@ was current when each call was emitted, and classifies every failure
 	default:
 		fmt.Fprintln(std.err, "resolverd:", err)
 		return 1
+	}
+}
+
+// rootCommand is resolverd and its subcommands.
+func rootCommand(std stdio) *ffcli.Command {
+	rootFlags := flag.NewFlagSet("resolverd", flag.ContinueOnError)
+	rootFlags.SetOutput(std.err)
+	return &ffcli.Command{
+		Name:       "resolverd",
+		ShortUsage: "resolverd <subcommand> [flags]",
+		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
+was current when each call was emitted, and classifies every failure
+(OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
+		FlagSet:     rootFlags,
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
+		Exec: func(context.Context, []string) error {
+			return flag.ErrHelp
+		},
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/helptext"
 )
 
 func corpus(parts ...string) string {
@@ -110,5 +113,20 @@ func TestReportBadPoll(t *testing.T) {
 	code, _, stderr := runCmd(t, "", "report", "--clickhouse", "127.0.0.1:1", "--expect", "1", "--poll", "0s")
 	if code != 2 || !strings.Contains(stderr, "--poll") {
 		t.Errorf("exit %d, stderr %q; want 2 and --poll", code, stderr)
+	}
+}
+
+// TestHelpPlaceholders: every flag of every subcommand shows either its
+// default or an upper-case placeholder in --help (helptext.Ambiguous).
+func TestHelpPlaceholders(t *testing.T) {
+	std := stdio{strings.NewReader(""), io.Discard, io.Discard}
+	for _, c := range rootCommand(std).Subcommands {
+		for _, bad := range helptext.Ambiguous(c.FlagSet) {
+			t.Errorf("resolverd %s %s", c.Name, bad)
+		}
+	}
+	code, _, stderr := runCmd(t, "", "migrate", "--help")
+	if code != 0 || !strings.Contains(stderr, "-clickhouse-password PASSWORD ") {
+		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
 	}
 }

@@ -38,7 +38,7 @@ func (c *chFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "clickhouse", "127.0.0.1:9000", "ClickHouse native protocol `addresses`, comma-separated")
 	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
 	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
-	fs.StringVar(&c.password, "clickhouse-password", "", "ClickHouse `password` (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable)")
+	fs.StringVar(&c.password, "clickhouse-password", "", "`PASSWORD` of --clickhouse-user; none by default (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable: ps shows flags)")
 	fs.StringVar(&c.compression, "clickhouse-compression", "auto", "native protocol `compression`: auto (none to a loopback address, lz4 to others), lz4, zstd or none")
 }
 
