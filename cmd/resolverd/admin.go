@@ -141,14 +141,17 @@ func stackCommand(std stdio) *ffcli.Command {
 	fs := flag.NewFlagSet("resolverd stack", flag.ContinueOnError)
 	fs.SetOutput(std.err)
 	dir := fs.String("dir", "", "data `DIR` of the broker and the engine (required)")
+	var ports portFlags
+	ports.register(fs, "")
 	return &ffcli.Command{
 		Name:       "stack",
-		ShortUsage: "resolverd stack --dir DIR",
+		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N]",
 		ShortHelp:  "run only the embedded Kafka broker and ClickHouse engine",
 		LongHelp: `Runs the embedded stack of run --embedded (Kafka-protocol broker on
-127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123,
-data in DIR) in the foreground, without the resolver: for development,
-benchmarks, or several resolverd instances sharing one local stack.
+127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123
+unless the port flags say otherwise, data in DIR) in the foreground,
+without the resolver: for development, benchmarks, or several resolverd
+instances sharing one local stack. Prints the addresses it listens on.
 Stops on SIGINT or SIGTERM.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
@@ -156,8 +159,14 @@ Stops on SIGINT or SIGTERM.`,
 			if *dir == "" || len(args) > 0 {
 				return usageError{fmt.Errorf("stack needs --dir DIR and no arguments")}
 			}
+			if err := ports.validate(); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(std.err, nil))
-			st, err := embedded.Start(ctx, embedded.Options{Dir: *dir, Logger: log})
+			if err := ports.check(); err != nil {
+				return err
+			}
+			st, err := embedded.Start(ctx, ports.options(*dir, log))
 			if err != nil {
 				return err
 			}

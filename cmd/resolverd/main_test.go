@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -128,5 +130,35 @@ func TestHelpPlaceholders(t *testing.T) {
 	code, _, stderr := runCmd(t, "", "migrate", "--help")
 	if code != 0 || !strings.Contains(stderr, "-clickhouse-password PASSWORD ") {
 		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
+	}
+}
+
+// TestEmbeddedPortTaken: a taken port of the embedded stack is refused
+// before anything starts, naming the flag that moves it; a port out of
+// range is a usage error.
+func TestEmbeddedPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"stack", "--dir", dir, "--kafka-port", "0", "--clickhouse-port", taken, "--clickhouse-http-port", "0"}, 1, "--clickhouse-port " + taken + ": "},
+		{[]string{"stack", "--dir", dir, "--kafka-port", taken}, 1, "--kafka-port " + taken + ": "},
+		{[]string{"run", "--embedded", dir, "--http", "", "--embedded-kafka-port", "0", "--embedded-clickhouse-port", "0", "--embedded-clickhouse-http-port", taken}, 1, "--embedded-clickhouse-http-port " + taken + ": "},
+		{[]string{"stack", "--dir", dir, "--kafka-port", "-1"}, 2, "port -1"},
+		{[]string{"run", "--embedded", dir, "--embedded-clickhouse-port", "70000"}, 2, "port 70000"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := runCmd(t, "", tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
 	}
 }

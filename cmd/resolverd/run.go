@@ -93,7 +93,8 @@ the dead-letter topic.
 --embedded DIR runs everything on loopback with no external service: a
 Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
 ClickHouse engine (DIR/clickhouse, native port 19000, HTTP 18123), and
-creates the schema. Point cmd/ingest at 127.0.0.1:19092.
+creates the schema. Point cmd/ingest at 127.0.0.1:19092. The
+--embedded-*-port flags choose other ports.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
 points), GET /metrics, /healthz, /readyz.
@@ -124,6 +125,8 @@ func runCommand(std stdio) *ffcli.Command {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
 	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
+	var ports portFlags
+	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
@@ -139,6 +142,9 @@ func runCommand(std stdio) *ffcli.Command {
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			if err := ports.validate(); err != nil {
+				return err
 			}
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
@@ -163,7 +169,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, migrate: *migrate})
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -181,13 +187,17 @@ type daemonArgs struct {
 	http     string
 	pprof    bool
 	embedded string
+	ports    portFlags // of the embedded stack
 	migrate  bool
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("resolverd starting", "build", a.stream.ResolverBuild, "mode", a.stream.Resolver.Mode, "analysis", a.stream.AnalysisID)
 	if a.embedded != "" {
-		st, err := embedded.Start(ctx, embedded.Options{Dir: a.embedded, Logger: log})
+		if err := a.ports.check(); err != nil {
+			return err
+		}
+		st, err := embedded.Start(ctx, a.ports.options(a.embedded, log))
 		if err != nil {
 			return err
 		}
@@ -232,7 +242,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		}
 		ln, err := net.Listen("tcp", a.http)
 		if err != nil {
-			return fmt.Errorf("http: %w", err)
+			return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for no HTTP)", a.http, err)
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		log.Info("http listening", "addr", ln.Addr().String())
