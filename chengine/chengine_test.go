@@ -254,6 +254,43 @@ func TestFetchOffline(t *testing.T) {
 	}
 }
 
+// TestFetchKeepsNoTarball: npm's cache is a temporary dir, removed after
+// the install, and the dir/.npm cache of earlier versions is removed too.
+// npm itself is a script here that does what `npm install --prefix` does
+// to the tree, so the test needs no network.
+func TestFetchKeepsNoTarball(t *testing.T) {
+	bin := t.TempDir()
+	npm := `#!/bin/sh
+# fake npm: install --no-save --no-audit --no-fund --cache C --prefix P SPEC
+while [ $# -gt 0 ]; do
+  case "$1" in --cache) cache=$2; shift ;; --prefix) prefix=$2; shift ;; esac
+  shift
+done
+[ -d "$cache" ] || { echo "no cache dir $cache" >&2; exit 1; }
+echo tarball > "$cache/tarball.tgz"
+pkg="$prefix/node_modules/@chdb/lib-linux-x64-gnu"
+mkdir -p "$pkg" && : > "$pkg/libchdb.so" && echo '{"version":"` + chengine.PackageVersion + `"}' > "$pkg/package.json"
+`
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".npm", "_cacache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := chengine.Fetch(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chengine.Find(dir); err != nil {
+		t.Fatalf("after Fetch: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".npm*"))
+	if len(left) > 0 {
+		t.Fatalf("npm cache left behind: %v", left)
+	}
+}
+
 func fakeInstall(t *testing.T, dir, version string) string {
 	t.Helper()
 	pkg := filepath.Join(dir, "node_modules", "@chdb", "lib-linux-x64-gnu")
