@@ -36,7 +36,7 @@ bench:
 
 # The main command: the whole pipeline on loopback (see scripts/demo.sh).
 demo:
-	scripts/demo.sh
+	@scripts/demo.sh
 
 demo-stop:
 	@if [ -f .demo/resolverd.pid ]; then kill -INT $$(cat .demo/resolverd.pid) 2>/dev/null || true; rm -f .demo/resolverd.pid; echo "resolverd stopped"; fi
