@@ -1,0 +1,7 @@
+package broken
+
+import "testing"
+
+func TestBroken(t *testing.T) {
+	x := 1
+}
