@@ -32,16 +32,27 @@ with open(out, 'w') as w:
         w.write(l.replace('"event_id": "', '"event_id": "r%d-' % (i // len(lines)), 1) + '\n')
 PY
 
-"$work/resolverd" stack --dir "$work/data" > "$work/stack.log" 2>&1 &
-echo $! > "$work/stackpid"
+# Free ports, so that the bench runs beside a demo or another stack; the
+# stack prints the addresses it chose.
+"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 > "$work/stack.log" 2>&1 &
+stackpid=$!
+echo $stackpid > "$work/stackpid"
 trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
 for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; done
-"$work/resolverd" migrate --clickhouse 127.0.0.1:19000 > /dev/null 2>&1
+# "kafka 127.0.0.1:P, clickhouse 127.0.0.1:Q (http 127.0.0.1:R); Ctrl-C stops"
+addrs=$(grep -m1 "Ctrl-C" "$work/stack.log") || { echo "bench: the stack did not start:" >&2; cat "$work/stack.log" >&2; exit 1; }
+KAFKA=$(sed -E 's/.*kafka ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+CH=$(sed -E 's/.*clickhouse ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+CH_HTTP=$(sed -E 's/.*http ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+echo "stack: kafka $KAFKA, clickhouse $CH, http $CH_HTTP"
+"$work/resolverd" migrate --clickhouse "$CH" > /dev/null 2>&1
 echo "loading the backlog: $N calls"
-"$work/ingest" --brokers 127.0.0.1:19092 "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
+"$work/ingest" --brokers "$KAFKA" "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
 
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
-engine=$(pgrep -f chengine-engine -n)
+# This stack's engine: a child of the stack process (other engines may run
+# on the machine).
+engine=$(pgrep -P "$stackpid" -f chengine-engine -n)
 
 # Each run starts on empty tables and a quiet server. With earlier runs'
 # rows in place, which run paid for merging them into larger parts
@@ -50,7 +61,7 @@ engine=$(pgrep -f chengine-engine -n)
 # two (14.4 and 12.4 us a row against 7.3 and 7.5). And the previous
 # run's background merges (its rows are merged for seconds after it ends)
 # would count against the next one.
-q() { curl -sS --fail-with-body http://127.0.0.1:18123/ --data-binary "$1"; }
+q() { curl -sS --fail-with-body "http://$CH_HTTP/" --data-binary "$1"; }
 settle() {
   q "TRUNCATE TABLE toolaudit.decisions"
   q "TRUNCATE TABLE toolaudit.decisions_by_minute"
@@ -66,11 +77,11 @@ run() { # name, extra flags...
   local name=$1; shift
   settle
   local e0; e0=$(cpu "$engine")
-  "$work/resolverd" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http "" \
+  "$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" \
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
   local start=$(date +%s.%N)
-  "$work/resolverd" report --clickhouse 127.0.0.1:19000 --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
+  "$work/resolverd" report --clickhouse "$CH" --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
   local end=$(date +%s.%N)
   local pid=$(cat "$work/pid")
   local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
