@@ -16,7 +16,8 @@ build:
 # the list of tests that skipped (a package whose engine tests skipped
 # still prints ok); the exit status is go test's. See internal/testreport.
 test: fmt-check vet
-	$(GO) run ./internal/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
+	@$(GO) build -o $(BIN)/testreport ./internal/testreport
+	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

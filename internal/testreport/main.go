@@ -5,10 +5,12 @@
 // tests skip when the ClickHouse engine is not fetched), so a run that
 // tested little looks like one that tested everything. It is `make test`:
 //
-//	go run ./internal/testreport -- go test -json -count=1 ./...
+//	go build -o bin/testreport ./internal/testreport
+//	bin/testreport -- go test -json -count=1 ./...
 //
 // The exit status is the command's (non-zero also when the stream reports
-// a failure the command's status does not).
+// a failure the command's status does not); `go run` would turn every
+// non-zero status into 1.
 package main
 
 import (
