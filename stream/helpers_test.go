@@ -123,12 +123,9 @@ func keyOf(line []byte) []byte {
 	}
 	_ = json.Unmarshal(line, &e)
 	if e.Type == "listing" {
-		return []byte(e.Registry + "/" + e.Server)
+		return []byte(schema.ListingKey(e.Registry, e.Server))
 	}
-	if e.SessionID != "" {
-		return []byte(e.SessionID)
-	}
-	return []byte(e.AgentID)
+	return []byte(schema.CallKey(e.SessionID, e.AgentID))
 }
 
 func newProducer(t testing.TB, c *kfake.Cluster) *kgo.Client {
