@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -30,16 +29,12 @@ import (
 
 // TestMain runs the tests, stops the ClickHouse engine if one started
 // (chenginetest), then checks that no goroutine outlived its test.
-func TestMain(m *testing.M) {
-	code := chenginetest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withEngine{m}) }
+
+// withEngine runs the tests through chenginetest.Main.
+type withEngine struct{ m *testing.M }
+
+func (w withEngine) Run() int { return chenginetest.Main(w.m) }
 
 const (
 	callsTopic    = "tool-calls"
