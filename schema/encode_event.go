@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// TimeLayout is how encoded events write their times: RFC 3339, UTC,
-// milliseconds, as in the contract's examples.
+// TimeLayout is how encoded events write their times (AppendTime): RFC
+// 3339, UTC, milliseconds, as in the contract's examples.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 
 // CallArgs is a call's arguments as a producer has them, as text: the
@@ -96,6 +96,6 @@ func appendMember(b []byte, name, v string) []byte {
 
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, TimeLayout)
+	b = AppendTime(b, t)
 	return append(b, '"')
 }
