@@ -15,7 +15,8 @@ import (
 
 // Row is one decision as the pipeline stores it (the ClickHouse row of
 // table decisions): the decision, the call's identity and context, the
-// versions that produced it and the Kafka record it came from.
+// versions that produced it and the Kafka record it came from. Columns
+// lists its fields with their columns; a new field goes there too.
 type Row struct {
 	Decision
 
