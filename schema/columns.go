@@ -71,6 +71,9 @@ var columns = []Column{
 	str("analysis_id", TypeLowCardinality, func(r *Row) *string { return &r.AnalysisID }),
 	str("resolver_build", TypeLowCardinality, func(r *Row) *string { return &r.ResolverBuild }),
 	str("policy_version", TypeLowCardinality, func(r *Row) *string { return &r.PolicyVersion }),
+	str("source", TypeLowCardinality, func(r *Row) *string { return (*string)(&r.Source) }),
+	str("action", TypeLowCardinality, func(r *Row) *string { return (*string)(&r.Action) }),
+	str("suggested_tool", TypeLowCardinality, func(r *Row) *string { return &r.SuggestedTool }),
 
 	// the call's context
 	str("registry", TypeLowCardinality, func(r *Row) *string { return &r.Registry }),

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
@@ -84,8 +85,9 @@ func TestColumns(t *testing.T) {
 		seen[changed[0]] = c.Name
 	}
 
-	// The columns in the order 0001 creates them (the later migrations
-	// change types, checked against a real table by package sink).
+	// The columns in the order the migrations create them: 0001's, then
+	// each later ADD COLUMN at its AFTER (the later migrations' type
+	// changes are checked against a real table by package sink).
 	ddl, err := Migrations.ReadFile("ddl/0001_decisions.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,24 @@ func TestColumns(t *testing.T) {
 	var created []string
 	for _, m := range regexp.MustCompile(`(?m)^    ([a-z_]+) +[A-Z]`).FindAllSubmatch(ddl, -1) {
 		created = append(created, string(m[1]))
+	}
+	files, err := fs.Glob(Migrations, "ddl/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addCol := regexp.MustCompile(`ADD COLUMN (?:IF NOT EXISTS )?([a-z_]+) .* AFTER ([a-z_]+)`)
+	for _, f := range files[1:] {
+		b, err := Migrations.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range addCol.FindAllSubmatch(b, -1) {
+			i := slices.Index(created, string(m[2]))
+			if i < 0 {
+				t.Fatalf("%s adds %s after %s, which no earlier migration created", f, m[1], m[2])
+			}
+			created = slices.Insert(created, i+1, string(m[1]))
+		}
 	}
 	var want []string
 	for _, c := range cols {

@@ -302,6 +302,7 @@ func (w *worker) decide(r *kgo.Record) {
 	h.rows = append(h.rows, schema.Row{})
 	row := &h.rows[len(h.rows)-1]
 	row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
+	row.Source = schema.SourceStream
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
 	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
 	var vs resolve.Versions // nil in passthrough: decoded, stored undecided
