@@ -86,6 +86,10 @@ type Config struct {
 	KeepRawArgs bool
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
+	// ListingObserver, if set, is told of every batch of listings after
+	// the store applied it (registryhistory.Recorder: the registry
+	// history). It is called from the listings reader and must not block.
+	ListingObserver ListingObserver
 	// Passthrough switches resolution off: calls are decoded and stored
 	// with their identity, context and argument summary, but not resolved
 	// (no class, verdict, resolved tool, registry version or digests) and

@@ -13,6 +13,14 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
+// ListingObserver is told of the listings the store applied, in the
+// order the listings reader applied them (not event time). The slice and
+// the listings are not modified after the call, and are not to be
+// modified by the observer.
+type ListingObserver interface {
+	ObserveListings(ls []*schema.Listing)
+}
+
 // listings reads the whole listings topic, every partition from the start,
 // into the store, and reports what it has applied to the watermark.
 type listings struct {
@@ -99,6 +107,9 @@ func (l *listings) run(ctx context.Context) {
 func (l *listings) apply(batch []*schema.Listing) {
 	const maxLogged = 20
 	issues := l.store.Apply(batch...)
+	if l.cfg.ListingObserver != nil {
+		l.cfg.ListingObserver.ObserveListings(batch)
+	}
 	for i, is := range issues {
 		if i == maxLogged {
 			l.log.Warn("more listing issues not logged", "count", len(issues)-maxLogged)

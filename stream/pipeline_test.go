@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -600,5 +601,50 @@ func TestNoDecisionBeforeCatchUp(t *testing.T) {
 		if rows[id].Class != cls {
 			t.Errorf("%s: %s, want %s", id, rows[id].Class, cls)
 		}
+	}
+}
+
+// observer records the listings it is told of, and whether the store had
+// applied each by then.
+type observer struct {
+	store *registryversions.Store
+	mu    sync.Mutex
+	ids   map[string]bool
+	early []string // observed before the store had them
+}
+
+func (o *observer) ObserveListings(ls []*schema.Listing) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range ls {
+		o.ids[l.EventID] = true
+		if o.store.At(l.Registry, l.ObservedAt) == nil {
+			o.early = append(o.early, l.EventID)
+		}
+	}
+}
+
+// TestListingObserver: Config.ListingObserver is told of every decodable
+// listing, once, after the store applied it.
+func TestListingObserver(t *testing.T) {
+	c := newCluster(t, 3)
+	prod := newProducer(t, c)
+	lines := readLines(t, corpus("sample", "listings.jsonl"))
+	produce(t, prod, listingsTopic, append(lines, []byte(`{"type":"listing"}`))) // and one bad
+	store := registryversions.New()
+	obs := &observer{store: store, ids: map[string]bool{}}
+	cfg := testConfig(c)
+	cfg.ListingObserver = obs
+	r := start(t, cfg, store, newRecSink(), nil)
+	eventually(t, 10*time.Second, "ready", r.p.Ready)
+	eventually(t, 10*time.Second, "every listing observed", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return len(obs.ids) == len(lines)
+	})
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.early) > 0 {
+		t.Errorf("observed before the store applied them: %v", obs.early)
 	}
 }

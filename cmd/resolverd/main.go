@@ -7,7 +7,8 @@
 //	check    resolve a calls file against a listings file (offline)
 //	run      consume Kafka, resolve, write decisions to ClickHouse
 //	migrate  create or upgrade the ClickHouse schema
-//	report   decisions per class, read back from ClickHouse
+//	report   headline analytics of the decisions, on a terminal or as HTML
+//	registry the registry history (registry diff)
 //	stack    run only the embedded Kafka broker and ClickHouse engine
 package main
 
@@ -78,7 +79,7 @@ func rootCommand(std stdio) *ffcli.Command {
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet:     rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},

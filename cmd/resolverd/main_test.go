@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
 )
@@ -122,11 +125,16 @@ func TestReportBadPoll(t *testing.T) {
 // default or an upper-case placeholder in --help (helptext.Ambiguous).
 func TestHelpPlaceholders(t *testing.T) {
 	std := stdio{strings.NewReader(""), io.Discard, io.Discard}
-	for _, c := range rootCommand(std).Subcommands {
-		for _, bad := range helptext.Ambiguous(c.FlagSet) {
-			t.Errorf("resolverd %s %s", c.Name, bad)
+	var walk func(prefix string, cs []*ffcli.Command)
+	walk = func(prefix string, cs []*ffcli.Command) {
+		for _, c := range cs {
+			for _, bad := range helptext.Ambiguous(c.FlagSet) {
+				t.Errorf("resolverd %s%s %s", prefix, c.Name, bad)
+			}
+			walk(prefix+c.Name+" ", c.Subcommands)
 		}
 	}
+	walk("", rootCommand(std).Subcommands)
 	code, _, stderr := runCmd(t, "", "migrate", "--help")
 	if code != 0 || !strings.Contains(stderr, "-clickhouse-password PASSWORD ") {
 		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
@@ -159,6 +167,35 @@ func TestEmbeddedPortTaken(t *testing.T) {
 		code, _, stderr := runCmd(t, "", tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestRegistryDiffUsage: registry diff refuses bad flags with a usage
+// error before connecting.
+func TestRegistryDiffUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"registry", "diff"}, "needs --registry"},
+		{[]string{"registry", "diff", "--registry", "r", "--from", "yesterday"}, "--from"},
+		{[]string{"registry", "diff", "--registry", "r", "--to", "-5h"}, "--to"},
+		{[]string{"registry", "diff", "--registry", "r", "--limit", "-1"}, "--limit"},
+	} {
+		code, _, stderr := runCmd(t, "", append(tc.args, "--clickhouse", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"":                     {},
+		"24h":                  now.Add(-24 * time.Hour),
+		"2026-11-29T10:00:00Z": time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+	} {
+		if got, err := parseWhen(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("parseWhen(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 }

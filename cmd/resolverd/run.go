@@ -128,6 +128,7 @@ func runCommand(std stdio) *ffcli.Command {
 	var ports portFlags
 	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
+	history := fs.Bool("registry-history", true, "write the registry history (what each listing changed, table registry_changes) as listings are applied")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
@@ -169,7 +170,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate, history: *history})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -189,6 +190,7 @@ type daemonArgs struct {
 	embedded string
 	ports    portFlags // of the embedded stack
 	migrate  bool
+	history  bool // registry history (registry.go)
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
@@ -228,12 +230,22 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
 
 	store := registryversions.New()
+	rec, err := registryHistory(a, ch, log, reg)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		a.stream.ListingObserver = rec
+	}
 	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
+	if rec != nil {
+		g.Go(func() error { return rec.Run(gctx) })
+	}
 	if a.http != "" {
 		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
 			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
