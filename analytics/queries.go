@@ -126,6 +126,8 @@ FROM ` + rollup("class, rows", f...) + `
 GROUP BY class
 ORDER BY indexOf(` + classOrder() + `, class)`,
 		},
+		rateTable("model", "Models", "Each model's decisions and rates over the range: hallucination (H1-H5, M1, M5), unknown tool (H1, M1), schema reject (H2, H3, H5, M5), of its decisions that are not MALFORMED.", f),
+		rateTable("surface", "Invocation surfaces", "Each invocation surface's decisions and rates over the range (raw JSON, schema-enforced decoding, MCP, ...): hallucination, unknown tool, schema reject, of its decisions that are not MALFORMED.", f),
 		{
 			ID: "fleet.hallucination_by_model", Title: "Hallucination rate by model", Format: TimeSeries,
 			Description: "Share of each model's decisions (not MALFORMED) that are hallucinations (H1-H5, M1, M5), per interval." + rollupNote,
@@ -166,6 +168,33 @@ GROUP BY tool, suggested_tool
 ORDER BY calls DESC, emitted, nearest
 LIMIT 20`,
 		},
+	}
+}
+
+// rateTable is the rates per value of one dimension (model, surface).
+func rateTable(dim, title, description string, f []string) Query {
+	return Query{
+		ID: "fleet.by_" + dim, Title: title, Format: Table,
+		Description: description + rollupNote,
+		SQL: `SELECT ` + dim + `, sum(rows) AS decisions,
+    sumIf(rows, class IN ` + sqlList(Hallucination) + `) / ` + decided + ` AS hallucination_rate,
+    sumIf(rows, class IN ` + sqlList(UnknownTool) + `) / ` + decided + ` AS unknown_tool_rate,
+    sumIf(rows, class IN ` + sqlList(SchemaReject) + `) / ` + decided + ` AS schema_reject_rate
+FROM ` + rollup(dim+", class, rows", f...) + `
+GROUP BY ` + dim + `
+ORDER BY decisions DESC, ` + dim,
+	}
+}
+
+// Span is the time range of an analysis's decided calls (the first and
+// the last emitted_at), for a report over all of it.
+func Span() Query {
+	return Query{
+		ID: "analysis.span", Title: "Time span of the analysis", Format: Table,
+		Description: "The first and last emitted_at of the analysis's decided calls (registry_versions_seen).",
+		SQL: `SELECT min(first_emitted) AS first, max(last_emitted) AS last
+FROM registry_versions_seen
+WHERE ` + is("analysis_id", VarAnalysis),
 	}
 }
 

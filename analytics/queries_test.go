@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -20,7 +21,7 @@ func allQueries() []Query {
 	qs = append(qs, Fleet()...)
 	qs = append(qs, Servers()...)
 	qs = append(qs, Incident()...)
-	qs = append(qs, ChangeAnnotations())
+	qs = append(qs, ChangeAnnotations(), Span())
 	for _, v := range Variables() {
 		qs = append(qs, Query{ID: "var." + v.Name, SQL: v.SQL})
 	}
@@ -142,7 +143,7 @@ func selected(val Value, v string) bool { return val.all || slices.Contains(val.
 // analysis, the selections, and the buckets of the tier that start
 // within the range rounded out.
 func fleetRows(e env) []schema.Row {
-	first, again := delivered(fixtureSpecs())
+	first, again := analyticsfixture.Rows()
 	var out []schema.Row
 	for _, r := range append(first, again...) {
 		b := r.EmittedAt.Truncate(e.tier())
@@ -258,6 +259,24 @@ func hallucinationRate(rows []schema.Row) string {
 	return ratio(n, d)
 }
 
+func oracleRateTable(rows []schema.Row, dim func(schema.Row) string) [][]string {
+	groups := map[string][]schema.Row{}
+	for _, r := range rows {
+		groups[dim(r)] = append(groups[dim(r)], r)
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(len(groups[b]), len(groups[a])), cmp.Compare(a, b)) })
+	var out [][]string
+	for _, k := range keys {
+		rates := oracleRates(groups[k])[0]
+		out = append(out, []string{k, fmt.Sprint(len(groups[k])), rates[0], rates[1], rates[2]})
+	}
+	return out
+}
+
 // kinds are the fixture's fabricated names and what separates each from
 // its nearest valid name.
 var kinds = map[string]string{
@@ -287,7 +306,7 @@ func levenshtein(a, b string) int {
 }
 
 func oracleFabricated(e env) [][]string {
-	first, again := delivered(fixtureSpecs())
+	first, again := analyticsfixture.Rows()
 	type key struct{ tool, nearest string }
 	calls := map[key]int{}
 	models := map[key]map[string]bool{}
@@ -353,8 +372,13 @@ func TestFleetQueries(t *testing.T) {
 				oracleSeries(e, rows, func(r schema.Row) string { return string(r.Class) },
 					func(rs []schema.Row) string { return fmt.Sprint(len(rs)) }))
 			check(t, byID(t, "fleet.top_fabricated"), e, oracleFabricated(e))
+			check(t, byID(t, "fleet.by_model"), e, oracleRateTable(rows, func(r schema.Row) string { return r.Model }))
+			check(t, byID(t, "fleet.by_surface"), e, oracleRateTable(rows, func(r schema.Row) string { return r.Surface }))
 		})
 	}
+	// The span of the analysis: its first and last call.
+	check(t, Span(), day0, [][]string{{cell(base.Add(time.Hour)), cell(base.Add(5*day + 3*time.Hour + 5*time.Second))}})
+
 	// Known values, so that the oracle itself is checked: day 0 holds 17
 	// H1 calls of the bulk session and the incident's H1 delivered twice.
 	got := run(t, byID(t, "fleet.verdicts"), day0)

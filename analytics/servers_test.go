@@ -200,6 +200,7 @@ func TestEveryQueryChecked(t *testing.T) {
 	checked := []string{
 		"fleet.rates", "fleet.verdicts", "fleet.class_mix", "fleet.hallucination_by_model",
 		"fleet.hallucination_by_surface", "fleet.classes_over_time", "fleet.top_fabricated",
+		"fleet.by_model", "fleet.by_surface", "analysis.span",
 		"servers.shared_names", "servers.collisions", "servers.mcp_classes", "servers.stale_by_server",
 		"servers.drift_by_server", "servers.stale_tools", "servers.version_in_force",
 		"changes.in_range", "changes.annotations",

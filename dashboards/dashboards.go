@@ -50,6 +50,9 @@ func fleet() *dashboard.DashboardBuilder {
 		WithRow(row("Headline")).
 		WithPanel(statPanel(pick(qs, "fleet.rates"), "percentunit", 16, 5).Decimals(2)).
 		WithPanel(statPanel(pick(qs, "fleet.verdicts"), "short", 8, 5)).
+		WithRow(row("By model and surface")).
+		WithPanel(tablePanel(pick(qs, "fleet.by_model"), 12, 7)).
+		WithPanel(tablePanel(pick(qs, "fleet.by_surface"), 12, 7)).
 		WithRow(row("Over time")).
 		WithPanel(seriesPanel(pick(qs, "fleet.hallucination_by_model"), "percentunit", 12, 9).Interval("1m")).
 		WithPanel(seriesPanel(pick(qs, "fleet.hallucination_by_surface"), "percentunit", 12, 9).Interval("1m")).

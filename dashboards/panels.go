@@ -42,6 +42,9 @@ func tablePanel(q analytics.Query, w, h uint32) *table.PanelBuilder {
 		// The SDK leaves the footer's reducer null, which its own strict
 		// decoder then rejects.
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"})).
+		// Rates and shares are fractions; *_pct are percents already.
+		OverrideByRegexp(`.*_(rate|share)$`, []dashboard.DynamicConfigValue{{Id: "unit", Value: "percentunit"}, {Id: "decimals", Value: 2}}).
+		OverrideByRegexp(`.*_pct$`, []dashboard.DynamicConfigValue{{Id: "unit", Value: "percent"}}).
 		Span(w).Height(h)
 }
 
