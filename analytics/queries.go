@@ -186,14 +186,16 @@ ORDER BY decisions DESC, ` + dim,
 	}
 }
 
-// Span is the time range of an analysis's decided calls (the first and
-// the last emitted_at), for a report over all of it.
+// Span is the time range that holds all of an analysis's decisions in
+// the rollups (from the start of the first hour to the end of the last),
+// for a report over all of it. A decision without a usable emitted_at
+// counts at its decision time, as in the rollups.
 func Span() Query {
 	return Query{
 		ID: "analysis.span", Title: "Time span of the analysis", Format: Table,
-		Description: "The first and last emitted_at of the analysis's decided calls (registry_versions_seen).",
-		SQL: `SELECT min(first_emitted) AS first, max(last_emitted) AS last
-FROM registry_versions_seen
+		Description: "From the first hour to the end of the last hour with decisions of the analysis (decisions_rollup_hour).",
+		SQL: `SELECT min(hour) AS first, max(hour) + INTERVAL 3599 SECOND AS last
+FROM decisions_rollup_hour
 WHERE ` + is("analysis_id", VarAnalysis),
 	}
 }

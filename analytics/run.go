@@ -126,3 +126,27 @@ func Float(v any) (f float64, ok bool) {
 	}
 	return 0, false
 }
+
+// Select returns r with only the named columns, in that order (those r
+// lacks are left out).
+func (r *Result) Select(cols ...string) *Result {
+	if r == nil {
+		return nil
+	}
+	var idx []int
+	out := &Result{}
+	for _, c := range cols {
+		if i := r.Col(c); i >= 0 {
+			idx = append(idx, i)
+			out.Columns = append(out.Columns, c)
+		}
+	}
+	for _, row := range r.Rows {
+		sel := make([]any, len(idx))
+		for j, i := range idx {
+			sel[j] = row[i]
+		}
+		out.Rows = append(out.Rows, sel)
+	}
+	return out
+}

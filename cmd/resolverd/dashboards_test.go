@@ -127,6 +127,17 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 	}
 }
 
+// produceListings sends the sample's listings and waits until resolverd
+// applied them, so that the calls produced next are decided against them.
+func (d *daemon) produceListings(t *testing.T) int {
+	t.Helper()
+	n := d.produceFile(t, "tool-listings", corpus("sample", "listings.jsonl"))
+	waitUntil(t, 30*time.Second, "the listings applied", func() bool {
+		return sum(d.metrics(t), "toolaudit_stream_listings_applied_total") >= float64(n)
+	})
+	return n
+}
+
 // produceFile sends a JSONL file's events to topic, keyed as the
 // contract says.
 func (d *daemon) produceFile(t *testing.T, topic, file string) int {
@@ -195,7 +206,7 @@ func TestDashboardsPromQL(t *testing.T) {
 		t.Fatal("promtool not found: apt-get install prometheus (.ci/run does)")
 	}
 	d := startDaemon(t)
-	listings := d.produceFile(t, "tool-listings", corpus("sample", "listings.jsonl"))
+	listings := d.produceListings(t)
 	calls := d.produceFile(t, "tool-calls", corpus("sample", "calls.jsonl"))
 	call, err := os.ReadFile(corpus("sample", "calls.jsonl"))
 	if err != nil {
@@ -300,4 +311,48 @@ func inputSeries(mfs map[string]*dto.MetricFamily) []series {
 	}
 	slices.SortFunc(out, func(a, b series) int { return strings.Compare(a.series, b.series) })
 	return out
+}
+
+// TestReportCommand: as the demo does, resolverd run decides the sample,
+// report --expect waits for every call, and report --since all writes the
+// analytics to the terminal and as HTML, with a session's timeline.
+func TestReportCommand(t *testing.T) {
+	d := startDaemon(t)
+	d.produceListings(t)
+	calls := d.produceFile(t, "tool-calls", corpus("sample", "calls.jsonl"))
+	code, out, stderr := runCmd(t, "", "report", "--clickhouse", d.clickhouse, "--expect", strconv.Itoa(calls), "--timeout", "60s")
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), fmt.Sprintf("total %d", calls)) {
+		t.Fatalf("report --expect: exit %d\n%s%s", code, out, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "report.html")
+	code, out, stderr = runCmd(t, "", "report", "--clickhouse", d.clickhouse, "--since", "all", "--html", file, "--session", "s-38bd3c69")
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s%s", code, out, stderr)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		fmt.Sprintf("decisions %d (allowed 167, rejected 103)", calls),
+		"== MCP deployment", "== Session s-38bd3c69", "HTML report: " + file,
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(file)
+	if err != nil || !bytes.Contains(page, []byte(`data-q="fleet.verdicts" data-col="decisions" data-v="270"`)) {
+		t.Errorf("HTML report (%v) lacks the decisions tile of 270", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--since", "yesterday"}, "--since"},
+		{[]string{"--since", "-1h"}, "--since"},
+		{[]string{"--to", "noon"}, "--to"},
+	} {
+		code, _, stderr := runCmd(t, "", append([]string{"report", "--clickhouse", d.clickhouse}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("report %v: exit %d, %q", tc.args, code, stderr)
+		}
+	}
 }
