@@ -128,22 +128,8 @@ ORDER BY indexOf(` + classOrder() + `, class)`,
 		},
 		rateTable("model", "Models", "Each model's decisions and rates over the range: hallucination (H1-H5, M1, M5), unknown tool (H1, M1), schema reject (H2, H3, H5, M5), of its decisions that are not MALFORMED.", f),
 		rateTable("surface", "Invocation surfaces", "Each invocation surface's decisions and rates over the range (raw JSON, schema-enforced decoding, MCP, ...): hallucination, unknown tool, schema reject, of its decisions that are not MALFORMED.", f),
-		{
-			ID: "fleet.hallucination_by_model", Title: "Hallucination rate by model", Format: TimeSeries,
-			Description: "Share of each model's decisions (not MALFORMED) that are hallucinations (H1-H5, M1, M5), per interval." + rollupNote,
-			SQL: `SELECT $__timeInterval(t) AS time, model, sumIf(rows, class IN ` + hall + `) / ` + decided + ` AS rate
-FROM ` + rollup("model, class, rows", f...) + `
-GROUP BY time, model
-ORDER BY time, model`,
-		},
-		{
-			ID: "fleet.hallucination_by_surface", Title: "Hallucination rate by surface", Format: TimeSeries,
-			Description: "Share of each invocation surface's decisions (not MALFORMED) that are hallucinations (H1-H5, M1, M5), per interval: raw JSON against schema-enforced decoding against MCP." + rollupNote,
-			SQL: `SELECT $__timeInterval(t) AS time, surface, sumIf(rows, class IN ` + hall + `) / ` + decided + ` AS rate
-FROM ` + rollup("surface, class, rows", f...) + `
-GROUP BY time, surface
-ORDER BY time, surface`,
-		},
+		rateSeries("model", "Hallucination rate by model", "Share of each model's decisions (not MALFORMED) that are hallucinations (H1-H5, M1, M5), per interval.", f),
+		rateSeries("surface", "Hallucination rate by surface", "Share of each invocation surface's decisions (not MALFORMED) that are hallucinations (H1-H5, M1, M5), per interval: raw JSON against schema-enforced decoding against MCP.", f),
 		{
 			ID: "fleet.classes_over_time", Title: "Decisions by class", Format: TimeSeries,
 			Description: "Decisions per class and interval." + rollupNote,
@@ -183,6 +169,19 @@ func rateTable(dim, title, description string, f []string) Query {
 FROM ` + rollup(dim+", class, rows", f...) + `
 GROUP BY ` + dim + `
 ORDER BY decisions DESC, ` + dim,
+	}
+}
+
+// rateSeries is the hallucination rate per interval and value of one
+// dimension (model, surface).
+func rateSeries(dim, title, description string, f []string) Query {
+	return Query{
+		ID: "fleet.hallucination_by_" + dim, Title: title, Format: TimeSeries,
+		Description: description + rollupNote,
+		SQL: `SELECT $__timeInterval(t) AS time, ` + dim + `, sumIf(rows, class IN ` + sqlList(Hallucination) + `) / ` + decided + ` AS rate
+FROM ` + rollup(dim+", class, rows", f...) + `
+GROUP BY time, ` + dim + `
+ORDER BY time, ` + dim,
 	}
 }
 
