@@ -48,6 +48,13 @@
 //
 // Counts and Rows read decisions back with FINAL (exact, deduplicated): for
 // tests, the demo and `resolverd report`. Stored counts rows without FINAL,
-// an upper bound cheap enough to poll. Dashboards read the
-// decisions_by_minute rollup instead.
+// an upper bound cheap enough to poll; RolledUp what the hourly rollup has
+// counted. Dashboards and the analytics of `resolverd report` read the
+// rollups of migration 0006 instead (package analytics).
+//
+// # The registry history
+//
+// WriteRegistryChanges stores what each listing changed (table
+// registry_changes, rows of package registrydiff) and RegistryChanges
+// reads it back with FINAL, for `resolverd registry diff`.
 package sink

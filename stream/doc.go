@@ -7,7 +7,8 @@
 // instance, every partition from the start, by a client outside any group;
 // each listing is decoded (schema.DecodeListing; a bad one is logged,
 // counted and skipped) and applied to the registryversions.Store, which
-// keeps the history in event time. The calls topic (default "tool-calls")
+// keeps the history in event time; Config.ListingObserver, if set, is told
+// of each applied batch (resolverd's registry history). The calls topic (default "tool-calls")
 // is consumed by a consumer group (default "resolverd") with one worker
 // goroutine per assigned partition. Each worker decodes a call
 // (schema.CallDecoder), resolves it against the registry version current
