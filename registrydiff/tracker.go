@@ -1,8 +1,7 @@
 package registrydiff
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -35,12 +34,14 @@ import (
 // A Tracker is not safe for concurrent use.
 type Tracker struct {
 	servers map[serverKey]*timeline
-	defs    map[[sha256.Size]byte]*definition
+	// defs interns definitions by name and raw inputSchema: a map
+	// compares whole keys, so no definition can pass for another.
+	defs map[string]*definition
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{servers: map[serverKey]*timeline{}, defs: map[[sha256.Size]byte]*definition{}}
+	return &Tracker{servers: map[serverKey]*timeline{}, defs: map[string]*definition{}}
 }
 
 type serverKey struct{ registry, server string }
@@ -48,7 +49,6 @@ type serverKey struct{ registry, server string }
 // definition is one tool definition as listed (name and raw inputSchema),
 // its digest computed when a change needs it.
 type definition struct {
-	key    [sha256.Size]byte
 	name   string
 	schema []byte
 	digest string
@@ -119,7 +119,7 @@ func (t *Tracker) Apply(ls ...*schema.Listing) []Change {
 			t.servers[sk] = tl
 		}
 		at := l.ObservedAt.UnixNano()
-		i, found := slices.BinarySearchFunc(tl.points, at, func(p point, at int64) int { return cmpInt(p.at, at) })
+		i, found := slices.BinarySearchFunc(tl.points, at, func(p point, at int64) int { return cmp.Compare(p.at, at) })
 		if found && l.EventID <= tl.points[i].event {
 			continue // a repeat, or the loser of a same-time conflict
 		}
@@ -159,16 +159,6 @@ func (t *Tracker) Apply(ls ...*schema.Listing) []Change {
 	return out
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // state is l's tool set, interned: prev itself when l lists the same.
 func (t *Tracker) state(l *schema.Listing, prev *state) *state {
 	if l.Op == schema.OpRemove {
@@ -186,18 +176,12 @@ func (t *Tracker) state(l *schema.Listing, prev *state) *state {
 }
 
 func (t *Tracker) definition(name string, inputSchema []byte) *definition {
-	h := sha256.New()
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
-	h.Write(n[:])
-	h.Write([]byte(name))
-	h.Write(inputSchema)
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
+	prefix := strconv.Itoa(len(name)) + ":" + name // length-prefixed: no two pairs make one key
+	key := prefix + string(inputSchema)
 	if d, ok := t.defs[key]; ok {
 		return d
 	}
-	d := &definition{key: key, name: name, schema: slices.Clone(inputSchema)}
+	d := &definition{name: name, schema: []byte(key[len(prefix):])}
 	t.defs[key] = d
 	return d
 }
@@ -209,7 +193,7 @@ func (t *Tracker) changesAt(k pointKey) map[string]Change {
 	if tl == nil {
 		return nil
 	}
-	i, found := slices.BinarySearchFunc(tl.points, k.at, func(p point, at int64) int { return cmpInt(p.at, at) })
+	i, found := slices.BinarySearchFunc(tl.points, k.at, func(p point, at int64) int { return cmp.Compare(p.at, at) })
 	if !found {
 		return nil
 	}

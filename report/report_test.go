@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,20 +23,11 @@ import (
 	"github.com/toolaudit/toolaudit/analytics"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
-	"github.com/toolaudit/toolaudit/sink"
-)
-
-var (
-	fixtureOnce sync.Once
-	fixtureConn driver.Conn
-	fixtureErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := chenginetest.Main(m)
-	if fixtureConn != nil {
-		fixtureConn.Close()
-	}
+	analyticsfixture.Close()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -47,30 +37,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fixture is the analytics fixture in a database of the shared engine,
-// with a connection whose default database is it.
-func fixture(t *testing.T) driver.Conn {
-	t.Helper()
-	srv := chenginetest.Server(t)
-	fixtureOnce.Do(func() {
-		ctx := context.Background()
-		cfg := sink.Config{Addr: []string{srv.Addr()}, Database: "reporttest"}
-		w, err := sink.NewClickHouse(ctx, cfg, sink.WithMigrate())
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		defer w.Close()
-		if fixtureErr = analyticsfixture.Write(ctx, w); fixtureErr != nil {
-			return
-		}
-		fixtureConn, fixtureErr = cfg.OpenIn(ctx)
-	})
-	if fixtureErr != nil {
-		t.Fatal(fixtureErr)
-	}
-	return fixtureConn
-}
+// fixture is the analytics fixture (internal/analyticsfixture).
+func fixture(t *testing.T) driver.Conn { return analyticsfixture.Conn(t) }
 
 var base = analyticsfixture.Base
 
