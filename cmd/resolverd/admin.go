@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -36,8 +37,12 @@ go on when an applied migration's text has changed since.`,
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
 			}
 			log := slog.New(slog.NewTextHandler(std.err, nil))
+			cfg, err := ch.config(os.Getenv, log)
+			if err != nil {
+				return usageError{err}
+			}
 			// Not NewClickHouse: it checks the schema this command creates.
-			conn, err := ch.config().Open(ctx)
+			conn, err := cfg.Open(ctx)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}
@@ -78,7 +83,11 @@ every call was decided.`,
 			if *poll <= 0 {
 				return usageError{fmt.Errorf("--poll %s: want a positive interval", *poll)}
 			}
-			c, err := sink.NewClickHouse(ctx, ch.config())
+			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
+			if err != nil {
+				return usageError{err}
+			}
+			c, err := sink.NewClickHouse(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}

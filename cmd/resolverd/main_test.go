@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -101,6 +102,12 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--mode", "lenient"}, "mode"},
 		{[]string{"--log-level", "loud"}, "log-level"},
 		{[]string{"--clickhouse-compression", "gzip"}, "compression"},
+		{[]string{"--kafka-sasl-mechanism", "gssapi"}, "--kafka-sasl-mechanism"},
+		{[]string{"--kafka-sasl-mechanism", "plain"}, "needs --kafka-sasl-user"},
+		{[]string{"--kafka-tls-cert", "c.pem"}, "both its file and its key"},
+		{[]string{"--clickhouse-password-file", "/nonexistent/pw"}, "no such file"},
+		{[]string{"--clickhouse-tls-ca", "/nonexistent/ca.pem"}, "no such file"},
+		{[]string{"--clickhouse-password", "x"}, "flag provided but not defined"},
 	} {
 		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
 		code, _, stderr := runCmd(t, "", args...)
@@ -128,7 +135,7 @@ func TestHelpPlaceholders(t *testing.T) {
 		}
 	}
 	code, _, stderr := runCmd(t, "", "migrate", "--help")
-	if code != 0 || !strings.Contains(stderr, "-clickhouse-password PASSWORD ") {
+	if code != 0 || !strings.Contains(stderr, "-clickhouse-password-file FILE ") {
 		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
 	}
 }
@@ -159,6 +166,64 @@ func TestEmbeddedPortTaken(t *testing.T) {
 		code, _, stderr := runCmd(t, "", tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestClickHousePassword: the password comes from the file, else the
+// TOOLAUDIT_ variable, else (deprecated, with a warning) the old
+// RESOLVERD_ one; two current sources at once are refused; the password
+// never reaches the log.
+func TestClickHousePassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		file      string
+		env       map[string]string
+		want, err string
+		warn      string
+	}{
+		{"none", "", nil, "", "", ""},
+		{"file", file, nil, "from-file", "", ""},
+		{"env", "", map[string]string{envClickHousePassword: "from-env"}, "from-env", "", ""},
+		{"deprecated env", "", map[string]string{envClickHousePasswordDeprecated: "old"}, "old", "", "deprecated"},
+		{"deprecated env beside the file", file, map[string]string{envClickHousePasswordDeprecated: "old"}, "from-file", "", "is ignored"},
+		{"file and env", file, map[string]string{envClickHousePassword: "from-env"}, "", "keep one", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logBuf bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			c := chFlags{addr: "127.0.0.1:9000", db: "toolaudit", user: "u", compression: "auto", passwordFile: tc.file}
+			cfg, err := c.config(func(k string) string { return tc.env[k] }, log)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("config: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.Password != tc.want {
+				t.Fatalf("config: password %q, %v; want %q", cfg.Password, err, tc.want)
+			}
+			if !strings.Contains(logBuf.String(), tc.warn) {
+				t.Fatalf("log lacks %q:\n%s", tc.warn, logBuf.String())
+			}
+			if tc.want != "" && strings.Contains(logBuf.String(), tc.want) {
+				t.Fatalf("the password is in the log:\n%s", logBuf.String())
+			}
+		})
+	}
+}
+
+// TestEmbeddedRefusesSecurity: the embedded stack is plaintext on
+// loopback; TLS or SASL settings with --embedded are a usage error.
+func TestEmbeddedRefusesSecurity(t *testing.T) {
+	for _, args := range [][]string{{"--kafka-tls"}, {"--clickhouse-tls"}, {"--kafka-sasl-mechanism", "plain"}} {
+		code, _, stderr := runCmd(t, "", append([]string{"run", "--embedded", t.TempDir(), "--http", ""}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "--embedded runs a plaintext") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
 	}
 }

@@ -22,33 +22,13 @@ import (
 
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/stream"
 )
-
-// chFlags are the ClickHouse flags shared by run, migrate and report.
-type chFlags struct {
-	addr, db, user, password, compression string
-}
-
-func (c *chFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "clickhouse", "127.0.0.1:9000", "ClickHouse native protocol `addresses`, comma-separated")
-	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
-	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
-	fs.StringVar(&c.password, "clickhouse-password", "", "`PASSWORD` of --clickhouse-user; none by default (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable: ps shows flags)")
-	fs.StringVar(&c.compression, "clickhouse-compression", "auto", "native protocol `compression`: auto (none to a loopback address, lz4 to others), lz4, zstd or none")
-}
-
-func (c *chFlags) config() sink.Config {
-	cfg := sink.DefaultConfig()
-	cfg.Addr = splitList(c.addr)
-	cfg.Database, cfg.Username, cfg.Password = c.db, c.user, c.password
-	cfg.Compression = c.compression
-	return cfg
-}
 
 func splitList(s string) []string {
 	var out []string
@@ -99,6 +79,14 @@ creates the schema. Point cmd/ingest at 127.0.0.1:19092. The
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
 points), GET /metrics, /healthz, /readyz.
 
+Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
+Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
+come from --kafka-sasl-password-file and --clickhouse-password-file or
+the TOOLAUDIT_KAFKA_SASL_PASSWORD and TOOLAUDIT_CLICKHOUSE_PASSWORD
+variables, never from flags (ps shows them). A broker that refuses the
+TLS handshake or the SASL authentication stops resolverd at start with
+an error saying what to check.
+
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 func runCommand(std stdio) *ffcli.Command {
@@ -108,6 +96,9 @@ func runCommand(std stdio) *ffcli.Command {
 	ch.register(fs)
 	sc := stream.DefaultConfig()
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	var kafka kafkaconf.Config
+	kafka.Register(fs)
+	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer (a refused TLS handshake or SASL authentication fails at once)")
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
@@ -148,18 +139,26 @@ func runCommand(std stdio) *ffcli.Command {
 			}
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
-			if err := ch.config().Validate(); err != nil {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if *embed != "" && (kafka.Enabled() || ch.secured(os.Getenv)) {
+				return usageError{errors.New("--embedded runs a plaintext broker and engine on loopback: drop the --kafka-tls*, --kafka-sasl-*, --clickhouse-tls* and password settings")}
+			}
+			chCfg, err := ch.config(os.Getenv, log)
+			if err != nil {
+				return usageError{err}
+			}
+			kafkaOpts, err := kafka.Opts(os.Getenv)
+			if err != nil {
 				return usageError{err}
 			}
 			m, err := resolve.ParseMode(*mode)
 			if err != nil {
 				return usageError{err}
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-				return usageError{fmt.Errorf("bad --log-level: %w", err)}
-			}
-			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				// A backlog must not grow the heap without bound: the GC works
 				// harder instead as the limit nears.
@@ -168,8 +167,10 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.Resolver = resolve.Resolver{Mode: m}
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
+			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
+				http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -182,13 +183,16 @@ func runCommand(std stdio) *ffcli.Command {
 }
 
 type daemonArgs struct {
-	stream   stream.Config
-	ch       sink.Config
-	http     string
-	pprof    bool
-	embedded string
-	ports    portFlags // of the embedded stack
-	migrate  bool
+	stream         stream.Config
+	ch             sink.Config
+	kafka          kafkaconf.Config
+	kafkaOpts      []kgo.Opt // kafka's, for the start-up check
+	connectTimeout time.Duration
+	http           string
+	pprof          bool
+	embedded       string
+	ports          portFlags // of the embedded stack
+	migrate        bool
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
@@ -213,6 +217,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
+	}
+	if err := checkKafka(ctx, log, a); err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -265,6 +272,25 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	log.Info("resolverd stopped", "err", err)
 	return err
+}
+
+// checkKafka fails fast when the brokers refuse the connection's TLS or
+// SASL, which the pipeline's clients would otherwise retry for as long as
+// the process lives (kafkaconf.Check), and waits up to --connect-timeout
+// for a broker to answer.
+func checkKafka(ctx context.Context, log *slog.Logger, a daemonArgs) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-check")}, a.kafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
+	defer cancel()
+	if err := a.kafka.Check(cctx, cl); err != nil {
+		return fmt.Errorf("kafka %v: %w", a.stream.Brokers, err)
+	}
+	log.Info("kafka connected", append([]any{"brokers", a.stream.Brokers}, a.kafka.Describe()...)...)
+	return nil
 }
 
 // chSink is the ClickHouse writer as the pipeline's sink: rows are encoded

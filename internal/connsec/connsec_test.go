@@ -1,0 +1,74 @@
+package connsec
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/tlstest"
+)
+
+func TestSecretRead(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, v string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := map[string]string{"PW": "from-env"}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct {
+		name       string
+		s          Secret
+		want, from string
+		err        string
+	}{
+		{"file with newline", Secret{File: file("a", "s3cret\n")}, "s3cret", "file", ""},
+		{"file with crlf", Secret{File: file("b", "s3cret\r\n")}, "s3cret", "file", ""},
+		{"inner spaces kept", Secret{File: file("c", " a b ")}, " a b ", "file", ""},
+		{"env", Secret{Env: "PW"}, "from-env", "environment variable PW", ""},
+		{"unset env", Secret{Env: "NONE"}, "", "", "no secret"},
+		{"both", Secret{File: file("d", "x"), Env: "PW"}, "", "", "keep one"},
+		{"empty file", Secret{File: file("e", "\n")}, "", "", "empty"},
+		{"missing file", Secret{File: filepath.Join(dir, "absent")}, "", "", "no such file"},
+		{"directory", Secret{File: dir}, "", "", "not a regular file"},
+		{"too large", Secret{File: file("f", strings.Repeat("x", maxSecret+1))}, "", "", "more than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, from, err := tc.s.Read(getenv)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Read = %q, %v; want an error saying %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want || !strings.HasPrefix(from, tc.from) {
+				t.Fatalf("Read = %q, %q, %v; want %q from %s", got, from, err, tc.want, tc.from)
+			}
+		})
+	}
+}
+
+func TestTLSConfig(t *testing.T) {
+	certs := tlstest.New(t)
+	if c, err := (TLS{}).Config(); c != nil || err != nil {
+		t.Fatalf("zero TLS: %v, %v", c, err)
+	}
+	c, err := TLS{ServerName: "x"}.Config()
+	if err != nil || c == nil || c.ServerName != "x" || c.RootCAs != nil {
+		t.Fatalf("server name alone turns TLS on with the system's CAs: %+v, %v", c, err)
+	}
+	c, err = TLS{CA: certs.CAFile, Cert: certs.ClientCertFile, Key: certs.ClientKeyFile}.Config()
+	if err != nil || c.RootCAs == nil || len(c.Certificates) != 1 {
+		t.Fatalf("mutual: %+v, %v", c, err)
+	}
+	if _, err := (TLS{Cert: certs.ClientCertFile, Key: certs.ServerKeyFile}).Config(); err == nil {
+		t.Fatal("a key that does not match its certificate was accepted")
+	}
+	if _, err := (TLS{Key: certs.ClientKeyFile}).Config(); err == nil {
+		t.Fatal("a key without its certificate was accepted")
+	}
+}
