@@ -45,6 +45,11 @@ type Options struct {
 	// StartTimeout bounds the wait for readiness; 0 means 60 s. A healthy
 	// start takes well under a second, the margin is for loaded CI machines.
 	StartTimeout time.Duration
+	// ConfigFile, when set, is a ClickHouse server configuration file
+	// (XML or YAML) passed as --config-file: remote_servers for a cluster
+	// of engines, macros, users. The ports and the path above win over
+	// its settings. The engine reads it once, at start.
+	ConfigFile string
 }
 
 // Server is a running engine child process. Its methods are safe for
@@ -117,14 +122,17 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: []string{
-		"clickhouse",
-		"--path=" + opts.Dir,
-		"--tcp_port=" + strconv.Itoa(tcpPort),
-		"--http_port=" + strconv.Itoa(httpPort),
+	argv := []string{"clickhouse"}
+	if opts.ConfigFile != "" {
+		argv = append(argv, "--config-file="+opts.ConfigFile)
+	}
+	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: append(argv,
+		"--path="+opts.Dir,
+		"--tcp_port="+strconv.Itoa(tcpPort),
+		"--http_port="+strconv.Itoa(httpPort),
 		"--listen_host=127.0.0.1",
-		"--query=SYSTEM START LISTEN QUERIES ALL; " + keepAlive,
-	}})
+		"--query=SYSTEM START LISTEN QUERIES ALL; "+keepAlive,
+	)})
 	if err != nil {
 		return nil, fmt.Errorf("chengine: %w", err)
 	}

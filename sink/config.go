@@ -127,6 +127,7 @@ type options struct {
 	reg     prometheus.Registerer
 	migrate bool
 	sync    bool
+	cluster *Cluster // WithCluster
 }
 
 // WithLogger logs through l. Default nil: no logging.

@@ -160,7 +160,7 @@ func TestMigrate(t *testing.T) {
 	// column it adds.
 	fsys := migrationsFS(t)
 	fsys["ddl/0005_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
-	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
+	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
 	if err != nil || !slices.Equal(applied, []string{"0005_note.sql"}) {
 		t.Fatalf("with 0005: applied %q, %v", applied, err)
 	}
@@ -173,7 +173,7 @@ func TestMigrate(t *testing.T) {
 	// An applied migration that changed is refused, before anything runs.
 	fsys["ddl/0001_decisions.sql"].Data = append(fsys["ddl/0001_decisions.sql"].Data, "\n-- edited\n"...)
 	fsys["ddl/0006_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
-	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
+	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
 	if !errors.Is(err, ErrChecksumMismatch) || len(applied) != 0 {
 		t.Fatalf("tampered: applied %q, err %v; want ErrChecksumMismatch", applied, err)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,19 +24,50 @@ func migrateCommand(std stdio) *ffcli.Command {
 	fs.SetOutput(std.err)
 	var ch chFlags
 	ch.register(fs)
+	var cf clusterFlags
+	cf.register(fs)
+	printDDL := fs.Bool("print", false, "with --cluster: print the statements a fresh database gets, connect to nothing")
 	return &ffcli.Command{
 		Name:       "migrate",
-		ShortUsage: "resolverd migrate [--clickhouse ADDR] [--database DB]",
+		ShortUsage: "resolverd migrate [--clickhouse ADDR] [--database DB] [--cluster NAME [--print]]",
 		ShortHelp:  "create or upgrade the ClickHouse schema",
 		LongHelp: `Creates the database if absent and applies the schema migrations
 (schema/ddl) that it has not applied yet, recording each in table
 schema_migrations. Idempotent: a second run applies nothing. Refuses to
-go on when an applied migration's text has changed since.`,
+go on when an applied migration's text has changed since.
+
+--cluster NAME lays the schema out on the ClickHouse cluster NAME of the
+servers' remote_servers: every statement ON CLUSTER, the tables
+Replicated per shard (decisions_local, decisions_by_minute_local,
+schema_migrations on every server) and Distributed tables decisions
+(sharded by cityHash64(call_key), so a redelivered call meets its first
+decision on its shard) and decisions_by_minute over them. It needs
+ClickHouse Keeper, macros {shard} and {replica} on every server and
+internal_replication=true on the cluster's shards. --print shows the
+statements. --cluster-replicated=false makes plain shards without
+replicas instead (no Keeper; run migrate against every server). Give
+resolverd run the same --cluster flags: a database laid out for one
+server refuses the other layout's migrations.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			cluster, err := cf.cluster()
+			if err != nil {
+				return usageError{err}
+			}
+			if *printDDL {
+				if cluster == nil {
+					return usageError{errors.New("--print needs --cluster")}
+				}
+				stmts, err := sink.ClusterStatements(*cluster, ch.db)
+				if err != nil {
+					return usageError{err}
+				}
+				fmt.Fprintln(std.out, strings.Join(stmts, ";\n\n")+";")
+				return nil
 			}
 			log := slog.New(slog.NewTextHandler(std.err, nil))
 			cfg, err := ch.config(os.Getenv, log)
@@ -47,7 +80,12 @@ go on when an applied migration's text has changed since.`,
 				return fmt.Errorf("clickhouse: %w", err)
 			}
 			defer conn.Close()
-			applied, err := sink.Migrate(ctx, conn, ch.db, log)
+			var applied []string
+			if cluster != nil {
+				applied, err = sink.MigrateCluster(ctx, conn, ch.db, *cluster, log)
+			} else {
+				applied, err = sink.Migrate(ctx, conn, ch.db, log)
+			}
 			if err != nil {
 				return err
 			}

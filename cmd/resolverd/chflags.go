@@ -70,3 +70,27 @@ func (c *chFlags) config(getenv func(string) string, log *slog.Logger) (sink.Con
 	}
 	return cfg, cfg.Validate()
 }
+
+// clusterFlags lay the schema out on a ClickHouse cluster (run's start-up
+// migration and migrate).
+type clusterFlags struct {
+	name       string
+	replicated bool
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.name, "cluster", "", "ClickHouse `CLUSTER` (of remote_servers) to lay the schema out on: tables per shard (NAME_local), Distributed tables over them, decisions sharded by cityHash64(call_key) (default: one server)")
+	fs.BoolVar(&c.replicated, "cluster-replicated", true, "with --cluster: Replicated engines and ON CLUSTER DDL, which need ClickHouse Keeper (false: plain shards without replicas; migrate every server)")
+}
+
+// cluster is the layout, nil for one server.
+func (c *clusterFlags) cluster() (*sink.Cluster, error) {
+	if c.name == "" {
+		return nil, nil
+	}
+	cl := sink.Cluster{Name: c.name, Replicated: c.replicated}
+	if err := cl.Validate(); err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
+	}
+	return &cl, nil
+}

@@ -87,6 +87,11 @@ variables, never from flags (ps shows them). A broker that refuses the
 TLS handshake or the SASL authentication stops resolverd at start with
 an error saying what to check.
 
+--cluster NAME writes to a ClickHouse cluster: the start-up migration
+lays the schema out on it (see resolverd migrate --help), and the
+decisions go through the Distributed table decisions, which acknowledges
+an INSERT once every shard has stored its rows.
+
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 func runCommand(std stdio) *ffcli.Command {
@@ -98,6 +103,8 @@ func runCommand(std stdio) *ffcli.Command {
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
 	var kafka kafkaconf.Config
 	kafka.Register(fs)
+	var cf clusterFlags
+	cf.register(fs)
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer (a refused TLS handshake or SASL authentication fails at once)")
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
@@ -147,11 +154,18 @@ func runCommand(std stdio) *ffcli.Command {
 			if *embed != "" && (kafka.Enabled() || ch.secured(os.Getenv)) {
 				return usageError{errors.New("--embedded runs a plaintext broker and engine on loopback: drop the --kafka-tls*, --kafka-sasl-*, --clickhouse-tls* and password settings")}
 			}
+			if *embed != "" && cf.name != "" {
+				return usageError{errors.New("--embedded runs one engine: drop --cluster")}
+			}
 			chCfg, err := ch.config(os.Getenv, log)
 			if err != nil {
 				return usageError{err}
 			}
 			kafkaOpts, err := kafka.Opts(os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			cluster, err := cf.cluster()
 			if err != nil {
 				return usageError{err}
 			}
@@ -170,7 +184,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
-				http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
+				cluster: cluster, http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -188,6 +202,7 @@ type daemonArgs struct {
 	kafka          kafkaconf.Config
 	kafkaOpts      []kgo.Opt // kafka's, for the start-up check
 	connectTimeout time.Duration
+	cluster        *sink.Cluster // nil: one server
 	http           string
 	pprof          bool
 	embedded       string
@@ -226,6 +241,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
 	if a.migrate {
 		opts = append(opts, sink.WithMigrate())
+	}
+	if a.cluster != nil {
+		opts = append(opts, sink.WithCluster(*a.cluster))
 	}
 	ch, err := sink.NewClickHouse(ctx, a.ch, opts...)
 	if err != nil {
