@@ -120,18 +120,19 @@ func (c Config) Opts(getenv func(string) string) ([]kgo.Opt, error) {
 // mechanism builds the SASL mechanism; its credentials are read at each
 // authentication (each new connection).
 func (c Config) mechanism(getenv func(string) string) (sasl.Mechanism, error) {
-	pw := connsec.Secret{File: c.SASLPasswordFile, Env: EnvSASLPassword}
-	password := func() (string, error) {
-		v, _, err := pw.Read(getenv)
-		if err != nil {
-			return "", fmt.Errorf("kafka sasl password: %w", err)
-		}
-		return v, nil
-	}
 	mech := strings.ToLower(c.SASLMechanism)
+	password := func() (string, error) { return "", nil }
 	if mech != MechanismAWSMSKIAM {
-		if _, err := password(); err != nil {
-			return nil, err
+		read, err := connsec.Secret{File: c.SASLPasswordFile, Env: EnvSASLPassword}.Reader(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("kafka sasl password: %w", err)
+		}
+		password = func() (string, error) {
+			v, err := read()
+			if err != nil {
+				return "", fmt.Errorf("kafka sasl password: %w", err)
+			}
+			return v, nil
 		}
 	}
 	user := c.SASLUser

@@ -14,8 +14,9 @@
 // The password is read from --kafka-sasl-password-file or, without it,
 // from the environment variable TOOLAUDIT_KAFKA_SASL_PASSWORD (the same
 // name for every command): never from a flag value, which ps shows, and
-// never logged. The file is read again at each authentication, so a
-// rotated Secret works from the next connection on. aws-msk-iam signs with
+// never logged. A regular file is read again at each authentication, so
+// a rotated Secret works from the next connection on (a pipe, read once,
+// keeps its first value). aws-msk-iam signs with
 // the static credentials of the standard variables AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, also read at each
 // authentication; credentials from instance roles or web identities need

@@ -1,6 +1,7 @@
 package connsec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,8 @@ func TestSecretRead(t *testing.T) {
 		{"both", Secret{File: file("d", "x"), Env: "PW"}, "", "", "keep one"},
 		{"empty file", Secret{File: file("e", "\n")}, "", "", "empty"},
 		{"missing file", Secret{File: filepath.Join(dir, "absent")}, "", "", "no such file"},
-		{"directory", Secret{File: dir}, "", "", "not a regular file"},
+		{"directory", Secret{File: dir}, "", "", "is a directory"},
+		{"pipe", Secret{File: pipe(t, "from-pipe\n")}, "from-pipe", "file", ""},
 		{"too large", Secret{File: file("f", strings.Repeat("x", maxSecret+1))}, "", "", "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,5 +72,52 @@ func TestTLSConfig(t *testing.T) {
 	}
 	if _, err := (TLS{Key: certs.ClientKeyFile}).Config(); err == nil {
 		t.Fatal("a key without its certificate was accepted")
+	}
+}
+
+// pipe returns the read end of a pipe holding v, as /dev/fd/N, the way
+// bash's <(...) passes a secret.
+func pipe(t *testing.T, v string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if _, err := w.WriteString(v); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return fmt.Sprintf("/dev/fd/%d", r.Fd())
+}
+
+// TestSecretReader: a regular file is read again at each use (rotation);
+// a pipe, read once, keeps its first value.
+func TestSecretReader(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read, err := Secret{File: file}.Reader(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := read(); v != "two" || err != nil {
+		t.Fatalf("after rotation: %q, %v", v, err)
+	}
+	read, err = Secret{File: pipe(t, "piped")}.Reader(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if v, err := read(); v != "piped" || err != nil {
+			t.Fatalf("pipe: %q, %v", v, err)
+		}
+	}
+	if _, err := (Secret{File: file + ".absent"}).Reader(os.Getenv); err == nil {
+		t.Fatal("a missing file is not an error at start")
 	}
 }

@@ -3,7 +3,7 @@ package connsec
 import (
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"strings"
 )
 
@@ -60,10 +60,24 @@ func (s Secret) Given(getenv func(string) string) bool {
 	return s.File != "" || (s.Env != "" && getenv(s.Env) != "")
 }
 
-func readFull(r io.Reader, b []byte) (int, error) {
-	n, err := io.ReadFull(r, b)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		err = nil
+// Reader reads the secret once now (so a missing file fails at start)
+// and returns a function that gives it at each use: read again from a
+// regular file, so that a rotated Secret (updated in place in its mounted
+// volume) takes effect, and the first value otherwise (a variable, or a
+// pipe such as bash's <(...), which can be read once).
+func (s Secret) Reader(getenv func(string) string) (func() (string, error), error) {
+	first, _, err := s.Read(getenv)
+	if err != nil {
+		return nil, err
 	}
-	return n, err
+	if s.File == "" {
+		return func() (string, error) { return first, nil }, nil
+	}
+	if fi, err := os.Stat(s.File); err != nil || !fi.Mode().IsRegular() {
+		return func() (string, error) { return first, nil }, nil
+	}
+	return func() (string, error) {
+		v, _, err := s.Read(getenv)
+		return v, err
+	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -89,30 +90,20 @@ func (t TLS) Config() (*tls.Config, error) {
 	return c, nil
 }
 
-// readBounded reads file, refusing one larger than limit bytes.
+// readBounded reads file, refusing one larger than limit bytes. Pipes
+// are fine (bash's <(...) hands a secret over as /dev/fd/N).
 func readBounded(file string, limit int64) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", file)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d a file of this kind may have", file, fi.Size(), limit)
-	}
-	b := make([]byte, fi.Size()+1) // +1: sees a file that grew since Stat
-	n, err := readFull(f, b)
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if int64(n) > limit {
+	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: more than the %d bytes a file of this kind may have", file, limit)
 	}
-	return b[:n], nil
+	return b, nil
 }
