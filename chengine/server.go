@@ -81,6 +81,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("chengine: Options.Dir is required")
 	}
+	if !built {
+		return nil, serve("", nil) // errNotBuilt: see serve_none.go
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
