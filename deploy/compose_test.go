@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
-	"sigs.k8s.io/yaml"
 )
 
 // loadCompose loads compose/compose.yaml as `docker compose` does, into
@@ -197,14 +195,8 @@ type prometheusConfig struct {
 // scrapes fails t unless prometheus.yml scrapes /metrics at target.
 func scrapes(t *testing.T, target string) {
 	t.Helper()
-	b, err := os.ReadFile("compose/prometheus.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var c prometheusConfig
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, "compose/prometheus.yml", &c)
 	for _, sc := range c.ScrapeConfigs {
 		for _, st := range sc.StaticConfigs {
 			if slices.Contains(st.Targets, target) && (sc.MetricsPath == "" || sc.MetricsPath == "/metrics") {

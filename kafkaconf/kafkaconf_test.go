@@ -175,18 +175,10 @@ func TestCheckWaitsForABroker(t *testing.T) {
 func TestPasswordFileReread(t *testing.T) {
 	c := broker{sasl: [][3]string{{"SCRAM-SHA-256", "u", "new"}}}.start(t, nil)
 	file := secretFile(t, "old")
-	opts, err := Config{SASLMechanism: "scram-sha-256", SASLUser: "u", SASLPasswordFile: file}.Opts(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.ListenAddrs()...))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cfg := Config{SASLMechanism: "scram-sha-256", SASLUser: "u", SASLPasswordFile: file}
+	cl := client(t, cfg, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cfg := Config{SASLMechanism: "scram-sha-256", SASLUser: "u", SASLPasswordFile: file}
 	if err := cfg.Check(ctx, cl); !errors.Is(err, ErrRefused) {
 		t.Fatalf("stale password: Check = %v", err)
 	}
@@ -273,6 +265,18 @@ func TestTLSToPlaintext(t *testing.T) {
 	certs := tlstest.New(t)
 	c := broker{}.start(t, certs)
 	cfg := Config{TLS: connsec.TLS{CA: certs.CAFile}}
+	cl := client(t, cfg, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := cfg.Check(ctx, cl); err == nil || !strings.Contains(err.Error(), "plaintext listener") {
+		t.Fatalf("Check = %v", err)
+	}
+}
+
+// client is a client of cluster c with cfg's options, closed at the end
+// of the test.
+func client(t *testing.T, cfg Config, c *kfake.Cluster) *kgo.Client {
+	t.Helper()
 	opts, err := cfg.Opts(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -281,12 +285,8 @@ func TestTLSToPlaintext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := cfg.Check(ctx, cl); err == nil || !strings.Contains(err.Error(), "plaintext listener") {
-		t.Fatalf("Check = %v", err)
-	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // TestRefusal: the errors a real Kafka broker answers with (which kfake,
