@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -214,6 +215,25 @@ func (l *clusterLayout) distributed(db string, replace bool) []string {
 	return out
 }
 
+// upToDate reports whether db holds every table of the layout and has
+// applied every migration of ms, unchanged: then MigrateCluster has
+// nothing to do. Any doubt (an error, a missing table) says no, and the
+// full migration decides.
+func (l *clusterLayout) upToDate(ctx context.Context, conn driver.Conn, db string, ms []migration) bool {
+	done, err := appliedMigrations(ctx, conn, "`"+db+"`")
+	if err != nil {
+		return false
+	}
+	for _, m := range ms {
+		if r, ok := done[m.version]; !ok || r.checksum != m.checksum {
+			return false
+		}
+	}
+	var n uint64
+	err = conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?)", db, l.tables).Scan(&n)
+	return err == nil && int(n) == len(l.tables)
+}
+
 // checkLayout refuses to migrate db into the other layout than the one
 // its decisions table has: a single-server table under a cluster
 // migration, or a Distributed one under a single-server migration (which
@@ -222,7 +242,7 @@ func checkLayout(ctx context.Context, conn driver.Conn, db string, cluster *Clus
 	var engine string
 	err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = 'decisions'", db).Scan(&engine)
 	if err != nil {
-		if strings.Contains(err.Error(), "no rows") {
+		if errors.Is(err, sql.ErrNoRows) {
 			return nil // a fresh database
 		}
 		return fmt.Errorf("sink: migrate: layout: %w", err)

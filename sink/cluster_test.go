@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 var updateClusterDDL = flag.Bool("update-cluster-ddl", false, "rewrite testdata/cluster_replicated.sql")
@@ -133,6 +134,16 @@ func TestTwoShards(t *testing.T) {
 	w := newWriterAt(t, srvs[0].Addr(), db, WithCluster(cl)) // migrates again: nothing to apply
 	if applied, err := MigrateCluster(ctx, w.Conn(), db, cl, nil); err != nil || len(applied) != 0 {
 		t.Fatalf("second migration: %v, %v", applied, err)
+	}
+	ms, err := loadMigrations(schema.Migrations, "ddl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !newClusterLayout(cl, ms).upToDate(ctx, w.Conn(), db, ms) { // so a restart runs no ON CLUSTER DDL
+		t.Fatal("a migrated cluster database is not up to date")
+	}
+	if newClusterLayout(cl, ms).upToDate(ctx, w.Conn(), "cluster_absent", ms) {
+		t.Fatal("an absent database is up to date")
 	}
 
 	first := mkRows("a1", 0, 10000, base.Add(time.Hour))

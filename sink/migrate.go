@@ -110,6 +110,12 @@ ORDER BY version`,
 	if err := checkLayout(ctx, conn, db, cluster); err != nil {
 		return nil, err
 	}
+	if layout != nil && layout.upToDate(ctx, conn, db, ms) {
+		// No DDL at all: ON CLUSTER statements wait for every server, so
+		// even an idempotent one would hold up (or fail) the start of an
+		// instance while a server is down.
+		return nil, nil
+	}
 	for _, stmt := range bootstrap {
 		if err := conn.Exec(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("sink: migrate: %w", err)
