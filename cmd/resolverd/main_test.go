@@ -108,6 +108,8 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--clickhouse-password-file", "/nonexistent/pw"}, "no such file"},
 		{[]string{"--clickhouse-tls-ca", "/nonexistent/ca.pem"}, "no such file"},
 		{[]string{"--clickhouse-password", "x"}, "flag provided but not defined"},
+		{[]string{"--connect-timeout", "0s"}, "--connect-timeout"},
+		{[]string{"--cluster", "two shards"}, "--cluster"},
 	} {
 		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
 		code, _, stderr := runCmd(t, "", args...)

@@ -154,6 +154,9 @@ func runCommand(std stdio) *ffcli.Command {
 			if *embed != "" && (kafka.Enabled() || ch.secured(os.Getenv)) {
 				return usageError{errors.New("--embedded runs a plaintext broker and engine on loopback: drop the --kafka-tls*, --kafka-sasl-*, --clickhouse-tls* and password settings")}
 			}
+			if *connectTimeout <= 0 {
+				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", *connectTimeout)}
+			}
 			if *embed != "" && cf.name != "" {
 				return usageError{errors.New("--embedded runs one engine: drop --cluster")}
 			}
