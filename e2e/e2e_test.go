@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolaudit/toolaudit/htb"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 var resolverd string // the binary under test
@@ -153,8 +155,8 @@ func (e *env) connect() driver.Conn {
 	return e.conn
 }
 
-// produce sends records to a topic, keyed by their session (calls) or
-// registry/server (listings), paced over `over`.
+// produce sends records to a topic, keyed as the contract says (schema's
+// keys), paced over `over`.
 func (e *env) produce(topic string, lines [][]byte, over time.Duration) {
 	e.t.Helper()
 	ctx := context.Background()
@@ -162,9 +164,9 @@ func (e *env) produce(topic string, lines [][]byte, over time.Duration) {
 	for i := 0; i < len(lines); i += chunk {
 		var rs []*kgo.Record
 		for _, l := range lines[i:min(i+chunk, len(lines))] {
-			key := field(string(l), "session_id")
+			key := schema.CallKey(field(string(l), "session_id"), field(string(l), "agent_id"))
 			if topic == "tool-listings" {
-				key = field(string(l), "registry") + "/" + field(string(l), "server")
+				key = schema.ListingKey(field(string(l), "registry"), field(string(l), "server"))
 			}
 			rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(key), Value: l})
 		}
@@ -566,7 +568,11 @@ func TestMigrateAndReport(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := migrate(); !strings.Contains(out, "applied 4 migration(s)") {
+	files, err := fs.Glob(schema.Migrations, "ddl/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := migrate(); !strings.Contains(out, fmt.Sprintf("applied %d migration(s)", len(files))) {
 		t.Fatalf("first migrate:\n%s", out)
 	}
 	if out := migrate(); !strings.Contains(out, "applied 0 migration(s)") {

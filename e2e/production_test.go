@@ -32,7 +32,7 @@ func TestClusterKill9(t *testing.T) {
 	e.db = "e2e_cluster"
 	for _, s := range srvs { // no Keeper, no ON CLUSTER: each server is migrated
 		out, err := exec.Command(resolverd, "migrate", "--clickhouse", s.Addr(), "--database", e.db, "--cluster", "two", "--cluster-replicated=false").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "applied 4 migration(s)") {
+		if err != nil || !strings.Contains(string(out), "applied ") || strings.Contains(string(out), "applied 0 ") {
 			t.Fatalf("migrate %s: %v\n%s", s.Addr(), err, out)
 		}
 	}

@@ -67,50 +67,25 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // line renders the call event, emitted at t.
 func (c callSpec) line(id string, t time.Time) []byte {
-	ev := obj{
-		"type":       "call",
-		"event_id":   id,
-		"emitted_at": string(schema.AppendTime(nil, t)),
-		"registry":   c.registry,
-		"agent_id":   c.agent,
-		"session_id": fmt.Sprintf("s-%s", id),
-		"model":      "htb-scripted",
-		"provider":   "htb",
-		"surface":    "raw_json",
-		"tool":       c.tool,
-		"arguments":  c.args,
+	ev := schema.Call{
+		EventID: id, EmittedAt: t, Registry: c.registry, AgentID: c.agent,
+		SessionID: fmt.Sprintf("s-%s", id), Model: "htb-scripted", Provider: "htb", Surface: "raw_json",
+		Tool: c.tool, Server: c.server, SeenDigest: c.seen, Visible: c.visible, HasVisible: c.visible != nil,
 	}
-	if c.server != "" {
-		ev["server"] = c.server
-	}
-	if c.seen != "" {
-		ev["seen_digest"] = c.seen
-	}
-	if c.visible != nil {
-		vis := make([]any, len(c.visible))
-		for i, v := range c.visible {
-			vis[i] = v
-		}
-		ev["visible"] = vis
-	}
-	return mustJSON(ev)
+	return schema.AppendCall(nil, &ev, schema.CallArgs{JSON: mustJSON(c.args)})
 }
 
 // listingLine renders a listing event.
 func listingLine(id, registry, server string, trust int, at time.Time, tools []obj) []byte {
-	ts := make([]any, len(tools))
+	raw := make([][]byte, len(tools))
 	for i, t := range tools {
-		ts[i] = t
+		raw[i] = mustJSON(t)
 	}
-	return mustJSON(obj{
-		"type": "listing", "event_id": id, "observed_at": string(schema.AppendTime(nil, at)),
-		"registry": registry, "server": server, "trust": trust, "op": "snapshot", "tools": ts,
-	})
+	l := schema.Listing{EventID: id, ObservedAt: at, Registry: registry, Server: server, Trust: trust, Op: schema.OpSnapshot}
+	return schema.AppendListing(nil, &l, raw)
 }
 
 func removeLine(id, registry, server string, at time.Time) []byte {
-	return mustJSON(obj{
-		"type": "listing", "event_id": id, "observed_at": string(schema.AppendTime(nil, at)),
-		"registry": registry, "server": server, "op": "remove",
-	})
+	l := schema.Listing{EventID: id, ObservedAt: at, Registry: registry, Server: server, Op: schema.OpRemove}
+	return schema.AppendListing(nil, &l, nil)
 }

@@ -115,11 +115,7 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) {
 	defer h.decoders.Put(dec)
 	var c schema.Call
 	var d schema.Decision
-	if err := dec.Decode(body, &c); err != nil {
-		resolve.Malformed(err, &d)
-	} else {
-		h.cfg.Resolver.Resolve(h.cfg.Store.Snapshot(), &c, &d)
-	}
+	h.cfg.Resolver.Decide(h.cfg.Store.Snapshot(), dec, body, &c, &d)
 	out := d.AppendJSON(body[len(body):])
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(append(out, '\n'))

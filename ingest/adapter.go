@@ -86,11 +86,7 @@ func emitCalls(c Context, fallback Meta, calls []callAt, emit func(Event) error)
 		if id == "" {
 			id = hashID("c-", c.Source, c.Line, i)
 		}
-		ev, err := newCall(ca.tc, meta, id)
-		if err != nil {
-			return fmt.Errorf("encode call %d: %w", i, err)
-		}
-		events = append(events, ev)
+		events = append(events, newCall(ca.tc, meta, id))
 	}
 	for _, w := range warnings {
 		c.warn(w)

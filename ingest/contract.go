@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"time"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // convertEvent passes a contract event through unchanged once it can be
@@ -34,7 +36,7 @@ func convertEvent(line []byte, c Context, emit func(Event) error) error {
 	if kind == KindCall {
 		ev.Key = callKey(o.str("session_id"), o.str("agent_id"))
 	} else {
-		ev.Key = listingKey(o.str("registry"), o.str("server"))
+		ev.Key = []byte(schema.ListingKey(o.str("registry"), o.str("server")))
 	}
 	ts := o.str(timeField)
 	if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {

@@ -70,7 +70,9 @@
 //
 // # Records
 //
-// A call's key is its session_id, else its agent_id, else none; a listing's
-// key is registry + "/" + server. The record timestamp is the event's own
-// time (emitted_at, observed_at).
+// Events are encoded by package schema (schema.AppendCall,
+// schema.AppendListing), which also decodes them, and keyed by its rule: a
+// call's key is its session_id, else its agent_id, else none; a listing's
+// key is registry + "/" + server (schema.CallKey, schema.ListingKey). The
+// record timestamp is the event's own time (emitted_at, observed_at).
 package ingest

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Kind is what an event is, and so which topic it goes to.
@@ -41,42 +43,8 @@ type Event struct {
 	Value     []byte
 }
 
-// TimeLayout is how converted events write their times: RFC 3339, UTC,
-// milliseconds, as in the contract's examples.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
-
-// callEvent is the contract's call event as this package writes it.
-// Optional fields are left out when empty; the context fields are always
-// written, empty when unknown.
-type callEvent struct {
-	Type         string          `json:"type"`
-	EventID      string          `json:"event_id"`
-	EmittedAt    string          `json:"emitted_at"`
-	Registry     string          `json:"registry"`
-	AgentID      string          `json:"agent_id"`
-	SessionID    string          `json:"session_id"`
-	Model        string          `json:"model"`
-	Provider     string          `json:"provider"`
-	Surface      string          `json:"surface"`
-	Tool         string          `json:"tool"`
-	Server       string          `json:"server"`
-	Arguments    json.RawMessage `json:"arguments,omitempty"`
-	ArgumentsRaw *string         `json:"arguments_raw,omitempty"`
-	SeenDigest   string          `json:"seen_digest,omitempty"`
-	Visible      []string        `json:"visible,omitempty"`
-}
-
-// listingEvent is the contract's listing event.
-type listingEvent struct {
-	Type       string            `json:"type"`
-	EventID    string            `json:"event_id"`
-	ObservedAt string            `json:"observed_at"`
-	Registry   string            `json:"registry"`
-	Server     string            `json:"server"`
-	Trust      int               `json:"trust"`
-	Op         string            `json:"op"`
-	Tools      []json.RawMessage `json:"tools"`
-}
+// TimeLayout is how converted events write their times (schema.TimeLayout).
+const TimeLayout = schema.TimeLayout
 
 // toolCall is what every adapter extracts from its format before the
 // context is applied.
@@ -135,11 +103,10 @@ func hashID(prefix, source string, line, index int) string {
 }
 
 // newCall builds the call event of tc under meta.
-func newCall(tc toolCall, meta Meta, id string) (Event, error) {
-	ev := callEvent{
-		Type:       "call",
+func newCall(tc toolCall, meta Meta, id string) Event {
+	c := schema.Call{
 		EventID:    id,
-		EmittedAt:  meta.Time.UTC().Format(TimeLayout),
+		EmittedAt:  meta.Time,
 		Registry:   meta.Registry,
 		AgentID:    meta.AgentID,
 		SessionID:  meta.SessionID,
@@ -149,60 +116,44 @@ func newCall(tc toolCall, meta Meta, id string) (Event, error) {
 		Tool:       tc.name,
 		Server:     meta.Server,
 		SeenDigest: meta.SeenDigests[tc.name],
-		Visible:    meta.Visible,
+		Visible:    meta.Visible, // an empty list is left out, as it always was
 	}
+	var args schema.CallArgs
 	if tc.args.valid {
-		ev.Arguments = tc.args.json
+		args.JSON = tc.args.json
 	} else {
-		ev.ArgumentsRaw = tc.args.raw
+		args.Raw = tc.args.raw
 	}
-	value, err := marshal(ev)
-	if err != nil {
-		return Event{}, err
-	}
-	return Event{Kind: KindCall, Key: callKey(meta.SessionID, meta.AgentID), Timestamp: meta.Time, Value: value}, nil
+	return Event{Kind: KindCall, Key: callKey(meta.SessionID, meta.AgentID), Timestamp: meta.Time,
+		Value: schema.AppendCall(nil, &c, args)}
 }
 
 // newListing builds a snapshot listing event.
-func newListing(meta Meta, id string, tools []json.RawMessage) (Event, error) {
-	if tools == nil {
-		tools = []json.RawMessage{}
-	}
-	trust := 0
-	if meta.Trust != nil {
-		trust = *meta.Trust
-	}
-	value, err := marshal(listingEvent{
-		Type:       "listing",
+func newListing(meta Meta, id string, tools []json.RawMessage) Event {
+	l := schema.Listing{
 		EventID:    id,
-		ObservedAt: meta.Time.UTC().Format(TimeLayout),
+		ObservedAt: meta.Time,
 		Registry:   meta.Registry,
 		Server:     meta.Server,
-		Trust:      trust,
-		Op:         "snapshot",
-		Tools:      tools,
-	})
-	if err != nil {
-		return Event{}, err
+		Op:         schema.OpSnapshot,
 	}
-	return Event{Kind: KindListing, Key: listingKey(meta.Registry, meta.Server), Timestamp: meta.Time, Value: value}, nil
+	if meta.Trust != nil {
+		l.Trust = *meta.Trust
+	}
+	raw := make([][]byte, len(tools))
+	for i, t := range tools {
+		raw[i] = t
+	}
+	return Event{Kind: KindListing, Key: []byte(l.Key()), Timestamp: meta.Time,
+		Value: schema.AppendListing(nil, &l, raw)}
 }
 
-// callKey is a call's record key: the session, else the agent, else none.
+// callKey is a call's record key (schema.CallKey), nil for none.
 func callKey(session, agent string) []byte {
-	switch {
-	case session != "":
-		return []byte(session)
-	case agent != "":
-		return []byte(agent)
-	default:
-		return nil
+	if k := schema.CallKey(session, agent); k != "" {
+		return []byte(k)
 	}
-}
-
-// listingKey is a listing's record key.
-func listingKey(registry, server string) []byte {
-	return []byte(registry + "/" + server)
+	return nil
 }
 
 // marshal encodes v without HTML escaping, so tool text stays as written.

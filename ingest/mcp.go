@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // MCPAdapter converts MCP JSON-RPC messages: tools/call requests become
@@ -79,7 +81,7 @@ func (a *MCPAdapter) Convert(line []byte, c Context, emit func(Event) error) err
 // page.
 func (a *MCPAdapter) page(c Context, tools []json.RawMessage, next string, emit func(Event) error) error {
 	meta := c.resolve(Meta{}, mcpFallback)
-	key := string(listingKey(meta.Registry, meta.Server))
+	key := schema.ListingKey(meta.Registry, meta.Server)
 	p := a.pending[key]
 	if p == nil {
 		p = &mcpPages{line: c.Line, meta: meta}
@@ -105,11 +107,7 @@ func (a *MCPAdapter) page(c Context, tools []json.RawMessage, next string, emit 
 		}
 		return nil // reported on the first page
 	}
-	ev, err := newListing(p.meta, hashID("l-", c.Source, p.line, 0), p.tools)
-	if err != nil {
-		return fmt.Errorf("encode listing: %w", err)
-	}
-	return emit(ev)
+	return emit(newListing(p.meta, hashID("l-", c.Source, p.line, 0), p.tools))
 }
 
 // Flush reports every pagination still open as an error on its first line,

@@ -220,10 +220,8 @@ func (w *worker) run(c *chunk) {
 		if l.end < 0 {
 			w.d.Reset()
 			w.d.Set(schema.Malformed, "line longer than "+strconv.Itoa(w.maxLine)+" bytes")
-		} else if err := w.dec.Decode(c.in[l.start:l.end], &w.call); err != nil {
-			resolve.Malformed(err, &w.d)
 		} else {
-			w.res.Resolve(w.snap, &w.call, &w.d)
+			w.res.Decide(w.snap, &w.dec, c.in[l.start:l.end], &w.call, &w.d)
 		}
 		c.counts[w.d.Class.Index()]++
 		c.out = w.d.AppendJSON(c.out)

@@ -80,8 +80,8 @@ type Listing struct {
 	Tools      []Tool // empty for OpRemove
 }
 
-// Key is the Kafka key of a listing event: "registry/server".
-func (l *Listing) Key() string { return l.Registry + "/" + l.Server }
+// Key is the Kafka key of a listing event (ListingKey).
+func (l *Listing) Key() string { return ListingKey(l.Registry, l.Server) }
 
 // Tool is one MCP Tool object of a listing. Only the fields the resolver
 // reads are decoded; title, annotations, outputSchema and the rest are
@@ -112,13 +112,8 @@ type Call struct {
 	HasVisible bool     // visible was present (an empty list is a frontier too)
 }
 
-// Key is the Kafka key of a call: session_id, or agent_id without a session.
-func (c *Call) Key() string {
-	if c.SessionID != "" {
-		return c.SessionID
-	}
-	return c.AgentID
-}
+// Key is the Kafka key of a call event (CallKey).
+func (c *Call) Key() string { return CallKey(c.SessionID, c.AgentID) }
 
 // Decision is the outcome of resolving one call (spec v1, "Decision").
 type Decision struct {

@@ -15,7 +15,8 @@ import (
 
 // Row is one decision as the pipeline stores it (the ClickHouse row of
 // table decisions): the decision, the call's identity and context, the
-// versions that produced it and the Kafka record it came from.
+// versions that produced it and the Kafka record it came from. Columns
+// lists its fields with their columns; a new field goes there too.
 type Row struct {
 	Decision
 
@@ -26,6 +27,18 @@ type Row struct {
 	AnalysisID    string
 	ResolverBuild string
 	PolicyVersion string // mode and rules the decision was made under
+
+	// Source is who decided: SourceStream, SourceAPI, SourceGateway or
+	// SourceReanalysis. The store keeps one row per (AnalysisID, CallKey,
+	// Source): a call decided in the call path and again from the stream
+	// has both rows.
+	Source Source
+	// Action is what the enforcement point reports it did with the
+	// verdict: ActionEnforced, ActionObserved, or "" (unknown).
+	Action Action
+	// SuggestedTool is, for H1 and M1, the valid name of the registry
+	// version nearest to the emitted one; "" otherwise.
+	SuggestedTool string
 
 	Registry  string
 	AgentID   string
@@ -50,6 +63,27 @@ type Row struct {
 	Partition int32
 	Offset    int64
 }
+
+// Source is who decided a call (wire contract v1.1).
+type Source string
+
+// Sources of decisions.
+const (
+	SourceStream     Source = "stream"     // decided from the calls topic
+	SourceAPI        Source = "api"        // answered by POST /v1/resolve
+	SourceGateway    Source = "gateway"    // decided in the MCP gateway
+	SourceReanalysis Source = "reanalysis" // resolverd reanalyze
+)
+
+// Action is what an enforcement point reports it did with a verdict (wire
+// contract v1.1); the verdict is the resolver's, the action the host's.
+type Action string
+
+// Actions; the zero value is unknown.
+const (
+	ActionEnforced Action = "enforced"
+	ActionObserved Action = "observed"
+)
 
 // FillCall copies the call's identity and context into r.
 func (r *Row) FillCall(c *Call) {

@@ -56,48 +56,48 @@ func (c *ClickHouse) NewBatch() *Batch {
 		var app func(*schema.Row, time.Time) bool
 		var reset func()
 		switch {
-		case col.str != nil && col.chType == tLC:
+		case col.Str != nil && col.Type == schema.TypeLowCardinality:
 			lc := new(lcStr)
 			data, reset = lc, lc.Reset
 			b.lcs = append(b.lcs, lc)
-			app = func(r *schema.Row, _ time.Time) bool { lc.Append(*col.str(r)); return false }
-		case col.str != nil:
+			app = func(r *schema.Row, _ time.Time) bool { lc.Append(*col.Str(r)); return false }
+		case col.Str != nil:
 			s := new(wireStr)
 			data, reset = s, s.Reset
 			b.strs = append(b.strs, s)
-			app = func(r *schema.Row, _ time.Time) bool { s.Append(*col.str(r)); return false }
-		case col.boolean != nil:
+			app = func(r *schema.Row, _ time.Time) bool { s.Append(*col.Str(r)); return false }
+		case col.Bool != nil:
 			v := new(proto.ColBool)
 			data, reset = v, v.Reset
 			b.perRow++
-			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.boolean(r)); return false }
-		case col.tm != nil:
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.Bool(r)); return false }
+		case col.Time != nil:
 			v := new(proto.ColDateTime64).WithPrecision(proto.PrecisionMilli).WithLocation(time.UTC)
 			data, reset = v, v.Reset
 			b.perRow += 8
 			app = func(r *schema.Row, now time.Time) bool {
-				t := *col.tm(r)
-				if t.IsZero() && col.zeroIsNow {
+				t := *col.Time(r)
+				if t.IsZero() && col.ZeroIsWriteTime {
 					t = now
 				}
 				t, cl := storeTime(t)
 				v.Append(t)
 				return cl
 			}
-		case col.i32 != nil:
+		case col.Int32 != nil:
 			v := new(proto.ColInt32)
 			data, reset = v, v.Reset
 			b.perRow += 4
-			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i32(r)); return false }
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.Int32(r)); return false }
 		default:
 			v := new(proto.ColInt64)
 			data, reset = v, v.Reset
 			b.perRow += 8
-			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.i64(r)); return false }
+			app = func(r *schema.Row, _ time.Time) bool { v.Append(*col.Int64(r)); return false }
 		}
 		b.appends = append(b.appends, app)
 		b.resets = append(b.resets, reset)
-		b.input = append(b.input, proto.InputColumn{Name: col.name, Data: data})
+		b.input = append(b.input, proto.InputColumn{Name: col.Name, Data: data})
 	}
 	return b
 }

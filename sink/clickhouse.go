@@ -190,11 +190,11 @@ func checkSchema(ctx context.Context, conn driver.Conn, db string) error {
 		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.decisions does not exist (run sink.Migrate)", ErrSchemaMismatch, db)}
 	}
 	for _, c := range columns {
-		switch typ, ok := have[c.name]; {
+		switch typ, ok := have[c.Name]; {
 		case !ok:
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions has no column %s", ErrSchemaMismatch, db, c.name)}
-		case typ != c.chType:
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions.%s is %s, want %s", ErrSchemaMismatch, db, c.name, typ, c.chType)}
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions has no column %s", ErrSchemaMismatch, db, c.Name)}
+		case typ != string(c.Type):
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions.%s is %s, want %s", ErrSchemaMismatch, db, c.Name, typ, c.Type)}
 		}
 	}
 	return nil

@@ -6,78 +6,9 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// colDef is one column of table decisions: its name, its type as
-// system.columns shows it, and the schema.Row field it stores (exactly one
-// accessor is set).
-type colDef struct {
-	name, chType string
-	str          func(*schema.Row) *string
-	boolean      func(*schema.Row) *bool
-	tm           func(*schema.Row) *time.Time
-	i32          func(*schema.Row) *int32
-	i64          func(*schema.Row) *int64
-	zeroIsNow    bool // a zero time is stored as the time of the Write
-}
-
-const (
-	tString = "String"
-	tLC     = "LowCardinality(String)"
-	tBool   = "Bool"
-	tTime   = "DateTime64(3, 'UTC')"
-)
-
-func strCol(name, typ string, f func(*schema.Row) *string) colDef {
-	return colDef{name: name, chType: typ, str: f}
-}
-
-func boolCol(name string, f func(*schema.Row) *bool) colDef {
-	return colDef{name: name, chType: tBool, boolean: f}
-}
-
-func timeCol(name string, f func(*schema.Row) *time.Time) colDef {
-	return colDef{name: name, chType: tTime, tm: f}
-}
-
-// columns are every field of schema.Row, in the order of the DDL
-// (schema/ddl/0001_decisions.sql). TestSchemaMatchesRow checks both ways.
-var columns = []colDef{
-	strCol("event_id", tString, func(r *schema.Row) *string { return &r.EventID }),
-	strCol("verdict", tLC, func(r *schema.Row) *string { return (*string)(&r.Verdict) }),
-	strCol("class", tLC, func(r *schema.Row) *string { return (*string)(&r.Class) }),
-	strCol("reason", tString, func(r *schema.Row) *string { return &r.Reason }),
-	strCol("path", tString, func(r *schema.Row) *string { return &r.Path }),
-	boolCol("coercible", func(r *schema.Row) *bool { return &r.Coercible }),
-	strCol("resolved_server", tLC, func(r *schema.Row) *string { return &r.ResolvedServer }),
-	strCol("resolved_tool", tLC, func(r *schema.Row) *string { return &r.ResolvedTool }),
-	strCol("registry_version", tLC, func(r *schema.Row) *string { return &r.RegistryVersion }),
-	boolCol("drift", func(r *schema.Row) *bool { return &r.Drift }),
-	strCol("seen_digest", tLC, func(r *schema.Row) *string { return &r.SeenDigest }),
-	strCol("current_digest", tLC, func(r *schema.Row) *string { return &r.CurrentDigest }),
-
-	strCol("call_key", tString, func(r *schema.Row) *string { return &r.CallKey }),
-	strCol("analysis_id", tLC, func(r *schema.Row) *string { return &r.AnalysisID }),
-	strCol("resolver_build", tLC, func(r *schema.Row) *string { return &r.ResolverBuild }),
-	strCol("policy_version", tLC, func(r *schema.Row) *string { return &r.PolicyVersion }),
-
-	strCol("registry", tLC, func(r *schema.Row) *string { return &r.Registry }),
-	strCol("agent_id", tLC, func(r *schema.Row) *string { return &r.AgentID }),
-	strCol("session_id", tString, func(r *schema.Row) *string { return &r.SessionID }),
-	strCol("model", tLC, func(r *schema.Row) *string { return &r.Model }),
-	strCol("provider", tLC, func(r *schema.Row) *string { return &r.Provider }),
-	strCol("surface", tLC, func(r *schema.Row) *string { return &r.Surface }),
-	strCol("tool", tLC, func(r *schema.Row) *string { return &r.Tool }),
-	strCol("server", tLC, func(r *schema.Row) *string { return &r.Server }),
-	timeCol("emitted_at", func(r *schema.Row) *time.Time { return &r.EmittedAt }),
-	{name: "decided_at", chType: tTime, tm: func(r *schema.Row) *time.Time { return &r.DecidedAt }, zeroIsNow: true},
-
-	strCol("args_shape", tString, func(r *schema.Row) *string { return &r.ArgsShape }),
-	strCol("args_hash", tString, func(r *schema.Row) *string { return &r.ArgsHash }),
-	strCol("args_raw", tString, func(r *schema.Row) *string { return &r.ArgsRaw }),
-
-	strCol("topic", tLC, func(r *schema.Row) *string { return &r.Topic }),
-	{name: "partition", chType: "Int32", i32: func(r *schema.Row) *int32 { return &r.Partition }},
-	{name: "offset", chType: "Int64", i64: func(r *schema.Row) *int64 { return &r.Offset }},
-}
+// columns are the table of schema.Row's fields (schema.Columns): the
+// INSERT's columns, the reads' and the types checked at start.
+var columns = schema.Columns()
 
 // columnList is "event_id, verdict, ..." for INSERT and SELECT.
 func columnList() string {
@@ -87,7 +18,7 @@ func columnList() string {
 			b = append(b, ", "...)
 		}
 		b = append(b, '`')
-		b = append(b, c.name...)
+		b = append(b, c.Name...)
 		b = append(b, '`')
 	}
 	return string(b)

@@ -119,14 +119,13 @@ func validDatabase(db string) error {
 	return nil
 }
 
-// Option configures a writer (NewClickHouse, NewJSONL).
+// Option configures NewClickHouse.
 type Option func(*options)
 
 type options struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	migrate bool
-	sync    bool
 	cluster *Cluster // WithCluster
 }
 
@@ -140,11 +139,6 @@ func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { 
 // WithMigrate makes NewClickHouse apply the schema migrations (Migrate)
 // before checking the table. Default off: the table must exist.
 func WithMigrate() Option { return func(o *options) { o.migrate = true } }
-
-// WithSync makes JSONL call Sync on its writer (an *os.File) after each batch,
-// so that an acknowledged batch is on disk. Default off (stdout and pipes
-// cannot sync).
-func WithSync() Option { return func(o *options) { o.sync = true } }
 
 func buildOptions(opts []Option) options {
 	var o options

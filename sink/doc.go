@@ -1,19 +1,23 @@
-// Package sink stores decisions: the batch writers at the end of the
-// pipeline, and the schema migrations of the ClickHouse store.
+// Package sink stores decisions in ClickHouse: the batch writer at the end
+// of the pipeline, the schema migrations of the store, and the reads that
+// tests, the demo and `resolverd report` make.
 //
-// A writer is a batch appender with one method, Write(ctx, rows): it stores
-// the whole batch and returns nil only once the store has acknowledged it, so
-// the caller may then commit the Kafka offsets of those rows (acks travel
-// with the data). The consumer defines its own one-method interface; both
-// writers here satisfy it:
+// The writer is a batch appender with one method, Write(ctx, rows): it
+// stores the whole batch and returns nil only once the store has
+// acknowledged it, so the caller may then commit the Kafka offsets of
+// those rows (acks travel with the data). The consumer defines its own
+// one-method interface. ClickHouse writes each batch as one native-protocol
+// INSERT into table decisions (see schema/ddl) and is safe for concurrent
+// use. A caller that gathers rows over time (the pipeline) appends them to
+// a Batch, which holds them already encoded as the INSERT's columns, and
+// writes that (batch.go): the same INSERT without a slice of rows held in
+// between. The columns, their types and the Row fields they store come
+// from one table, schema.Columns.
 //
-//   - ClickHouse writes each batch as one native-protocol INSERT into table
-//     decisions (see schema/ddl). Safe for concurrent use. A caller that
-//     gathers rows over time (the pipeline) appends them to a Batch, which
-//     holds them already encoded as the INSERT's columns, and writes that
-//     (batch.go): the same INSERT without a slice of rows held in between.
-//   - JSONL writes each row as one JSON object per line to an io.Writer
-//     (files, --sink jsonl). Safe for concurrent use.
+// Files of decisions are what `resolverd check` writes (schema.Decision's
+// JSON lines); there is no file sink for the pipeline, whose guarantee
+// (one decision per call, read with FINAL) rests on the table's
+// deduplication.
 //
 // # Errors and retries
 //

@@ -81,6 +81,7 @@ func mkRows(analysis string, from, n int, decided time.Time) []schema.Row {
 		r.RegistryVersion = "rv-1"
 		r.CallKey = r.EventID
 		r.AnalysisID, r.ResolverBuild, r.PolicyVersion = analysis, "test", "strict/v1"
+		r.Source = schema.SourceStream
 		r.Registry, r.AgentID, r.SessionID = "fleet-a", fmt.Sprintf("a-%d", k%100), fmt.Sprintf("s-%d", k%1000)
 		r.Model, r.Provider, r.Surface = "mistral-large-3", "bedrock", "raw_json"
 		r.Tool = r.ResolvedTool

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics of one writer kind ("clickhouse", "jsonl"), as const label sink.
+// metrics of one writer kind ("clickhouse"), as const label sink.
 type metrics struct {
 	rows    prometheus.Counter
 	batches prometheus.Counter

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -124,7 +125,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql"}; !slices.Equal(applied, want) {
+	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql"}; !slices.Equal(applied, want) {
 		t.Fatalf("first run applied %q, want %q", applied, want)
 	}
 	var ddl string
@@ -159,10 +160,10 @@ func TestMigrate(t *testing.T) {
 	// A new migration is applied alone, and the writer tolerates the
 	// column it adds.
 	fsys := migrationsFS(t)
-	fsys["ddl/0005_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
+	fsys["ddl/0099_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
 	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
-	if err != nil || !slices.Equal(applied, []string{"0005_note.sql"}) {
-		t.Fatalf("with 0005: applied %q, %v", applied, err)
+	if err != nil || !slices.Equal(applied, []string{"0099_note.sql"}) {
+		t.Fatalf("with 0099: applied %q, %v", applied, err)
 	}
 	w := newWriterAt(t, srv.Addr(), db)
 	mustWrite(t, w, mkRows("a", 0, 10, base))
@@ -172,7 +173,7 @@ func TestMigrate(t *testing.T) {
 
 	// An applied migration that changed is refused, before anything runs.
 	fsys["ddl/0001_decisions.sql"].Data = append(fsys["ddl/0001_decisions.sql"].Data, "\n-- edited\n"...)
-	fsys["ddl/0006_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
+	fsys["ddl/0100_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
 	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
 	if !errors.Is(err, ErrChecksumMismatch) || len(applied) != 0 {
 		t.Fatalf("tampered: applied %q, err %v; want ErrChecksumMismatch", applied, err)
@@ -180,12 +181,80 @@ func TestMigrate(t *testing.T) {
 	t.Log(err)
 	var exists uint8
 	if err := conn.QueryRow(ctx, "SELECT count() > 0 FROM system.tables WHERE database = ? AND name = 'more'", db).Scan(&exists); err != nil || exists != 0 {
-		t.Errorf("0006 ran despite the refusal (%v)", err)
+		t.Errorf("0100 ran despite the refusal (%v)", err)
 	}
 }
 
 func TestMigrateBadDatabase(t *testing.T) {
 	if _, err := Migrate(context.Background(), nil, "x; DROP DATABASE y", nil); err == nil {
 		t.Fatal("no error for a database name that is not an identifier")
+	}
+}
+
+// TestMigrateSource: after 0005, rows written before it read source
+// 'stream', and a call decided by the API and by the stream keeps both rows
+// under FINAL, while a redelivery of either is still one row.
+func TestMigrateSource(t *testing.T) {
+	srv := chenginetest.Server(t)
+	ctx := context.Background()
+	conn, err := Config{Addr: []string{srv.Addr()}}.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	db := testDB(t)
+	before := migrationsFS(t)
+	delete(before, "ddl/0005_decisions_source_action.sql")
+	if _, err := migrate(ctx, conn, db, before, "ddl", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "INSERT INTO "+db+".decisions (event_id, call_key, analysis_id, class, decided_at) VALUES ('old', 'old', 'a', 'OK', now64(3))"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Migrate(ctx, conn, db, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Instances of a rolling start migrate at once: a second run of each
+	// statement (the other instance's) must succeed.
+	ddl, err := schema.Migrations.ReadFile("ddl/0005_decisions_source_action.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range strings.SplitAfter(string(ddl), ";\n") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if err := conn.Exec(ctx, strings.ReplaceAll(stmt, "{db}", db)); err != nil {
+			t.Fatalf("0005 again: %v", err)
+		}
+	}
+	w := newWriterAt(t, srv.Addr(), db)
+	rows := mkRows("a", 0, 2, base) // two calls from the stream...
+	api := rows[0]
+	api.Source, api.Action, api.Class = schema.SourceAPI, schema.ActionEnforced, schema.H1
+	mustWrite(t, w, append(rows, api)) // ...the first also from the API
+	mustWrite(t, w, rows[:1])          // and redelivered from the stream
+
+	got := map[string]string{}
+	q, err := conn.Query(ctx, "SELECT call_key, source, action, class FROM "+db+".decisions FINAL ORDER BY call_key, source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q.Next() {
+		var key, src, act, class string
+		if err := q.Scan(&key, &src, &act, &class); err != nil {
+			t.Fatal(err)
+		}
+		got[key+"/"+src] = act + "/" + class
+	}
+	q.Close()
+	want := map[string]string{
+		"old/stream":                     "/OK",
+		rows[0].CallKey + "/stream":      "/" + string(rows[0].Class),
+		rows[0].CallKey + "/api":         "enforced/H1",
+		rows[1].CallKey + "/" + "stream": "/" + string(rows[1].Class),
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("rows under FINAL:\n got %v\nwant %v", got, want)
 	}
 }

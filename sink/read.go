@@ -81,16 +81,16 @@ func (c *ClickHouse) Rows(ctx context.Context, analysisID string, limit int) ([]
 		r := &out[len(out)-1]
 		for i, col := range columns {
 			switch {
-			case col.str != nil:
-				dest[i] = col.str(r)
-			case col.boolean != nil:
-				dest[i] = col.boolean(r)
-			case col.tm != nil:
-				dest[i] = col.tm(r)
-			case col.i32 != nil:
-				dest[i] = col.i32(r)
+			case col.Str != nil:
+				dest[i] = col.Str(r)
+			case col.Bool != nil:
+				dest[i] = col.Bool(r)
+			case col.Time != nil:
+				dest[i] = col.Time(r)
+			case col.Int32 != nil:
+				dest[i] = col.Int32(r)
 			default:
-				dest[i] = col.i64(r)
+				dest[i] = col.Int64(r)
 			}
 		}
 		if err := rows.Scan(dest...); err != nil {

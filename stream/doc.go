@@ -21,9 +21,12 @@
 // # Acks travel with the data
 //
 // Workers hand their rows, a few hundred at a time, to the pipeline's one
-// writer, which gathers the rows of every partition into a batch
-// (Config.BatchRows rows, or what it has after Config.BatchWait) and writes
-// it in three steps: the batch's bad records to the DLQ, the rows to the
+// writer (writer.go) as one value, a hand-off: the rows, the DLQ records
+// among them and the position to commit behind them. The writer copies
+// what it keeps, so a hand-off belongs to one side at a time. The writer
+// gathers the rows of every partition into a batch (Config.BatchRows
+// rows, or what it has after Config.BatchWait) and writes it in three
+// steps: the batch's bad records to the DLQ, the rows to the
 // Sink, then one commit of the offset after the last record of each
 // partition in the batch. Each step is retried with exponential backoff
 // (RetryMin to RetryMax) until it succeeds: a failing sink stalls the
@@ -52,24 +55,26 @@
 // revocation a partition's worker stops deciding, hands what it has
 // decided to the writer and waits until it is committed (within
 // Config.DrainTimeout), and exits before the callback returns; on loss it
-// exits at once. Once a worker has exited, no commit is issued for its
-// partition (the partition may have a new owner). Run
-// shuts down in two phases when its context ends: stop fetching, drain
-// every worker as on revocation, then leave the group and close the
-// clients.
+// exits at once. The writer commits a partition's offsets under the lease
+// of the worker that decided them; a worker releases its lease as it
+// exits, and from then on no commit for it is issued or in flight (the
+// partition may have a new owner). Run shuts down in two phases when its
+// context ends: stop fetching, drain every worker as on revocation, then
+// leave the group and close the clients.
 //
 // # Event time: ListingHold
 //
 // A call must be resolved against the listings observed before it was
-// emitted, whatever order the two topics deliver in. The listings reader
-// tracks caughtUpAsOf, the latest wall time T such that every listing
-// record produced before T has been applied: every ListingsPoll (default
-// 100ms) it lists the listings topic's end offsets at time T and, once the
-// applied positions reach them, caughtUpAsOf becomes T. No call is decided
-// before the first such catch-up; Ready reports it (and the group join).
+// emitted, whatever order the two topics deliver in. The hold is read on
+// one clock, the listings watermark (watermark.go): the latest wall time T
+// such that every listing record produced before T has been applied. Every
+// ListingsPoll (default 100ms) a prober lists the listings topic's end
+// offsets at time T and, once the listings reader's applied positions
+// reach them, the watermark becomes T. No call is decided before the first
+// such catch-up; Ready reports it (and the group join).
 //
 // Config.ListingHold (default 2s) covers listings that reach Kafka late: a
-// call that reached Kafka at A is decided only once caughtUpAsOf >= A +
+// call that reached Kafka at A is decided only once the watermark >= A +
 // ListingHold, so a listing produced up to ListingHold after the calls it
 // governs is applied before they are decided. A is bounded from above by
 // the time the poll that returned the record ended and by the same

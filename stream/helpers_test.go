@@ -21,12 +21,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, stops the ClickHouse engine if one started
+// (chenginetest), then checks that no goroutine outlived its test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withEngine{m}) }
+
+// withEngine runs the tests through chenginetest.Main.
+type withEngine struct{ m *testing.M }
+
+func (w withEngine) Run() int { return chenginetest.Main(w.m) }
 
 const (
 	callsTopic    = "tool-calls"
@@ -110,12 +118,9 @@ func keyOf(line []byte) []byte {
 	}
 	_ = json.Unmarshal(line, &e)
 	if e.Type == "listing" {
-		return []byte(e.Registry + "/" + e.Server)
+		return []byte(schema.ListingKey(e.Registry, e.Server))
 	}
-	if e.SessionID != "" {
-		return []byte(e.SessionID)
-	}
-	return []byte(e.AgentID)
+	return []byte(schema.CallKey(e.SessionID, e.AgentID))
 }
 
 func newProducer(t testing.TB, c *kfake.Cluster) *kgo.Client {

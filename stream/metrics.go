@@ -20,7 +20,6 @@ type metrics struct {
 	sinkRetries  prometheus.Counter
 	commitErrors prometheus.Counter
 	dlqRecords   prometheus.Counter
-	lag          *prometheus.GaugeVec
 	assigned     prometheus.Gauge
 	pauses       prometheus.Counter
 
@@ -32,11 +31,26 @@ type metrics struct {
 	registryVersions prometheus.Gauge
 }
 
+// partitionLag is one assigned calls partition's lag, for consumer_lag.
+type partitionLag struct {
+	topic     string
+	partition int32
+	lag       int64
+}
+
 // newMetrics registers the metrics on reg; a nil reg registers them
-// nowhere (they still count, nobody reads them).
-func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64) (*metrics, error) {
+// nowhere (they still count, nobody reads them). The two functions are
+// read at each scrape: caughtUpAge for listings_caught_up_age_seconds,
+// lags for consumer_lag; nil reads as -1 and as no partitions.
+func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64, lags func() []partitionLag) (*metrics, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+	}
+	if caughtUpAge == nil {
+		caughtUpAge = func() float64 { return -1 }
+	}
+	if lags == nil {
+		lags = func() []partitionLag { return nil }
 	}
 	const ns, sub = "toolaudit", "stream"
 	opts := func(name, help string) prometheus.Opts {
@@ -63,11 +77,8 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64) (*metrics
 		sinkRetries:  counter("sink_retries_total", "Failed sink writes that were retried."),
 		commitErrors: counter("commit_errors_total", "Failed offset commits (retried unless the partition left)."),
 		dlqRecords:   counter("dlq_records_total", "Undecodable call records produced to the DLQ topic."),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("consumer_lag",
-			"Records of an assigned calls partition not yet committed: high watermark (from fetches) minus committed offset.")),
-			[]string{"topic", "partition"}),
-		assigned: gauge("assigned_partitions", "Calls partitions assigned to this instance."),
-		pauses:   counter("partition_pauses_total", "Times a partition's fetching paused because its worker was behind (sink slow or failing)."),
+		assigned:     gauge("assigned_partitions", "Calls partitions assigned to this instance."),
+		pauses:       counter("partition_pauses_total", "Times a partition's fetching paused because its worker was behind (sink slow or failing)."),
 
 		listingsApplied: counter("listings_applied_total", "Listing events applied to the registry store."),
 		listingsBad:     counter("listings_bad_total", "Listing records that could not be decoded and were skipped."),
@@ -87,11 +98,17 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64) (*metrics
 	}
 	cs := []prometheus.Collector{
 		decisions, m.passthrough, m.batchRows, m.flushSeconds, m.sinkRetries, m.commitErrors,
-		m.dlqRecords, m.lag, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
+		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
 		m.listingIssues, m.listingLateness, m.registries, m.registryVersions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),
 			caughtUpAge),
+		lagCollector{
+			desc: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "consumer_lag"),
+				"Records of an assigned calls partition not yet committed: high watermark (from fetches) minus committed offset.",
+				[]string{"topic", "partition"}, nil),
+			lags: lags,
+		},
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -101,12 +118,22 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64) (*metrics
 	return m, nil
 }
 
-func (m *metrics) partitionLag(topic string, p int32) prometheus.Gauge {
-	return m.lag.WithLabelValues(topic, strconv.Itoa(int(p)))
+// lagCollector reports consumer_lag at scrape time from the partitions
+// assigned then: a partition's lag is the state of its worker and of the
+// writer's commits, which neither has to push anywhere, and a partition
+// that left has no series.
+type lagCollector struct {
+	desc *prometheus.Desc
+	lags func() []partitionLag
 }
 
-func (m *metrics) forgetPartition(topic string, p int32) {
-	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(p)))
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.lags() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(l.lag),
+			l.topic, strconv.Itoa(int(l.partition)))
+	}
 }
 
 func ageSeconds(t time.Time) float64 {

@@ -26,14 +26,15 @@ type Pipeline struct {
 	cfg    Config
 	policy string
 	store  *registryversions.Store
-	sink   Sink
 	log    *slog.Logger
 	reg    prometheus.Registerer
 	m      *metrics
 
-	listings *listings
-	calls    *kgo.Client
-	wr       *writer
+	wm  *watermark // the hold's clock, advanced by the listings reader and the prober
+	arr *arrivals  // when calls records reached Kafka, from the prober
+	wr  *writer
+
+	calls *kgo.Client // made by Run
 
 	base    context.Context // parent of the workers' contexts; outlives Run's ctx
 	stopRun context.CancelCauseFunc
@@ -68,19 +69,19 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		cfg:      cfg,
 		policy:   cfg.policyVersion(),
 		store:    store,
-		sink:     sink,
 		log:      log,
 		reg:      reg,
+		wm:       newWatermark(),
+		arr:      newArrivals(),
 		workers:  map[int32]*worker{},
 		pollErrs: every{interval: 10 * time.Second},
 	}
-	p.listings = newListings(cfg, store, log, nil)
-	p.wr = newWriter(p)
-	m, err := newMetrics(reg, func() float64 { return ageSeconds(p.listings.caughtUpAsOf()) })
+	m, err := newMetrics(reg, func() float64 { return ageSeconds(p.wm.time()) }, p.lags)
 	if err != nil {
 		return nil, err
 	}
-	p.m, p.listings.m = m, m
+	p.m = m
+	p.wr = newWriter(cfg, sink, log, m)
 	return p, nil
 }
 
@@ -88,7 +89,7 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 // been read to its end once and the consumer group has been joined. For
 // /readyz.
 func (p *Pipeline) Ready() bool {
-	return p.live.Load() && p.joined.Load() && !p.listings.caughtUpAsOf().IsZero()
+	return p.live.Load() && p.joined.Load() && !p.wm.time().IsZero()
 }
 
 // Run runs the pipeline until ctx is done, then shuts down in two phases:
@@ -113,7 +114,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("listings client: %w", err)
 	}
 	defer lcl.Close()
-	p.listings.cl, p.listings.adm = lcl, kadm.NewClient(lcl)
 	ccl, err := kgo.NewClient(p.callsOpts()...)
 	if err != nil {
 		return fmt.Errorf("calls client: %w", err)
@@ -121,7 +121,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.calls = ccl
 	wctx, stopWriter := context.WithCancel(base)
 	var wwg sync.WaitGroup
-	wwg.Go(func() { p.wr.run(wctx) })
+	wwg.Go(func() {
+		if err := p.wr.run(wctx, ccl); err != nil {
+			p.fail(err)
+		}
+	})
 	p.live.Store(true)
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
 		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic,
@@ -129,8 +133,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
 
 	lctx, stopListings := context.WithCancel(base)
+	l := newListings(p.cfg, lcl, p.store, p.wm, p.log, p.m)
+	pr := &prober{cfg: p.cfg, adm: kadm.NewClient(lcl), wm: p.wm, arr: p.arr, log: p.log,
+		errs: every{interval: 10 * time.Second}, caughtUp: l.caughtUp}
 	var wg sync.WaitGroup
-	wg.Go(func() { p.listings.run(lctx) })
+	wg.Go(func() { l.run(lctx) })
+	wg.Go(func() { pr.run(lctx) })
 
 	p.poll(ctx)
 
@@ -306,7 +314,6 @@ func (p *Pipeline) stopWorkers(parts []int32, drain, closing bool) {
 	}
 	for _, w := range ws {
 		w.wait()
-		p.m.forgetPartition(w.topic, w.partition)
 	}
 	how := "partitions revoked"
 	switch {
@@ -320,6 +327,19 @@ func (p *Pipeline) stopWorkers(parts []int32, drain, closing bool) {
 	p.mu.Unlock()
 	p.log.Info(how, "topic", p.cfg.CallsTopic, "removed", sorted(parts), "now", now,
 		"drained", drain, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// lags returns the lag of every partition with a worker (consumer_lag).
+func (p *Pipeline) lags() []partitionLag {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]partitionLag, 0, len(p.workers))
+	for _, w := range p.workers {
+		if n, ok := w.lag(); ok {
+			out = append(out, partitionLag{topic: w.topic, partition: w.partition, lag: n})
+		}
+	}
+	return out
 }
 
 func (p *Pipeline) ownedLocked() []int32 {

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/resolve"
@@ -37,7 +36,7 @@ type worker struct {
 	cl        *kgo.Client
 	topic     string
 	partition int32
-	lag       prometheus.Gauge
+	lease     *lease // the writer's: commits for this worker's partition
 
 	ctx      context.Context // canceled when the worker must stop now
 	cancel   context.CancelFunc
@@ -52,29 +51,22 @@ type worker struct {
 	paused bool
 	wake   chan struct{}
 
-	hwm       atomic.Int64 // from the latest fetch
-	committed atomic.Int64 // -1 until the first record shows where the group stood
+	// Set by the poll loop, read for consumer_lag.
+	hwm  atomic.Int64 // from the latest fetch; -1 before
+	from atomic.Int64 // the first offset fetched: where the group stood; -1 before
 
 	// Owned by the worker goroutine.
-	cur    chunk
-	idx    int
-	hasCur bool
-	dec    schema.CallDecoder
-	args   schema.ArgsSummarizer
-	call   schema.Call
-	res    resolve.Resolver
-	rows   []schema.Row // decided, not yet handed to the writer
-	dlq    []*kgo.Record
-	// Position of the last decided record, for the commit (the record
-	// itself is recycled once decided).
-	lastOffset int64
-	lastEpoch  int32
-	counts     [schema.NumClasses]int
-	pending    *batch    // the writer's batch holding this worker's latest rows
-	arrAt      time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
-	arrBelow   int64
-
-	gone bool // under writer.commitMu: exited, commit nothing more for it
+	cur      chunk
+	idx      int
+	hasCur   bool
+	dec      schema.CallDecoder
+	args     schema.ArgsSummarizer
+	call     schema.Call
+	res      resolve.Resolver
+	out      handoff   // decided, not yet handed to the writer
+	pending  *batch    // the writer's batch holding this worker's latest rows
+	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
+	arrBelow int64
 }
 
 // handOff is how many decided rows a worker keeps before handing them to
@@ -84,19 +76,19 @@ const handOff = 256
 
 func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *worker {
 	ctx, cancel := context.WithCancel(p.base)
+	l := p.wr.lease(topic, partition)
 	w := &worker{
-		p: p, cl: cl, topic: topic, partition: partition,
-		lag:    p.m.partitionLag(topic, partition),
+		p: p, cl: cl, topic: topic, partition: partition, lease: l,
 		ctx:    ctx,
 		cancel: cancel,
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		res:    p.cfg.Resolver,
-		rows:   make([]schema.Row, 0, handOff),
+		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
 	}
-	w.committed.Store(-1)
 	w.hwm.Store(-1)
+	w.from.Store(-1)
 	return w
 }
 
@@ -111,8 +103,7 @@ func (w *worker) enqueue(recs []*kgo.Record, hwm int64, at time.Time) {
 		n += len(r.Key) + len(r.Value)
 	}
 	w.hwm.Store(hwm)
-	w.committed.CompareAndSwap(-1, recs[0].Offset)
-	w.setLag()
+	w.from.CompareAndSwap(-1, recs[0].Offset)
 
 	w.mu.Lock()
 	w.queue = append(w.queue, chunk{recs: recs, at: at, bytes: n})
@@ -148,10 +139,14 @@ func (w *worker) take() bool {
 	return true
 }
 
-func (w *worker) setLag() {
-	if h, c := w.hwm.Load(), w.committed.Load(); h >= 0 && c >= 0 {
-		w.lag.Set(float64(h - c))
+// lag returns the records fetched and not committed, or false before the
+// first fetch.
+func (w *worker) lag() (int64, bool) {
+	h, c := w.hwm.Load(), w.lease.committed.Load()
+	if c < 0 {
+		c = w.from.Load()
 	}
+	return h - c, h >= 0 && c >= 0
 }
 
 // stop asks the worker to finish. With drain, it writes and commits the
@@ -171,7 +166,7 @@ func (w *worker) stop(drain bool) {
 // wait waits for the worker to exit and releases what it holds.
 func (w *worker) wait() {
 	<-w.done
-	w.p.wr.forget(w)
+	w.p.wr.release(w.lease)
 	if w.drainT != nil {
 		w.drainT.Stop()
 	}
@@ -213,7 +208,7 @@ func (w *worker) run() {
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
 				}
-				if len(w.rows) >= handOff && w.handOff() != nil {
+				if len(w.out.rows) >= handOff && w.handOff() != nil {
 					return
 				}
 				continue
@@ -240,27 +235,22 @@ func (w *worker) run() {
 // handOff gives the decided rows to the writer. An error means the worker
 // must exit: it is stopped for good, or the writer is.
 func (w *worker) handOff() error {
-	if len(w.rows) == 0 {
+	if len(w.out.rows) == 0 {
 		return nil
 	}
-	last := kgo.Record{Topic: w.topic, Partition: w.partition, Offset: w.lastOffset, LeaderEpoch: w.lastEpoch}
-	b, err := w.p.wr.add(w.ctx, w, w.rows, w.dlq, last, &w.counts)
+	b, err := w.p.wr.add(w.ctx, &w.out)
 	if err != nil {
 		return err
 	}
 	w.pending = b
-	w.counts = [schema.NumClasses]int{}
-	clear(w.rows)
-	w.rows = w.rows[:0]
-	clear(w.dlq)
-	w.dlq = w.dlq[:0]
+	w.out.reset()
 	return nil
 }
 
 // finish hands what is decided to the writer and waits until it is
 // committed, after a stop with drain (without, ctx is canceled already).
 func (w *worker) finish() {
-	n := len(w.rows)
+	n := len(w.out.rows)
 	err := w.handOff()
 	if err == nil && w.pending != nil {
 		err = w.p.wr.await(w.ctx, w.pending)
@@ -272,63 +262,63 @@ func (w *worker) finish() {
 }
 
 // ready reports whether r may be decided now; if not, the channel is
-// closed when the listings' catch-up advances.
+// closed when the listings watermark advances.
 //
 // The rule: the listings must have been read up to their end once, and,
-// with a hold, caughtUpAsOf must have reached the record's arrival in
-// Kafka plus ListingHold. The arrival is bounded from above by the end of
-// the poll that returned it and by the periodic listing of the calls
-// topic's end offsets, whichever is earlier: a backlog fetched long after
-// it arrived waits for the hold once, not once per fetch.
+// with a hold, the listings watermark must have reached the record's
+// arrival in Kafka plus ListingHold. The arrival is bounded from above by
+// the end of the poll that returned it and by the periodic listing of the
+// calls topic's end offsets, whichever is earlier: a backlog fetched long
+// after it arrived waits for the hold once, not once per fetch.
 func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
 	if w.p.cfg.Passthrough {
 		return true, nil
 	}
-	asOf, ch := w.p.listings.state()
+	asOf, ch := w.p.wm.state()
 	if asOf == 0 {
 		return false, ch
 	}
 	hold := w.p.cfg.ListingHold
-	if hold == 0 || asOf >= w.p.listings.mono(w.cur.at.Add(hold)) {
+	if hold == 0 || asOf >= w.p.wm.mono(w.cur.at.Add(hold)) {
 		return true, nil
 	}
 	if r.Offset >= w.arrBelow {
-		if at, below, ok := w.p.listings.arrival(w.partition, r.Offset); ok {
+		if at, below, ok := w.p.arr.arrival(w.partition, r.Offset); ok {
 			w.arrAt, w.arrBelow = at, below
 		} else {
 			return false, ch
 		}
 	}
-	if asOf >= w.p.listings.mono(w.arrAt.Add(hold)) {
+	if asOf >= w.p.wm.mono(w.arrAt.Add(hold)) {
 		return true, nil
 	}
 	return false, ch
 }
 
-// decide turns r into the next row of the batch.
+// decide turns r into the next row of the hand-off.
 func (w *worker) decide(r *kgo.Record) {
 	cfg := &w.p.cfg
-	w.rows = append(w.rows, schema.Row{})
-	row := &w.rows[len(w.rows)-1]
+	h := &w.out
+	h.rows = append(h.rows, schema.Row{})
+	row := &h.rows[len(h.rows)-1]
 	row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
+	row.Source = schema.SourceStream
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
-	w.lastOffset, w.lastEpoch = r.Offset, r.LeaderEpoch
-	if err := w.dec.Decode(r.Value, &w.call); err != nil {
-		resolve.Malformed(err, &row.Decision)
-		row.FillCall(&w.call) // what was read before the failure
-		w.dlq = append(w.dlq, w.dlqRecord(r, row.Reason))
-	} else {
-		if cfg.Passthrough {
-			row.EventID = w.call.EventID // stored undecided
-		} else {
-			w.res.Resolve(w.p.store.Snapshot(), &w.call, &row.Decision)
-		}
+	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
+	var vs resolve.Versions // nil in passthrough: decoded, stored undecided
+	if !cfg.Passthrough {
+		vs = w.p.store.Snapshot()
+	}
+	if w.res.Decide(vs, &w.dec, r.Value, &w.call, &row.Decision) {
 		row.FillCall(&w.call)
 		row.ArgsShape = w.args.Shape(w.call.Arguments)
 		row.ArgsHash = w.args.Hash(w.call.Arguments)
 		if cfg.KeepRawArgs {
 			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
 		}
+	} else {
+		row.FillCall(&w.call) // what was read before the failure
+		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
 	}
 	row.DecidedAt = time.Now()
 	if row.EventID != "" {
@@ -337,7 +327,7 @@ func (w *worker) decide(r *kgo.Record) {
 		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
 	}
 	if i := row.Class.Index(); i >= 0 {
-		w.counts[i]++
+		h.counts[i]++
 	}
 }
 

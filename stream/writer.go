@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,13 +18,63 @@ import (
 // that has stopped (a permanent sink error, or shutdown).
 var errWriterStopped = errors.New("stream: writer stopped")
 
+// handoff is what a partition worker gives the writer at a time: the rows
+// it decided, the DLQ records among them, the position of the last record
+// they cover (committed once they are stored), and their count by class.
+// The worker fills it; during writer.add the writer reads it and copies
+// what it keeps; once add returns, the worker empties it (reset) and fills
+// it again.
+type handoff struct {
+	lease  *lease
+	rows   []schema.Row
+	dlq    []*kgo.Record
+	last   position
+	counts [schema.NumClasses]int
+}
+
+// position is where a record sits in its partition: what a commit names
+// (the commit is of the offset after it).
+type position struct {
+	offset int64
+	epoch  int32 // leader epoch, for the broker's fencing of stale commits
+}
+
+func (h *handoff) reset() {
+	clear(h.rows) // drop the references to the calls' strings
+	h.rows = h.rows[:0]
+	clear(h.dlq)
+	h.dlq = h.dlq[:0]
+	h.counts = [schema.NumClasses]int{}
+}
+
+// lease is one partition worker's standing with the writer (a partition
+// assigned again gets a new one): the writer commits the partition's
+// offsets only while the lease is held, and records there what it has
+// committed. Its fields are the writer's; the worker only holds it, and
+// reads committed.
+type lease struct {
+	topic     string
+	partition int32
+	committed atomic.Int64 // next offset to consume, as committed; -1 before the first commit
+	released  bool         // under writer.commitMu
+}
+
+// kafkaClient is what the writer needs of the calls client: produce to the
+// DLQ, commit the group's offsets. *kgo.Client of the consumer group.
+type kafkaClient interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+	CommitRecords(ctx context.Context, rs ...*kgo.Record) error
+}
+
+var _ kafkaClient = (*kgo.Client)(nil)
+
 // batch is one sink write: rows gathered from every partition worker, the
-// DLQ records among them, and, per worker, the last record whose row it
+// DLQ records among them, and, per lease, the last record whose row it
 // holds (the offset to commit once the batch is stored).
 type batch struct {
 	enc    Batch // the rows, in the sink's form
 	dlq    []*kgo.Record
-	last   map[*worker]kgo.Record
+	last   map[*lease]position
 	counts [schema.NumClasses]int
 	first  time.Time // when the first rows were added
 	latest time.Time // when rows were last added
@@ -46,8 +98,14 @@ type batch struct {
 // background merges rewrite), and the rows of all partitions together make
 // large inserts at any partition count. Batches are written one at a time,
 // so the offsets committed for a partition only grow.
+//
+// add, await, lease and release are safe for concurrent use; run is
+// called once, and only its goroutine uses the Kafka client.
 type writer struct {
-	p *Pipeline
+	cfg  Config
+	sink Sink
+	log  *slog.Logger
+	m    *metrics
 
 	mu      sync.Mutex
 	cur     *batch
@@ -55,21 +113,45 @@ type writer struct {
 	free    []Batch       // written batches' encoders, for reuse
 	stopped error         // why add no longer accepts rows
 
-	// commitMu orders commits with workers leaving: a worker marks itself
-	// gone under it, so that once it has exited no commit for its
-	// partition is issued or in flight (the partition may have a new owner).
+	// commitMu orders commits with leases being released: once release
+	// has returned, no commit for the lease's partition is issued or in
+	// flight (the partition may have a new owner).
 	commitMu sync.Mutex
 
 	logEvery every
 }
 
-func newWriter(p *Pipeline) *writer {
+// newWriter returns a writer of batches of cfg's Batch* settings to sink,
+// retried with cfg's Retry* backoff. A nil log logs nothing; nil m counts
+// nowhere.
+func newWriter(cfg Config, sink Sink, log *slog.Logger, m *metrics) *writer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m, _ = newMetrics(nil, nil, nil) // a registry of its own: cannot fail
+	}
 	return &writer{
-		p:        p,
+		cfg: cfg, sink: sink, log: log, m: m,
 		cur:      &batch{done: make(chan struct{})},
 		changed:  make(chan struct{}),
 		logEvery: every{interval: time.Minute},
 	}
+}
+
+// lease returns a new lease for a worker of the partition.
+func (wr *writer) lease(topic string, partition int32) *lease {
+	l := &lease{topic: topic, partition: partition}
+	l.committed.Store(-1)
+	return l
+}
+
+// release ends l: no commit for it is issued from now on, nor in flight
+// once release returns. Called by a worker as it exits.
+func (wr *writer) release(l *lease) {
+	wr.commitMu.Lock()
+	l.released = true
+	wr.commitMu.Unlock()
 }
 
 // signalLocked wakes everything waiting for a change.
@@ -78,12 +160,12 @@ func (wr *writer) signalLocked() {
 	wr.changed = make(chan struct{})
 }
 
-// add appends a worker's decided rows, with the DLQ records among them and
-// the last record they cover, to the current batch, and returns the batch
-// that holds them. It blocks while the current batch is full (the previous
-// one is still being written) until there is room, ctx is done, or the
-// writer stops. rows and dlq are copied; the caller may reuse them.
-func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*kgo.Record, last kgo.Record, counts *[schema.NumClasses]int) (*batch, error) {
+// add appends h to the current batch and returns the batch that holds it.
+// It blocks while the current batch is full (the previous one is still
+// being written) until there is room, ctx is done, or the writer stops.
+// The writer copies what it keeps of h: once add returns, h is the
+// caller's again.
+func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 	for {
 		wr.mu.Lock()
 		if err := wr.stopped; err != nil {
@@ -95,9 +177,9 @@ func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*
 			if n := len(wr.free); n > 0 {
 				b.enc, wr.free = wr.free[n-1], wr.free[:n-1]
 			} else {
-				b.enc = newBatch(wr.p.sink)
+				b.enc = newBatch(wr.sink)
 				if r, ok := b.enc.(reserver); ok {
-					r.Reserve(wr.p.cfg.BatchRows, wr.p.cfg.BatchBytes)
+					r.Reserve(wr.cfg.BatchRows, wr.cfg.BatchBytes)
 				}
 			}
 		}
@@ -106,13 +188,13 @@ func (wr *writer) add(ctx context.Context, w *worker, rows []schema.Row, dlq []*
 			if b.enc.Len() == 0 {
 				b.first = b.latest
 			}
-			b.enc.Append(rows)
-			b.dlq = append(b.dlq, dlq...)
+			b.enc.Append(h.rows)
+			b.dlq = append(b.dlq, h.dlq...)
 			if b.last == nil {
-				b.last = map[*worker]kgo.Record{}
+				b.last = map[*lease]position{}
 			}
-			b.last[w] = last
-			for i, n := range counts {
+			b.last[h.lease] = h.last
+			for i, n := range h.counts {
 				b.counts[i] += n
 			}
 			wr.signalLocked()
@@ -146,17 +228,12 @@ func (wr *writer) await(ctx context.Context, b *batch) error {
 	}
 }
 
-// forget marks w gone: no commit is issued for its partition from now on.
-// Called by a worker as it exits.
-func (wr *writer) forget(w *worker) {
-	wr.commitMu.Lock()
-	w.gone = true
-	wr.commitMu.Unlock()
-}
-
-// run writes batches until ctx is done. A batch in progress when ctx ends
-// fails (its rows are decided again by the partitions' next owners).
-func (wr *writer) run(ctx context.Context) {
+// run writes batches, dead-lettering and committing through cl, until ctx
+// is done or the sink refuses a batch for good. It returns nil after ctx
+// ended, else the sink's permanent error; either way add fails from then
+// on, and a batch in progress fails (its rows are decided again by the
+// partitions' next owners).
+func (wr *writer) run(ctx context.Context, cl kafkaClient) error {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
@@ -173,16 +250,19 @@ func (wr *writer) run(ctx context.Context) {
 			case <-tc:
 			case <-ctx.Done():
 				wr.stop(ctx.Err())
-				return
+				return nil
 			}
 			t.Stop()
 			continue
 		}
-		err := wr.flush(ctx, b)
+		err := wr.flush(ctx, cl, b)
 		wr.finish(b, err)
 		if err != nil {
 			wr.stop(err)
-			return
+			if IsPermanent(err) {
+				return err
+			}
+			return nil
 		}
 	}
 }
@@ -199,7 +279,7 @@ func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 		return nil, 0, wr.changed
 	}
 	if !b.urgent && !wr.full(b) {
-		cfg := &wr.p.cfg
+		cfg := &wr.cfg
 		wait = time.Until(b.first.Add(cfg.BatchWait))
 		if cfg.BatchIdle > 0 && b.enc.Len() >= cfg.BatchRows/10 {
 			wait = min(wait, time.Until(b.latest.Add(cfg.BatchIdle)))
@@ -215,7 +295,7 @@ func (wr *writer) next() (b *batch, wait time.Duration, ch <-chan struct{}) {
 
 // full reports whether b has reached BatchRows or BatchBytes.
 func (wr *writer) full(b *batch) bool {
-	return b.enc.Len() >= wr.p.cfg.BatchRows || b.enc.Size() >= wr.p.cfg.BatchBytes
+	return b.enc.Len() >= wr.cfg.BatchRows || b.enc.Size() >= wr.cfg.BatchBytes
 }
 
 // finish records the outcome of b, releases its waiters and keeps its
@@ -246,22 +326,22 @@ func (wr *writer) stop(err error) {
 
 // flush makes b durable: its bad records to the DLQ, its rows to the sink,
 // then the commit. Each step is retried with backoff until it succeeds or
-// ctx ends; a permanent sink error stops the pipeline.
-func (wr *writer) flush(ctx context.Context, b *batch) error {
+// ctx ends; a permanent sink error is returned at once.
+func (wr *writer) flush(ctx context.Context, cl kafkaClient, b *batch) error {
 	start := time.Now()
-	if err := wr.produceDLQ(ctx, b); err != nil {
+	if err := wr.produceDLQ(ctx, cl, b); err != nil {
 		return err
 	}
 	if err := wr.write(ctx, b); err != nil {
 		return err
 	}
-	if err := wr.commit(ctx, b); err != nil {
+	if err := wr.commit(ctx, cl, b); err != nil {
 		return err
 	}
-	m := wr.p.m
+	m := wr.m
 	m.batchRows.Observe(float64(b.enc.Len()))
 	m.flushSeconds.Observe(time.Since(start).Seconds())
-	if wr.p.cfg.Passthrough {
+	if wr.cfg.Passthrough {
 		m.passthrough.Add(float64(b.enc.Len()))
 	}
 	for i, n := range b.counts {
@@ -272,19 +352,19 @@ func (wr *writer) flush(ctx context.Context, b *batch) error {
 	return nil
 }
 
-func (wr *writer) produceDLQ(ctx context.Context, b *batch) error {
+func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) error {
 	pending := b.dlq
 	for attempt := 0; len(pending) > 0; attempt++ {
 		var failed []*kgo.Record
 		var ferr error
-		for _, res := range wr.p.calls.ProduceSync(ctx, pending...) {
+		for _, res := range cl.ProduceSync(ctx, pending...) {
 			if res.Err != nil {
 				failed, ferr = append(failed, res.Record), res.Err
 				continue
 			}
 			r := res.Record
-			wr.p.m.dlqRecords.Inc()
-			wr.p.log.Warn("undecodable call sent to the DLQ",
+			wr.m.dlqRecords.Inc()
+			wr.log.Warn("undecodable call sent to the DLQ",
 				"topic", headerValue(r, "source-topic"), "partition", headerValue(r, "source-partition"),
 				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
 				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
@@ -307,47 +387,44 @@ func (wr *writer) write(ctx context.Context, b *batch) error {
 			return nil
 		}
 		if IsPermanent(err) {
-			err = fmt.Errorf("sink refused %d rows: %w", b.enc.Len(), err)
-			wr.p.fail(err)
-			return err
+			return fmt.Errorf("sink refused %d rows: %w", b.enc.Len(), err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wr.p.m.sinkRetries.Inc()
+		wr.m.sinkRetries.Inc()
 		if err := wr.retryWait(ctx, attempt, "sink write", b.enc.Len(), err); err != nil {
 			return err
 		}
 	}
 }
 
-// commit commits, for every partition of b whose worker has not exited,
-// the offset after its last record in b. A partition whose worker exited
-// has been revoked or lost; its next owner decides those records again.
-func (wr *writer) commit(ctx context.Context, b *batch) error {
+// commit commits, for every lease of b still held, the offset after its
+// last record in b. A released lease's partition has been revoked or lost;
+// its next owner decides those records again.
+func (wr *writer) commit(ctx context.Context, cl kafkaClient, b *batch) error {
 	recs := make([]*kgo.Record, 0, len(b.last))
 	for attempt := 0; ; attempt++ {
 		wr.commitMu.Lock()
 		recs = recs[:0]
-		for w, r := range b.last {
-			if !w.gone {
-				recs = append(recs, &r)
+		for l, pos := range b.last {
+			if !l.released {
+				recs = append(recs, &kgo.Record{Topic: l.topic, Partition: l.partition, Offset: pos.offset, LeaderEpoch: pos.epoch})
 			}
 		}
 		if len(recs) == 0 {
 			wr.commitMu.Unlock()
 			return nil
 		}
-		// Bounded: a worker leaving (forget) waits for commitMu, and the
+		// Bounded: a worker leaving (release) waits for commitMu, and the
 		// revocation callback for that worker.
-		cctx, cancel := context.WithTimeout(ctx, wr.p.cfg.DrainTimeout)
-		err := wr.p.calls.CommitRecords(cctx, recs...)
+		cctx, cancel := context.WithTimeout(ctx, wr.cfg.DrainTimeout)
+		err := cl.CommitRecords(cctx, recs...)
 		cancel()
 		if err == nil {
-			for w, r := range b.last {
-				if !w.gone {
-					w.committed.Store(r.Offset + 1)
-					w.setLag()
+			for l, pos := range b.last {
+				if !l.released {
+					l.committed.Store(pos.offset + 1)
 				}
 			}
 		}
@@ -355,7 +432,7 @@ func (wr *writer) commit(ctx context.Context, b *batch) error {
 		if err == nil {
 			return nil
 		}
-		wr.p.m.commitErrors.Inc()
+		wr.m.commitErrors.Inc()
 		if ctx.Err() != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
@@ -368,9 +445,9 @@ func (wr *writer) commit(ctx context.Context, b *batch) error {
 // retryWait logs a failed attempt (at most once a minute) and waits the
 // backoff.
 func (wr *writer) retryWait(ctx context.Context, attempt int, what string, rows int, err error) error {
-	d := backoff(attempt, wr.p.cfg.RetryMin, wr.p.cfg.RetryMax)
+	d := backoff(attempt, wr.cfg.RetryMin, wr.cfg.RetryMax)
 	if ok, n := wr.logEvery.allow(); ok {
-		wr.p.log.Warn(what+" failed; partitions stalled, retrying", "rows", rows,
+		wr.log.Warn(what+" failed; partitions stalled, retrying", "rows", rows,
 			"attempt", attempt+1, "retry_in", d, "err", err, "suppressed", n)
 	}
 	if !sleep(ctx, d) {

@@ -144,6 +144,17 @@ ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
     MODIFY COLUMN seen_digest LowCardinality(String) CODEC(ZSTD(1)),
     MODIFY COLUMN current_digest LowCardinality(String) CODEC(ZSTD(1));
 
+-- 0005_decisions_source_action.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
+    ADD COLUMN IF NOT EXISTS source LowCardinality(String) AFTER policy_version,
+    MODIFY ORDER BY (analysis_id, call_key, source);
+
+-- 0005_decisions_source_action.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
+    MODIFY COLUMN source LowCardinality(String) DEFAULT 'stream',
+    ADD COLUMN IF NOT EXISTS action LowCardinality(String) DEFAULT '' AFTER source,
+    ADD COLUMN IF NOT EXISTS suggested_tool LowCardinality(String) DEFAULT '' AFTER action;
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
