@@ -184,7 +184,7 @@ func waitExit(t *testing.T, srv *chengine.Server) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("engine still running")
 	}
-	if err := syscall.Kill(chengine.PID(srv), 0); err == nil {
+	if err := syscall.Kill(srv.PID(), 0); err == nil {
 		t.Fatal("child process still exists")
 	}
 }
@@ -329,7 +329,7 @@ func TestStartCost(t *testing.T) {
 	t0 := time.Now()
 	srv := chenginetest.Start(t, chengine.Options{})
 	took := time.Since(t0)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", chengine.PID(srv)))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", srv.PID()))
 	if err != nil {
 		t.Fatal(err)
 	}

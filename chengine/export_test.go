@@ -4,5 +4,3 @@ package chengine
 // the child, to test that the child then ends itself.
 func ClosePipe(s *Server) error { return s.parentEnd.Close() }
 
-// PID is the engine child's process id.
-func PID(s *Server) int { return s.cmd.Process.Pid }
