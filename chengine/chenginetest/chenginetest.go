@@ -18,7 +18,8 @@
 //	}
 //
 // Tests sharing that server should use their own database or table names.
-// Start gives a test a private server instead.
+// Start gives a test a private server instead, Supervise a private server
+// that is restarted when it dies.
 package chenginetest
 
 import (
@@ -101,6 +102,26 @@ func Start(tb testing.TB, opts chengine.Options) *chengine.Server {
 		}
 	})
 	return srv
+}
+
+// Supervise starts a private supervised engine (chengine.Supervise) with
+// its data in tb.TempDir() (or opts.Dir if set), stopped when the test ends.
+// Gating is as for Server.
+func Supervise(tb testing.TB, opts chengine.Options, o ...chengine.SuperviseOption) *chengine.Supervisor {
+	tb.Helper()
+	if opts.Dir == "" {
+		opts.Dir = tb.TempDir()
+	}
+	sup, err := chengine.Supervise(context.Background(), opts, o...)
+	if err != nil {
+		gate(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := sup.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return sup
 }
 
 // gate skips tb for a missing library unless it is required; anything else
