@@ -193,11 +193,17 @@ type daemonArgs struct {
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("resolverd starting", "build", a.stream.ResolverBuild, "mode", a.stream.Resolver.Mode, "analysis", a.stream.AnalysisID)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var st *embedded.Stack
 	if a.embedded != "" {
 		if err := a.ports.check(); err != nil {
 			return err
 		}
-		st, err := embedded.Start(ctx, a.ports.options(a.embedded, log))
+		opts := a.ports.options(a.embedded, log)
+		opts.Registerer = reg
+		var err error
+		st, err = embedded.Start(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -214,8 +220,6 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
 	if a.migrate {
 		opts = append(opts, sink.WithMigrate())
@@ -235,7 +239,18 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
 	if a.http != "" {
-		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
+		ready := func() error {
+			if st != nil {
+				if err := st.Ready(); err != nil {
+					return err
+				}
+			}
+			if !p.Ready() {
+				return errors.New("registry history not caught up or consumer group not joined")
+			}
+			return nil
+		}
+		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: ready,
 			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
 		if err != nil {
 			return err
