@@ -138,6 +138,52 @@ func isFrame(s string) bool {
 	return i > 0 && strings.HasPrefix(s[i:], ". ")
 }
 
+// fatalWatch follows the engine's log for the report an engine writes when
+// it is about to die ("<Fatal>" lines: an uncaught exception, a fatal
+// signal), which comes about 4 s before the process ends (package doc).
+type fatalWatch struct {
+	path string
+	off  int64 // bytes of the log already looked at
+}
+
+// maxFatalRead bounds one poll's read; the rest waits for the next poll.
+const maxFatalRead = 1 << 20
+
+// poll returns the engine's last words (see lastWords) if the lines added
+// to the log since the last poll hold a fatal one, else "".
+func (w *fatalWatch) poll() string {
+	f, err := os.Open(w.path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if st.Size() < w.off { // rotated: a new file
+		w.off = 0
+	}
+	n := min(st.Size()-w.off, maxFatalRead)
+	if n == 0 {
+		return ""
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, w.off); err != nil {
+		return ""
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1] // whole lines only; the rest next time
+	} else if n < maxFatalRead {
+		return ""
+	}
+	w.off += int64(len(b))
+	if !bytes.Contains(b, []byte(" <Fatal> ")) {
+		return ""
+	}
+	return lastWords(string(b), 20)
+}
+
 // logSize is the current size of the engine's log, 0 if it has none.
 func logSize(path string) int64 {
 	st, err := os.Stat(path)

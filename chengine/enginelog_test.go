@@ -114,3 +114,51 @@ func TestLastWords(t *testing.T) {
 		t.Errorf("warnings only: %q", w)
 	}
 }
+
+// TestFatalWatch: the watch reports a fatal report once, whole lines only,
+// and follows the log across a rotation.
+func TestFatalWatch(t *testing.T) {
+	abort, err := os.ReadFile("testdata/abort.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	warning := "2026.11.30 14:53:51.000000 [ 1 ] {} <Warning> BgSchPool: Temporarily pause scheduling\n"
+	p := filepath.Join(t.TempDir(), "engine.log")
+	appendLog := func(s string) {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	w := fatalWatch{path: p}
+	if got := w.poll(); got != "" {
+		t.Fatalf("no log yet: %q", got)
+	}
+	appendLog(warning)
+	if got := w.poll(); got != "" {
+		t.Fatalf("warnings only: %q", got)
+	}
+	// A fatal line still being written is not read yet.
+	i := strings.Index(string(abort), "<Fatal>")
+	appendLog(string(abort[:i+10]))
+	if got := w.poll(); got != "" {
+		t.Fatalf("half a line: %q", got)
+	}
+	appendLog(string(abort[i+10:]))
+	if got := w.poll(); !strings.Contains(got, "Terminate called for uncaught exception") || strings.Contains(got, "Temporarily") {
+		t.Fatalf("fatal report: %q", got)
+	}
+	if got := w.poll(); got != "" {
+		t.Fatalf("reported twice: %q", got)
+	}
+	os.WriteFile(p, []byte(warning), 0o644) // rotated
+	if got := w.poll(); got != "" {
+		t.Fatalf("after rotation: %q", got)
+	}
+	appendLog(string(abort))
+	if got := w.poll(); !strings.Contains(got, "Received signal Aborted (6)") {
+		t.Fatalf("fatal report after rotation: %q", got)
+	}
+}

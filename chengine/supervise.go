@@ -2,10 +2,12 @@ package chengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,10 +16,11 @@ import (
 
 // Supervisor keeps one engine serving a data directory on fixed ports, as
 // a service manager keeps a server up: when the engine exits without Stop
-// (a crash, a KILL QUERY of its keep-alive query, the OOM killer) or stops
-// answering, it logs why and starts a new engine on the same Dir and ports,
-// so clients configured with Addr reconnect to their data. Its methods are
-// safe for concurrent use.
+// (a crash, a KILL QUERY of its keep-alive query, the OOM killer), writes a
+// fatal error to its log (it is about to abort: it is killed at once
+// rather than 4 s later), or stops answering, it logs why and starts a new
+// engine on the same Dir and ports, so clients configured with Addr
+// reconnect to their data. Its methods are safe for concurrent use.
 //
 // Restarts back off: the first waits MinBackoff, each further one without
 // an engine that served for a minute in between waits twice as long, up to
@@ -244,21 +247,36 @@ func (s *Supervisor) loop(srv *Server) {
 }
 
 // watch returns nil once Stop is called, or why srv is gone: it exited,
-// or it did not answer for hangAfter and was killed.
+// it wrote a fatal report to its log (it is dying; waiting the 4 s until
+// it is dead only prolongs the outage), or it did not answer for
+// hangAfter. In the last two cases it is killed first.
 func (s *Supervisor) watch(srv *Server) error {
 	tick := time.NewTicker(s.cfg.probeEvery)
 	defer tick.Stop()
+	logTick := time.NewTicker(fatalPoll)
+	defer logTick.Stop()
+	fatal := fatalWatch{path: srv.logPath, off: srv.logFrom}
 	lastOK := time.Now()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return nil
 		case <-srv.done:
-			err := srv.exitError()
 			s.log.Error("chengine: engine exited unexpectedly", "pid", srv.PID(), "status", srv.waitErr,
 				"uptime", time.Since(srv.started).Round(time.Millisecond),
 				"output", srv.out.lastLines(20), "engine_log", srv.lastLog(), "log_file", srv.logPath)
-			return err
+			return srv.exitError()
+		case <-logTick.C:
+			said := fatal.poll()
+			if said == "" {
+				continue
+			}
+			s.setReady(errors.New("chengine: engine failed (a fatal error in its log)"))
+			time.Sleep(fatalGrace) // the rest of its report
+			s.log.Error("chengine: engine failed; killing it", "pid", srv.PID(),
+				"uptime", time.Since(srv.started).Round(time.Millisecond), "engine_log", srv.lastLog(), "log_file", srv.logPath)
+			srv.Stop()
+			return fmt.Errorf("chengine: engine failed: %s", firstLine(said))
 		case <-tick.C:
 		}
 		err := srv.ping(s.ctx)
@@ -284,4 +302,20 @@ func (s *Supervisor) watch(srv *Server) error {
 			return fmt.Errorf("killed after not answering for %s: %w", silent.Round(time.Second), err)
 		}
 	}
+}
+
+const (
+	// fatalPoll is how often the engine's log is read for a fatal report:
+	// a stat and the new bytes, at most a few lines a second at the log's
+	// level.
+	fatalPoll = 250 * time.Millisecond
+	// fatalGrace lets the engine finish writing its report (the signal
+	// and stack come ~100 ms after the exception) before it is killed.
+	fatalGrace = 300 * time.Millisecond
+)
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

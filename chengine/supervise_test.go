@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/chengine"
@@ -95,20 +96,23 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // restart metric.
 func TestSuperviseRestarts(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		crash      func(t *testing.T, sup *chengine.Supervisor)
-		status     string // in the logged exit status
-		engineSaid string // in the logged end of the engine's log
+		name   string
+		crash  func(t *testing.T, sup *chengine.Supervisor)
+		record string // what the supervisor logs
+		attr   string // the record's attribute that says why
+		says   string // in it
 	}{
+		// The engine's handler logs a fatal report and takes 4 s to die:
+		// the supervisor reads the report and kills it at once.
 		{"abort", func(t *testing.T, sup *chengine.Supervisor) {
 			syscall.Kill(sup.Server().PID(), syscall.SIGABRT)
-		}, "signal: aborted", "Received signal"},
+		}, "chengine: engine failed; killing it", "engine_log", "Received signal"},
 		{"SIGKILL", func(t *testing.T, sup *chengine.Supervisor) {
 			syscall.Kill(sup.Server().PID(), syscall.SIGKILL)
-		}, "signal: killed", ""},
+		}, "chengine: engine exited unexpectedly", "status", "signal: killed"},
 		{"keep-alive query killed", func(t *testing.T, sup *chengine.Supervisor) {
 			exec(t, open(t, sup.Addr()), "KILL QUERY WHERE query LIKE '%sleepEachRow%' AND query NOT LIKE '%KILL%' SYNC")
-		}, "exit status 1", ""},
+		}, "chengine: engine exited unexpectedly", "status", "exit status 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
@@ -145,15 +149,12 @@ func TestSuperviseRestarts(t *testing.T) {
 			if got := metric(t, reg, "toolaudit_engine_up"); got != 1 {
 				t.Fatalf("toolaudit_engine_up = %v after restart", got)
 			}
-			exits := rec.find("chengine: engine exited unexpectedly")
-			if len(exits) != 1 {
-				t.Fatalf("%d exit records, want 1", len(exits))
+			downs := rec.find(tc.record)
+			if len(downs) != 1 {
+				t.Fatalf("%d %q records, want 1", len(downs), tc.record)
 			}
-			if s := exits[0].attrs["status"]; !strings.Contains(s, tc.status) {
-				t.Errorf("logged status %q, want %q", s, tc.status)
-			}
-			if l := exits[0].attrs["engine_log"]; !strings.Contains(l, tc.engineSaid) {
-				t.Errorf("logged engine log does not say %q:\n%s", tc.engineSaid, l)
+			if got := downs[0].attrs[tc.attr]; !strings.Contains(got, tc.says) {
+				t.Errorf("logged %s does not say %q:\n%s", tc.attr, tc.says, got)
 			}
 			if len(rec.find("chengine: engine restarted")) != 1 {
 				t.Error("no restart record")
@@ -239,11 +240,40 @@ func TestSuperviseBadOptions(t *testing.T) {
 	}
 }
 
+// dialRecorder opens connections to the engine that the test can reset.
+func dialRecorder(t *testing.T, addr string) (driver.Conn, func() *net.TCPConn) {
+	t.Helper()
+	var mu sync.Mutex
+	var last *net.TCPConn
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, MaxOpenConns: 1,
+		DialContext: func(ctx context.Context, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err == nil {
+				mu.Lock()
+				last = c.(*net.TCPConn)
+				mu.Unlock()
+			}
+			return c, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, func() *net.TCPConn { mu.Lock(); defer mu.Unlock(); return last }
+}
+
+// reset closes c with an RST, as the kernel closes the sockets of a
+// process that died with unread data in them.
+func reset(c *net.TCPConn) {
+	c.SetLinger(0)
+	c.Close()
+}
+
 // TestResetBetweenQueries reproduces why the engine dies when a client is
-// killed (package doc): a connection reset (RST: the kernel resets the
-// connections of a process that dies with unread data in them) while the
-// engine waits for the connection's next query aborts the engine. The
-// supervisor brings it back.
+// killed (package doc). A connection reset while the engine reads an
+// INSERT's data is logged and nothing more; a reset while the engine
+// waits for the connection's next query aborts it. The supervisor brings
+// it back.
 func TestResetBetweenQueries(t *testing.T) {
 	rec := &recorder{}
 	dir := t.TempDir()
@@ -255,30 +285,34 @@ func TestResetBetweenQueries(t *testing.T) {
 			t.Logf("engine log:\n%s", b)
 		}
 	}()
-	var tcp *net.TCPConn
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{sup.Addr()},
-		DialContext: func(ctx context.Context, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-			if err == nil {
-				tcp = c.(*net.TCPConn)
-			}
-			return c, err
-		}})
-	if err != nil {
+	exec(t, open(t, sup.Addr()), fmt.Sprintf(events, "default.reset"))
+
+	// Mid-INSERT: the INSERT is sent, the engine waits for its data.
+	conn, tcp := dialRecorder(t, sup.Addr())
+	if _, err := conn.PrepareBatch(context.Background(), "INSERT INTO default.reset"); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	reset(tcp())
+	// An abort would end the engine about 4 s later (package doc).
+	time.Sleep(6 * time.Second)
+	if n := len(rec.find("chengine: engine exited unexpectedly")); n != 0 || sup.Restarts() != 0 {
+		t.Fatalf("the engine died after a reset mid-INSERT (%d exits)", n)
+	}
+	if b, _ := os.ReadFile(chengine.LogPath(dir)); !strings.Contains(string(b), "Connection reset by peer, while reading from socket") {
+		t.Fatal("the engine did not see the reset")
+	}
+
+	// Between queries: the connection answered a ping and is idle.
+	conn, tcp = dialRecorder(t, sup.Addr())
 	if err := conn.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tcp.SetLinger(0) // close with RST
-	tcp.Close()
-
+	reset(tcp())
 	eventually(t, 30*time.Second, "restarted", func() bool { return sup.Restarts() == 1 && sup.Ready() == nil })
-	exits := rec.find("chengine: engine exited unexpectedly")
-	if len(exits) != 1 || !strings.Contains(exits[0].attrs["status"], "signal: aborted") ||
-		!strings.Contains(exits[0].attrs["engine_log"], "Terminate called for uncaught exception") {
-		t.Fatalf("exit records %v", exits)
+	failed := rec.find("chengine: engine failed; killing it")
+	if len(failed) != 1 || !strings.Contains(failed[0].attrs["engine_log"], "Terminate called for uncaught exception") ||
+		!strings.Contains(failed[0].attrs["engine_log"], "Connection reset by peer, while reading from socket") {
+		t.Fatalf("records %v", failed)
 	}
-	t.Logf("engine's last words:\n%s", exits[0].attrs["engine_log"])
+	t.Logf("engine's last words:\n%s", failed[0].attrs["engine_log"])
 }
