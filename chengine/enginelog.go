@@ -129,6 +129,33 @@ func lastWords(log string, max int) string {
 	return strings.Join(keep, "\n")
 }
 
+// fatalSummary is the one line of an engine's last words (lastWords) that
+// says best why it failed: the exception that reached std::terminate, or
+// the signal it received, or else its last line.
+func fatalSummary(words string) string {
+	lines := strings.Split(words, "\n")
+	msg := func(l string) string {
+		if _, m, ok := strings.Cut(l, "> "); ok { // after the level tag
+			l = m
+		}
+		if _, m, ok := strings.Cut(l, ": "); ok { // after the logger's name
+			l = m
+		}
+		return l[:min(len(l), 300)]
+	}
+	for i, l := range lines {
+		if strings.Contains(l, "Terminate called") && i+1 < len(lines) {
+			return "uncaught exception: " + msg(lines[i+1])
+		}
+	}
+	for _, l := range lines {
+		if i := strings.Index(l, "Received signal"); i >= 0 {
+			return l[i:]
+		}
+	}
+	return msg(lines[len(lines)-1])
+}
+
 // isFrame reports whether s is a stack frame line: "12. ? @ 0x...".
 func isFrame(s string) bool {
 	i := 0

@@ -110,6 +110,12 @@ func TestLastWords(t *testing.T) {
 	if last2 := lastWords(string(b), 2); last2 != strings.Join(lines[len(lines)-2:], "\n") {
 		t.Errorf("lastWords(2) = %q", last2)
 	}
+	if s, want := fatalSummary(got), "uncaught exception: Code: 210. DB::NetException: Connection reset by peer, while reading from socket"; !strings.HasPrefix(s, want) {
+		t.Errorf("fatalSummary = %q, want %q...", s, want)
+	}
+	if s := fatalSummary(lines[len(lines)-1]); s != "Sent by tkill." {
+		t.Errorf("fatalSummary of one line = %q", s)
+	}
 	if w := lastWords("2026.11.30 14:53:51 [ 1 ] {} <Warning> x: y\n", 5); w != "" {
 		t.Errorf("warnings only: %q", w)
 	}

@@ -2,12 +2,10 @@ package chengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -271,12 +269,13 @@ func (s *Supervisor) watch(srv *Server) error {
 			if said == "" {
 				continue
 			}
-			s.setReady(errors.New("chengine: engine failed (a fatal error in its log)"))
+			s.setReady(fmt.Errorf("chengine: engine failed: %s", fatalSummary(said)))
 			time.Sleep(fatalGrace) // the rest of its report
-			s.log.Error("chengine: engine failed; killing it", "pid", srv.PID(),
-				"uptime", time.Since(srv.started).Round(time.Millisecond), "engine_log", srv.lastLog(), "log_file", srv.logPath)
+			words := srv.lastLog()
+			s.log.Error("chengine: engine failed; killing it", "pid", srv.PID(), "why", fatalSummary(words),
+				"uptime", time.Since(srv.started).Round(time.Millisecond), "engine_log", words, "log_file", srv.logPath)
 			srv.Stop()
-			return fmt.Errorf("chengine: engine failed: %s", firstLine(said))
+			return fmt.Errorf("chengine: engine failed: %s", fatalSummary(words))
 		case <-tick.C:
 		}
 		err := srv.ping(s.ctx)
@@ -313,9 +312,3 @@ const (
 	// and stack come ~100 ms after the exception) before it is killed.
 	fatalGrace = 300 * time.Millisecond
 )
-
-// firstLine is s up to its first newline.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}

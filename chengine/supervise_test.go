@@ -311,7 +311,7 @@ func TestResetBetweenQueries(t *testing.T) {
 	eventually(t, 30*time.Second, "restarted", func() bool { return sup.Restarts() == 1 && sup.Ready() == nil })
 	failed := rec.find("chengine: engine failed; killing it")
 	if len(failed) != 1 || !strings.Contains(failed[0].attrs["engine_log"], "Terminate called for uncaught exception") ||
-		!strings.Contains(failed[0].attrs["engine_log"], "Connection reset by peer, while reading from socket") {
+		!strings.HasPrefix(failed[0].attrs["why"], "uncaught exception: Code: 210. DB::NetException: Connection reset by peer, while reading from socket") {
 		t.Fatalf("records %v", failed)
 	}
 	t.Logf("engine's last words:\n%s", failed[0].attrs["engine_log"])
