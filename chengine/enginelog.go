@@ -56,21 +56,30 @@ func writeConfig(dir string) ([]string, error) {
 	return []string{"--config-file=" + cfg, "--log-level=" + engineLogLevel}, nil
 }
 
+// openLog opens the engine's log at path and returns it with its size.
+func openLog(path string) (f *os.File, size int64, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, false
+	}
+	return f, st.Size(), true
+}
+
 // logTail returns the last max bytes of the engine's log written at or
 // after offset from (the log's size when this engine started), starting at
 // a line boundary; "" if there is none or it cannot be read. A rotation
 // since then leaves the file shorter than from: the whole file is new.
 func logTail(path string, from int64, max int64) string {
-	f, err := os.Open(path)
-	if err != nil {
+	f, size, ok := openLog(path)
+	if !ok {
 		return ""
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	size := st.Size()
 	if size < from {
 		from = 0
 	}
@@ -179,19 +188,15 @@ const maxFatalRead = 1 << 20
 // poll returns the engine's last words (see lastWords) if the lines added
 // to the log since the last poll hold a fatal one, else "".
 func (w *fatalWatch) poll() string {
-	f, err := os.Open(w.path)
-	if err != nil {
+	f, size, ok := openLog(w.path)
+	if !ok {
 		return ""
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	if st.Size() < w.off { // rotated: a new file
+	if size < w.off { // rotated: a new file
 		w.off = 0
 	}
-	n := min(st.Size()-w.off, maxFatalRead)
+	n := min(size-w.off, maxFatalRead)
 	if n == 0 {
 		return ""
 	}

@@ -59,24 +59,10 @@ func (r *recorder) find(msg string) []logRecord {
 	return out
 }
 
-// metric is the value of a counter or gauge without labels in reg.
+// metric is the value of one of the supervisor's metrics in reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return chenginetest.EngineMetric(t, reg, name)
 }
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {

@@ -122,7 +122,7 @@ func TestStackRestartsEngine(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := counter(t, reg, "toolaudit_engine_restarts_total"); got != 1 || s.ClickHouse.Addr() != addr {
+	if got := chenginetest.EngineMetric(t, reg, "toolaudit_engine_restarts_total"); got != 1 || s.ClickHouse.Addr() != addr {
 		t.Fatalf("restarts %v, addr %s (was %s)", got, s.ClickHouse.Addr(), addr)
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
@@ -133,20 +133,4 @@ func TestStackRestartsEngine(t *testing.T) {
 	if err := conn.Ping(ctx); err != nil {
 		t.Fatalf("restarted engine: %v", err)
 	}
-}
-
-// counter is the value of the counter name in reg.
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("%s not registered", name)
-	return 0
 }

@@ -30,6 +30,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolaudit/toolaudit/chengine"
 )
 
@@ -89,19 +91,9 @@ func Server(tb testing.TB) *chengine.Server {
 // set), stopped when the test ends. Gating is as for Server.
 func Start(tb testing.TB, opts chengine.Options) *chengine.Server {
 	tb.Helper()
-	if opts.Dir == "" {
-		opts.Dir = tb.TempDir()
-	}
-	srv, err := chengine.Start(context.Background(), opts)
-	if err != nil {
-		gate(tb, err)
-	}
-	tb.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			tb.Error(err)
-		}
+	return private(tb, opts, func(o chengine.Options) (*chengine.Server, error) {
+		return chengine.Start(context.Background(), o)
 	})
-	return srv
 }
 
 // Supervise starts a private supervised engine (chengine.Supervise) with
@@ -109,19 +101,48 @@ func Start(tb testing.TB, opts chengine.Options) *chengine.Server {
 // Gating is as for Server.
 func Supervise(tb testing.TB, opts chengine.Options, o ...chengine.SuperviseOption) *chengine.Supervisor {
 	tb.Helper()
+	return private(tb, opts, func(op chengine.Options) (*chengine.Supervisor, error) {
+		return chengine.Supervise(context.Background(), op, o...)
+	})
+}
+
+// private starts an engine for one test with start, gated as for Server.
+func private[E interface{ Stop() error }](tb testing.TB, opts chengine.Options, start func(chengine.Options) (E, error)) E {
+	tb.Helper()
 	if opts.Dir == "" {
 		opts.Dir = tb.TempDir()
 	}
-	sup, err := chengine.Supervise(context.Background(), opts, o...)
+	e, err := start(opts)
 	if err != nil {
 		gate(tb, err)
 	}
 	tb.Cleanup(func() {
-		if err := sup.Stop(); err != nil {
+		if err := e.Stop(); err != nil {
 			tb.Error(err)
 		}
 	})
-	return sup
+	return e
+}
+
+// EngineMetric is the value of one of a supervisor's metrics (a counter
+// or gauge without labels, such as toolaudit_engine_restarts_total) in g.
+func EngineMetric(tb testing.TB, g prometheus.Gatherer, name string) float64 {
+	tb.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	tb.Fatalf("no metric %s", name)
+	return 0
 }
 
 // gate skips tb for a missing library unless it is required; anything else
