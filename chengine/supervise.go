@@ -115,20 +115,24 @@ func Supervise(ctx context.Context, opts Options, o ...SuperviseOption) (*Superv
 			Help: "Restarts of the ClickHouse engine that failed (each is retried after a backoff).",
 		}),
 	}
+	var registered []prometheus.Collector
+	unregister := func() {
+		for _, c := range registered {
+			cfg.reg.Unregister(c)
+		}
+	}
 	if cfg.reg != nil {
 		for _, c := range []prometheus.Collector{s.m.up, s.m.restarts, s.m.failures} {
 			if err := cfg.reg.Register(c); err != nil {
+				unregister()
 				return nil, fmt.Errorf("chengine: %w", err)
 			}
+			registered = append(registered, c)
 		}
 	}
 	srv, err := Start(ctx, opts)
 	if err != nil {
-		if cfg.reg != nil {
-			for _, c := range []prometheus.Collector{s.m.up, s.m.restarts, s.m.failures} {
-				cfg.reg.Unregister(c)
-			}
-		}
+		unregister()
 		return nil, err
 	}
 	opts.TCPPort, opts.HTTPPort = port(srv.Addr()), port(srv.HTTPAddr())
@@ -171,7 +175,8 @@ func (s *Supervisor) Restarts() int {
 	return s.restarts
 }
 
-// Server is the engine serving now (a new one after each restart).
+// Server is the engine started last: the one serving, or, while Ready
+// reports the engine down, the one that failed.
 func (s *Supervisor) Server() *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,7 +218,11 @@ func (s *Supervisor) loop(srv *Server) {
 		down := time.Now()
 		s.setReady(fmt.Errorf("chengine: engine down since %s: %w", down.Format(time.RFC3339), why))
 		for {
-			delay := min(s.cfg.maxBackoff, s.cfg.minBackoff<<min(fails, 30))
+			delay := s.cfg.minBackoff
+			for i := 0; i < fails && delay < s.cfg.maxBackoff; i++ {
+				delay *= 2
+			}
+			delay = min(delay, s.cfg.maxBackoff)
 			fails++
 			s.log.Info("chengine: restarting the engine on its data", "in", delay, "dir", s.opts.Dir, "attempt", fails)
 			select {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -211,9 +212,10 @@ func TestSuperviseStartFailures(t *testing.T) {
 	}
 }
 
-// TestSuperviseBadOptions needs no engine: nonsensical options are refused
-// before anything starts.
-func TestSuperviseBadOptions(t *testing.T) {
+// TestSuperviseRefuses needs no engine: nonsensical options are refused
+// before anything starts, and a first start that fails leaves no metric
+// registered (a caller may try again with the same registry).
+func TestSuperviseRefuses(t *testing.T) {
 	for _, o := range []chengine.SuperviseOption{
 		chengine.WithBackoff(0, time.Second),
 		chengine.WithBackoff(2*time.Second, time.Second),
@@ -223,6 +225,17 @@ func TestSuperviseBadOptions(t *testing.T) {
 		if _, err := chengine.Supervise(context.Background(), chengine.Options{Dir: t.TempDir()}, o); err == nil || !strings.Contains(err.Error(), "bad supervision options") {
 			t.Errorf("err = %v", err)
 		}
+	}
+	junk := filepath.Join(t.TempDir(), "libchdb.so")
+	if err := os.WriteFile(junk, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := chengine.Supervise(context.Background(), chengine.Options{Dir: t.TempDir(), Lib: junk}, chengine.WithRegisterer(reg)); err == nil {
+		t.Fatal("Supervise with a junk library succeeded")
+	}
+	if mfs, _ := reg.Gather(); len(mfs) != 0 {
+		t.Fatalf("%d metric families left registered", len(mfs))
 	}
 }
 
