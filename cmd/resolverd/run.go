@@ -94,7 +94,10 @@ the dead-letter topic.
 Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
 ClickHouse engine (DIR/clickhouse, native port 19000, HTTP 18123), and
 creates the schema. Point cmd/ingest at 127.0.0.1:19092. The
---embedded-*-port flags choose other ports.
+--embedded-*-port flags choose other ports. The engine is supervised:
+when it dies it is restarted on its data, the cause is logged (its own
+log is DIR/clickhouse/log/engine.log), the restart counted in
+toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
 points), GET /metrics, /healthz, /readyz.
