@@ -211,7 +211,7 @@ func (e *env) startWhenReady(st *stack, extra ...string) *daemon {
 			if strings.Contains(log, "partitions assigned") {
 				return d // see TestKill9 for why only then
 			}
-			if strings.Contains(log, "resolverd: ") && attempt < 10 { // it exited
+			if d.exited() && attempt < 10 {
 				d.cmd.Wait()
 				time.Sleep(500 * time.Millisecond)
 				e.t.Logf("resolverd run exited at start (%s); starting it again", strings.TrimSpace(log[strings.LastIndex(log, "resolverd: "):]))
