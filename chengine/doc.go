@@ -68,8 +68,8 @@
 // # Why the engine aborts when a client is killed
 //
 // Killing a client of the engine (resolverd run, mid-stream) with SIGKILL
-// makes the engine abort (SIGABRT) about 4 s later in a fifth to a third
-// of kills (7 of 24 in issue 10; 5 of 23 in a rerun, 1 of 6 in several
+// makes the engine abort (SIGABRT) about 4 s later in an eighth to a third
+// of kills (7 of 24 in issue 10; 5 of 23 in a rerun; 4 of 30 over five
 // runs of e2e TestKillMidInsertStack). Its log says why:
 //
 //	<Error> TCPHandler: TCPHandler: Code: 210. DB::NetException: Connection reset by peer, while reading from socket ...
