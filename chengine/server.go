@@ -1,6 +1,7 @@
 package chengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,9 +47,10 @@ type Options struct {
 	// start takes well under a second, the margin is for loaded CI machines.
 	StartTimeout time.Duration
 	// ConfigFile, when set, is a ClickHouse server configuration file
-	// (XML or YAML) passed as --config-file: remote_servers for a cluster
-	// of engines, macros, users. The ports and the path above win over
-	// its settings. The engine reads it once, at start.
+	// (XML or YAML): remote_servers for a cluster of engines, macros,
+	// users. It is copied at every start into Dir's chengine.d, which the
+	// engine merges over its own configuration (the log); the ports and the
+	// path above win over its settings.
 	ConfigFile string
 }
 
@@ -59,6 +61,9 @@ type Server struct {
 	cmd            *exec.Cmd
 	parentEnd      *os.File // write end of the child's stdin; see package doc
 	out            *tailWriter
+	logPath        string // the engine's log (LogPath)
+	logFrom        int64  // its size when this engine started
+	started        time.Time
 	done           chan struct{} // closed when the child has exited
 	waitErr        error         // set before done is closed
 	stopping       atomic.Bool
@@ -71,6 +76,9 @@ func (s *Server) Addr() string { return s.addr }
 
 // HTTPAddr is the HTTP interface address, "127.0.0.1:port".
 func (s *Server) HTTPAddr() string { return s.httpAddr }
+
+// PID is the engine child's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Start launches the engine in a child process and returns once both the
 // native port answers a clickhouse-go Ping and HTTP /ping answers "Ok.". If it
@@ -125,17 +133,19 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{"clickhouse"}
-	if opts.ConfigFile != "" {
-		argv = append(argv, "--config-file="+opts.ConfigFile)
+	cfgArgs, err := writeConfig(opts.Dir, opts.ConfigFile)
+	if err != nil {
+		return nil, err
 	}
-	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: append(argv,
+	argv := append([]string{"clickhouse"}, cfgArgs...)
+	argv = append(argv,
 		"--path="+opts.Dir,
 		"--tcp_port="+strconv.Itoa(tcpPort),
 		"--http_port="+strconv.Itoa(httpPort),
 		"--listen_host=127.0.0.1",
 		"--query=SYSTEM START LISTEN QUERIES ALL; "+keepAlive,
-	)})
+	)
+	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: argv})
 	if err != nil {
 		return nil, fmt.Errorf("chengine: %w", err)
 	}
@@ -152,6 +162,9 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		httpAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		parentEnd: parentEnd,
 		out:       &tailWriter{max: 8 << 10, log: opts.Logger},
+		logPath:   LogPath(opts.Dir),
+		logFrom:   logSize(LogPath(opts.Dir)),
+		started:   t0,
 		done:      make(chan struct{}),
 		log:       opts.Logger,
 	}
@@ -265,8 +278,18 @@ func (s *Server) Wait() error {
 	if s.stopping.Load() {
 		return nil
 	}
-	return fmt.Errorf("chengine: engine exited unexpectedly: %v\nengine output:\n%s", s.waitErr, s.out.String())
+	return fmt.Errorf("%w\nengine output:\n%s\nengine log (%s):\n%s", s.exitError(), s.out.String(), s.logPath, s.lastLog())
 }
+
+// exitError says how a child that ended on its own ended: its exit status
+// or signal.
+func (s *Server) exitError() error {
+	return fmt.Errorf("chengine: engine exited unexpectedly: %v", s.waitErr)
+}
+
+// lastLog is what this engine's log (LogPath) says went wrong last: its
+// last error and fatal lines, from the last 256 KB it wrote.
+func (s *Server) lastLog() string { return lastWords(logTail(s.logPath, s.logFrom, 256<<10), 20) }
 
 // pickPorts returns the requested ports, replacing each 0 with a free one.
 // Both probe listeners stay open until both are chosen so they differ; the
@@ -317,6 +340,24 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
 	}
 	return len(p), nil
+}
+
+// lastLines returns the last n lines kept.
+func (w *tailWriter) lastLines(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := bytes.TrimRight(w.buf, "\n")
+	for end := len(b); n > 0; n-- {
+		i := bytes.LastIndexByte(b[:end], '\n')
+		if i < 0 {
+			return string(b)
+		}
+		end = i
+		if n == 1 {
+			return string(b[i+1:])
+		}
+	}
+	return ""
 }
 
 func (w *tailWriter) String() string {

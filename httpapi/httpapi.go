@@ -24,8 +24,9 @@ const MaxBody = 1 << 20
 type Config struct {
 	Store    *registryversions.Store
 	Resolver resolve.Resolver
-	// Ready reports readiness for /readyz; nil means always ready.
-	Ready func() bool
+	// Ready reports readiness for /readyz: nil when ready, else why not
+	// (the answer's body). A nil Ready means always ready.
+	Ready func() error
 	// Gatherer serves /metrics; nil serves no metrics endpoint.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -73,7 +74,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/resolve", h.resolve)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", h.ready)
+	mux.Handle("GET /readyz", Readiness(cfg.Ready))
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -85,12 +86,18 @@ func New(cfg Config) (http.Handler, error) {
 	return mux, nil
 }
 
-func (h *handler) ready(w http.ResponseWriter, _ *http.Request) {
-	if h.cfg.Ready != nil && !h.cfg.Ready() {
-		http.Error(w, "not ready: registry history not caught up", http.StatusServiceUnavailable)
-		return
-	}
-	io.WriteString(w, "ready\n")
+// Readiness is the /readyz handler: 200 "ready" while ready returns nil,
+// else 503 "not ready: " and the reason. A nil ready is always ready.
+func Readiness(ready func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if ready != nil {
+			if err := ready(); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		io.WriteString(w, "ready\n")
+	})
 }
 
 // resolve answers with the decision as JSON, status 200 for every

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func server(t *testing.T, ready func() bool) (*httptest.Server, *prometheus.Registry) {
+func server(t *testing.T, ready func() error) (*httptest.Server, *prometheus.Registry) {
 	t.Helper()
 	store := registryversions.New()
 	f, err := os.Open("../testdata/corpus/sample/listings.jsonl")
@@ -130,7 +131,12 @@ func TestResolveAPIErrors(t *testing.T) {
 
 func TestProbesAndMetrics(t *testing.T) {
 	var ready atomic.Bool
-	s, _ := server(t, ready.Load)
+	s, _ := server(t, func() error {
+		if !ready.Load() {
+			return errors.New("registry history not caught up")
+		}
+		return nil
+	})
 	get := func(path string) (int, string) {
 		resp, err := http.Get(s.URL + path)
 		if err != nil {
@@ -143,12 +149,12 @@ func TestProbesAndMetrics(t *testing.T) {
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("healthz %d", code)
 	}
-	if code, _ := get("/readyz"); code != 503 {
-		t.Fatalf("readyz before ready: %d", code)
+	if code, body := get("/readyz"); code != 503 || body != "not ready: registry history not caught up\n" {
+		t.Fatalf("readyz before ready: %d %q", code, body)
 	}
 	ready.Store(true)
-	if code, _ := get("/readyz"); code != 200 {
-		t.Fatalf("readyz after ready: %d", code)
+	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
+		t.Fatalf("readyz after ready: %d %q", code, body)
 	}
 	post(t, s.URL, `{"event_id":"x"}`)
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `toolaudit_api_decisions_total{class="MALFORMED",verdict="reject"} 1`) {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,8 +16,12 @@ import (
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolaudit/toolaudit/embedded"
+	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -190,16 +197,25 @@ func stackCommand(std stdio) *ffcli.Command {
 	dir := fs.String("dir", "", "data `DIR` of the broker and the engine (required)")
 	var ports portFlags
 	ports.register(fs, "")
+	httpAddr := fs.String("http", "127.0.0.1:19080", "listen `address` of /metrics, /healthz and /readyz (empty: none)")
 	return &ffcli.Command{
 		Name:       "stack",
-		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N]",
+		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N] [--http ADDR]",
 		ShortHelp:  "run only the embedded Kafka broker and ClickHouse engine",
 		LongHelp: `Runs the embedded stack of run --embedded (Kafka-protocol broker on
 127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123
 unless the port flags say otherwise, data in DIR) in the foreground,
 without the resolver: for development, benchmarks, or several resolverd
 instances sharing one local stack. Prints the addresses it listens on.
-Stops on SIGINT or SIGTERM.`,
+Stops on SIGINT or SIGTERM.
+
+The engine is supervised: when it exits on its own, reports a fatal
+error or stops answering, the stack logs why (exit status or signal, the
+engine's last output and log lines; its log is
+DIR/clickhouse/log/engine.log), restarts it on its data and ports after a
+backoff (0.5 s doubling to 30 s while it keeps failing), counts it in
+toolaudit_engine_restarts_total (--http serves /metrics), and answers 503
+on /readyz until the new engine answers.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -213,11 +229,34 @@ Stops on SIGINT or SIGTERM.`,
 			if err := ports.check(); err != nil {
 				return err
 			}
-			st, err := embedded.Start(ctx, ports.options(*dir, log))
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			var ln net.Listener
+			if *httpAddr != "" {
+				var err error
+				if ln, err = net.Listen("tcp", *httpAddr); err != nil {
+					return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for none)", *httpAddr, err)
+				}
+				defer ln.Close()
+			}
+			opts := ports.options(*dir, log)
+			opts.Registerer = reg
+			st, err := embedded.Start(ctx, opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(std.out, "kafka %s, clickhouse %s (http %s); Ctrl-C stops\n", st.Brokers[0], st.ClickHouse.Addr(), st.ClickHouse.HTTPAddr())
+			admin := ""
+			if ln != nil {
+				mux := http.NewServeMux()
+				mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+				mux.Handle("GET /readyz", httpapi.Readiness(st.Ready))
+				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go srv.Serve(ln)
+				defer srv.Close()
+				admin = ", metrics and readyz http://" + ln.Addr().String()
+			}
+			fmt.Fprintf(std.out, "kafka %s, clickhouse %s (http %s)%s; Ctrl-C stops\n", st.Brokers[0], st.ClickHouse.Addr(), st.ClickHouse.HTTPAddr(), admin)
 			<-ctx.Done()
 			return st.Close()
 		},

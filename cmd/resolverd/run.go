@@ -74,7 +74,10 @@ the dead-letter topic.
 Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
 ClickHouse engine (DIR/clickhouse, native port 19000, HTTP 18123), and
 creates the schema. Point cmd/ingest at 127.0.0.1:19092. The
---embedded-*-port flags choose other ports.
+--embedded-*-port flags choose other ports. The engine is supervised:
+when it dies it is restarted on its data, the cause is logged (its own
+log is DIR/clickhouse/log/engine.log), the restart counted in
+toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
 points), GET /metrics, /healthz, /readyz.
@@ -215,11 +218,17 @@ type daemonArgs struct {
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("resolverd starting", "build", a.stream.ResolverBuild, "mode", a.stream.Resolver.Mode, "analysis", a.stream.AnalysisID)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var st *embedded.Stack
 	if a.embedded != "" {
 		if err := a.ports.check(); err != nil {
 			return err
 		}
-		st, err := embedded.Start(ctx, a.ports.options(a.embedded, log))
+		opts := a.ports.options(a.embedded, log)
+		opts.Registerer = reg
+		var err error
+		st, err = embedded.Start(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -239,8 +248,6 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err := checkKafka(ctx, log, a); err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
 	if a.migrate {
 		opts = append(opts, sink.WithMigrate())
@@ -263,7 +270,18 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
 	if a.http != "" {
-		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
+		ready := func() error {
+			if st != nil {
+				if err := st.Ready(); err != nil {
+					return err
+				}
+			}
+			if !p.Ready() {
+				return errors.New("registry history not caught up or consumer group not joined")
+			}
+			return nil
+		}
+		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: ready,
 			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
 		if err != nil {
 			return err
