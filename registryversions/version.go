@@ -1,30 +1,40 @@
 package registryversions
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/toolaudit/toolaudit/signature"
 )
 
-// Tool is one tool of one server, as some snapshot defined it.
+// Tool is one tool of one server during one of that server's states (the
+// interval between two listings that changed it).
 type Tool struct {
 	Server      string
 	Name        string
 	Trust       int // the trust of the listing that defined it
 	Digest      string
-	Description string
+	Description string               // from the first listing of this definition the store saw
 	Sig         *signature.Signature // never nil
-	// Drift: a listing after the version that holds this tool changed
-	// its digest or dropped it (spec v1, drift).
-	Drift bool
+	// drift: a listing after this state changed the tool's digest or
+	// dropped it (spec v1, drift). Set by the writer as later listings
+	// arrive; readers see the latest knowledge.
+	drift atomic.Bool
 }
 
-// ServerState is one server's tool set between two of its listings.
+// Drift reports whether a listing after the state that holds this tool
+// changed its digest or dropped it (spec v1, drift), as far as the
+// listings applied so far tell.
+func (t *Tool) Drift() bool { return t.drift.Load() }
+
+// ServerState is one server's tool set between two of its listings that
+// changed it.
 type ServerState struct {
 	Name  string
 	Trust int
 	tools map[string]*Tool
-	list  []*Tool // sorted by name
+	list  []*Tool  // sorted by name
+	c     *content // what was listed
 }
 
 // Tool returns the server's tool of that name, or nil.
@@ -34,7 +44,8 @@ func (s *ServerState) Tool(name string) *Tool { return s.tools[name] }
 func (s *ServerState) Tools() []*Tool { return s.list }
 
 // Version is a registry's tool namespace during an interval of event time.
-// It is immutable and safe for concurrent use.
+// It is immutable (but for the drift of its tools) and safe for
+// concurrent use.
 type Version struct {
 	ID       string
 	Registry string
@@ -48,6 +59,7 @@ type Version struct {
 	names    string
 	nameRefs []nameRef
 	all      []*Tool // every tool, by server then name
+	keys     atomic.Pointer[KeyIndex]
 }
 
 // Single reports whether this is a single registry: its only server is ""

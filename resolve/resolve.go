@@ -93,7 +93,7 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 		return
 	}
 	d.ResolvedServer, d.ResolvedTool, d.CurrentDigest = t.Server, t.Name, t.Digest
-	d.Drift = t.Drift
+	d.Drift = t.Drift()
 	if cls != schema.OK { // M3 after a pin-assisted tie-break
 		d.Set(cls, reason)
 		return
