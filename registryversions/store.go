@@ -289,6 +289,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 		s.compiled.Add(1)
 		d := &def{name: j.t.Name, digest: j.digest, description: j.t.Description, schema: j.t.InputSchema, sig: j.sig}
 		s.defs[d.digest] = d
+		s.n.defBytes += int64(10*len(d.schema) + len(d.description) + len(d.name) + 200)
 		j.d = d
 		for _, u := range j.sig.Unsupported() {
 			issue(j, "inputSchema"+u.String())
@@ -361,6 +362,7 @@ func (s *Store) intern(trust int, defs []*def) *content {
 	}
 	c := &content{key: key, trust: trust, defs: slices.Clone(defs)}
 	s.contents[key] = c
+	s.n.defBytes += int64(8*len(c.defs) + 80)
 	return c
 }
 
@@ -372,22 +374,17 @@ const minPerWorker = 32
 // description, compiled signature about 4x the schema), contents, points,
 // server states and versions. Constants are Go's sizes of the structures.
 func (s *Store) bytes() int64 {
-	var b int64
-	for _, d := range s.defs {
-		b += int64(5*len(d.schema) + len(d.description) + len(d.name) + 150)
-	}
-	for _, c := range s.contents {
-		b += int64(8*len(c.defs) + 80)
-	}
+	b := s.n.defBytes
 	// A state copies its tools (Tool and map entry); a version holds a
 	// server list, a name map entry and a slot of Tools() per tool.
-	b += 16*s.n.points + 100*s.n.states + 150*s.n.versions + 150*s.n.stateTools + 40*s.n.versionTools
+	b += 16*s.n.points + 150*s.n.states + 300*s.n.versions + 250*s.n.stateTools + 60*s.n.versionTools
 	return b
 }
 
 // counts are the sizes a registry's history adds to the store's.
 type counts struct {
 	points, states, stateTools, versions, versionTools int64
+	defBytes                                           int64 // definitions and contents, store-wide only
 }
 
 func (c *counts) add(now, before counts) {
