@@ -122,12 +122,10 @@ func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *reg
 			return
 		}
 	}
-	for _, o := range v.Tools() {
-		if o.Name != t.Name && o.Sig.Accepts(c.Arguments) {
-			d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
-			d.Path = res.Path
-			return
-		}
+	if o := otherAccepting(v, t.Name, c.Arguments); o != nil {
+		d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
+		d.Path = res.Path
+		return
 	}
 	if res.Kind == signature.KeyFail {
 		d.Set(schema.H2, res.Reason)
