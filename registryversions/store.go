@@ -205,12 +205,16 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 	if len(newRegs) > 0 {
 		s.dir.Store(s.dir.Load().with(newRegs))
 	}
+	s.publishStats()
+	return issues
+}
+
+func (s *Store) publishStats() {
 	st := s.stats
 	st.Points, st.States, st.Versions = s.n.points, s.n.states, s.n.versions
 	st.Definitions, st.Contents = int64(len(s.defs)), int64(len(s.contents))
 	st.Bytes = s.bytes()
 	s.statsPub.Store(&st)
-	return issues
 }
 
 // prepare finds the content of every listing: digests (remembered by raw
