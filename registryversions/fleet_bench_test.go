@@ -1,9 +1,12 @@
 package registryversions
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,6 +141,78 @@ func BenchmarkManyRegistries(b *testing.B) {
 				s.Apply(listing(fmt.Sprint("n", i), "2026-01-02T00:00:00Z", fmt.Sprint("new-", n, "-", i), "s", 0, schema.OpSnapshot,
 					tool("t", `{"type":"object","properties":{"q":{"type":"string"}}}`, "")))
 			}
+		})
+	}
+}
+
+// millionListings applies n relistings of the 14 real manifests (3 per
+// session, one session every 130 s, 1% changing a definition) to s,
+// without JSON: the listings share the decoded tools, so n can be a
+// million. Returns the number of changes.
+func millionListings(b testing.TB, s *Store, n int) int {
+	base := readListings(b, corpus("mcp", "listings.jsonl"))
+	cur := make([][]schema.Tool, len(base))
+	for i, l := range base {
+		cur[i] = l.Tools
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	changes := 0
+	batch := make([]*schema.Listing, 0, 3000)
+	for k := range n {
+		i := rng.IntN(len(base))
+		if rng.IntN(100) == 0 {
+			tools := slices.Clone(cur[i])
+			j := rng.IntN(len(tools))
+			if is := tools[j].InputSchema; bytes.Contains(is, []byte(`"properties":{`)) {
+				tools[j].InputSchema = bytes.Replace(is, []byte(`"properties":{`), fmt.Appendf(nil, `"properties":{"fleet_option_%d":{"type":"string"},`, k), 1)
+				cur[i] = tools
+				changes++
+			}
+		}
+		l := base[i]
+		batch = append(batch, &schema.Listing{EventID: fmt.Sprint("m-", k), ObservedAt: start.Add(time.Duration(k) * 130 * time.Second / 3),
+			Registry: "fleet", Server: l.Server, Trust: l.Trust, Op: schema.OpSnapshot, Tools: cur[i]})
+		if len(batch) == cap(batch) || k == n-1 {
+			s.Apply(batch...)
+			batch = batch[:0]
+		}
+	}
+	return changes
+}
+
+// BenchmarkStartupMillion: start-up with a million listing events in the
+// topic. With a checkpoint, an instance loads the store's state (what
+// AppendCheckpoint wrote after the million) and reads the tail: the load
+// is what grows with the history. Without, it replays the million (see
+// BenchmarkFleet for the cost per listing, decode included). Reports the
+// checkpoint's size for the default late window and for keeping every
+// relisting instant.
+func BenchmarkStartupMillion(b *testing.B) {
+	n := 1000000
+	for _, w := range []struct {
+		name   string
+		window time.Duration
+	}{{"window=24h", DefaultLateWindow}, {"window=all", 0}} {
+		s := New(WithLateWindow(w.window))
+		changes := millionListings(b, s, n)
+		var data []byte
+		b.Run(w.name+"/write", func(b *testing.B) {
+			for b.Loop() {
+				data = s.AppendCheckpoint(data[:0])
+			}
+			b.ReportMetric(float64(len(data))/(1<<20), "MiB")
+		})
+		b.Run(w.name+"/load", func(b *testing.B) {
+			for b.Loop() {
+				if err := New(WithLateWindow(w.window)).LoadCheckpoint(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st := s.Stats()
+			b.ReportMetric(float64(st.Versions), "versions")
+			b.ReportMetric(float64(st.Points), "points")
+			b.ReportMetric(float64(changes), "changes")
 		})
 	}
 }

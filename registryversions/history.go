@@ -249,11 +249,11 @@ func sortInt(s []int64, x int64) int {
 func (r *registry) splice(lo, hi int, vs []*Version) {
 	for _, v := range r.versions[lo:hi] {
 		r.n.versions--
-		r.n.versionTools -= int64(len(v.all))
+		r.n.versionTools -= int64(v.numTools())
 	}
 	for _, v := range vs {
 		r.n.versions++
-		r.n.versionTools += int64(len(v.all))
+		r.n.versionTools += int64(v.numTools())
 	}
 	if lo == len(r.versions) {
 		for _, v := range vs {
@@ -436,11 +436,12 @@ func newVersion(registry string, from int64, cur map[string]*ServerState) *Versi
 		From:     time.Unix(0, from).UTC(),
 		servers:  make([]*ServerState, 0, len(cur)),
 		byServer: make(map[string]*ServerState, len(cur)),
-		byName:   map[string][]*Tool{},
 	}
+	n := 0
 	for _, st := range cur {
 		v.servers = append(v.servers, st)
 		v.byServer[st.Name] = st
+		n += len(st.list)
 	}
 	slices.SortFunc(v.servers, func(a, b *ServerState) int { return cmp.Compare(a.Name, b.Name) })
 	h := sha256.New()
@@ -455,26 +456,30 @@ func newVersion(registry string, from int64, cur map[string]*ServerState) *Versi
 			h.Write([]byte(t.Name))
 			h.Write([]byte{1})
 			h.Write([]byte(t.Digest))
-			v.byName[t.Name] = append(v.byName[t.Name], t)
-			v.all = append(v.all, t)
 		}
 	}
 	v.ID = "rv-" + hex.EncodeToString(h.Sum(nil)[:10])
-	if len(v.byName) <= smallVersion {
-		var b strings.Builder
-		names := make([]string, 0, len(v.byName))
-		for name := range v.byName {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			v.nameRefs = append(v.nameRefs, nameRef{off: uint32(b.Len()), len: uint32(len(name)), tools: v.byName[name]})
-			b.WriteString(name)
-		}
-		v.names = b.String()
-		if v.nameRefs == nil {
-			v.nameRefs = []nameRef{} // empty version: still scanned, never the map
+	if n > smallVersion {
+		return v // indexed on first use
+	}
+	byName := map[string][]*Tool{}
+	for _, s := range v.servers {
+		for _, t := range s.list {
+			byName[t.Name] = append(byName[t.Name], t)
+			v.all = append(v.all, t)
 		}
 	}
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	v.nameRefs = make([]nameRef, 0, len(names)) // never nil: scanned, never the map
+	for _, name := range names {
+		v.nameRefs = append(v.nameRefs, nameRef{off: uint32(b.Len()), len: uint32(len(name)), tools: byName[name]})
+		b.WriteString(name)
+	}
+	v.names = b.String()
 	return v
 }

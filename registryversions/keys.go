@@ -44,7 +44,7 @@ func (v *Version) KeyIndex() *KeyIndex {
 		return x
 	}
 	x := &KeyIndex{declaring: map[string][]int32{}, requiring: map[string][]int32{}}
-	for i, t := range v.all {
+	for i, t := range v.Tools() {
 		tl := t.Sig.TopLevel()
 		switch {
 		case tl.Closed:

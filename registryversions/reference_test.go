@@ -266,8 +266,8 @@ func diffStore(s *Store, want map[string][]*refVersion) string {
 					}
 				}
 			}
-			if n != len(g.all) {
-				return fmt.Sprintf("%s version %d: %d tools listed, %d in servers", reg, i, len(g.all), n)
+			if n != len(g.Tools()) {
+				return fmt.Sprintf("%s version %d: %d tools listed, %d in servers", reg, i, len(g.Tools()), n)
 			}
 		}
 	}
