@@ -2,7 +2,6 @@ package offline
 
 import (
 	"bytes"
-	"os"
 	"testing"
 	"time"
 
@@ -16,11 +15,7 @@ import (
 // loads to the same versions as every good line applied at once, and bad
 // lines are reported by line number.
 func TestLoadListingsBatches(t *testing.T) {
-	data, err := os.ReadFile(corpus("mcp", "listings.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := fleet.Manifests(data)
+	ms, err := fleet.ReadManifests(corpus("mcp", "listings.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package registryversions
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func (s *Store) AppendCheckpoint(dst []byte) []byte {
 	for _, d := range s.defs {
 		defs = append(defs, d)
 	}
-	slices.SortFunc(defs, func(a, b *def) int { return cmpString(a.digest, b.digest) })
+	slices.SortFunc(defs, func(a, b *def) int { return cmp.Compare(a.digest, b.digest) })
 	dst = binary.AppendUvarint(dst, uint64(len(defs)))
 	for i, d := range defs {
 		defIndex[d] = uint64(i)
@@ -58,7 +59,7 @@ func (s *Store) AppendCheckpoint(dst []byte) []byte {
 	for _, c := range s.contents {
 		cs = append(cs, c)
 	}
-	slices.SortFunc(cs, func(a, b *content) int { return cmpString(string(a.key[:]), string(b.key[:])) })
+	slices.SortFunc(cs, func(a, b *content) int { return cmp.Compare(string(a.key[:]), string(b.key[:])) })
 	dst = binary.AppendUvarint(dst, uint64(len(cs)))
 	for i, c := range cs {
 		contentIndex[c] = uint64(i)
@@ -103,16 +104,6 @@ func (s *Store) AppendCheckpoint(dst []byte) []byte {
 	return dst
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
@@ -130,25 +121,25 @@ func (r *reader) fail(what string) {
 	}
 }
 
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
+// skip consumes the n bytes a number took; n <= 0 is a bad number.
+func (r *reader) skip(n int) {
 	if n <= 0 {
-		r.fail("bad uvarint")
+		r.fail("bad number")
 		r.b = nil
-		return 0
+		return
 	}
 	r.b = r.b[n:]
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	r.skip(n)
 	return v
 }
 
 func (r *reader) varint() int64 {
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		r.b = nil
-		return 0
-	}
-	r.b = r.b[n:]
+	r.skip(n)
 	return v
 }
 

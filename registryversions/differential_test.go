@@ -2,7 +2,6 @@ package registryversions
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,11 +16,7 @@ import (
 // instant as another of their server.
 func fleetListings(t testing.TB, sessions int, changeRate float64, seed uint64, extras bool) []*schema.Listing {
 	t.Helper()
-	data, err := os.ReadFile(corpus("mcp", "listings.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := fleet.Manifests(data)
+	ms, err := fleet.ReadManifests(corpus("mcp", "listings.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -18,11 +17,7 @@ import (
 // manifests, 3 servers each, one session every 130 s, 1% of listings
 // changing a definition.
 func fleetLines(b testing.TB, sessions int) [][]byte {
-	data, err := os.ReadFile(corpus("mcp", "listings.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ms, err := fleet.Manifests(data)
+	ms, err := fleet.ReadManifests(corpus("mcp", "listings.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}

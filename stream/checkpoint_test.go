@@ -3,7 +3,6 @@ package stream
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -22,11 +21,7 @@ import (
 // window), 3% changing a definition.
 func fleetEvents(t testing.TB, sessions int) []fleet.Event {
 	t.Helper()
-	data, err := os.ReadFile(corpus("mcp", "listings.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := fleet.Manifests(data)
+	ms, err := fleet.ReadManifests(corpus("mcp", "listings.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

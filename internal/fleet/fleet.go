@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -20,6 +21,15 @@ type Manifest struct {
 	Server string
 	Trust  int
 	Tools  []map[string]any
+}
+
+// ReadManifests is Manifests of a file.
+func ReadManifests(path string) ([]Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Manifests(data)
 }
 
 // Manifests reads the servers of listing events (JSONL), one per server,
