@@ -109,9 +109,9 @@ func TestDifferentialFleet(t *testing.T) {
 // than the window are applied exactly, while unchanged relistings older
 // than it are forgotten (bounded memory).
 func TestLateWindow(t *testing.T) {
-	ls := fleetListings(t, 3000, 0.01, 2, false)
+	ls := fleetListings(t, 1500, 0.01, 2, false)
 	want := reference(t, ls)
-	// 9,000 listings, 3 per 130 s: 50 positions late is under 40 minutes.
+	// 4,500 listings, 3 per 130 s: 50 positions late is under 40 minutes.
 	s := New(WithLateWindow(time.Hour))
 	for _, i := range fleet.Arrival(len(ls), 0.2, 0.1, 50, 9) {
 		s.Apply(ls[i])
