@@ -183,12 +183,14 @@ func (l *listings) restore(ctx context.Context) {
 // consume starts reading the listings partitions a probe found that are
 // not read yet (all of them at the first probe after restore; later,
 // those added to the topic): where the loaded checkpoint ends, else from
-// the start. Called by the prober after each probe.
-func (l *listings) consume(pr probe) {
+// the start. Called by the prober after each probe; false until the
+// checkpoint is loaded, so that the watermark cannot pass a topic whose
+// old records are gone before their state is in the store.
+func (l *listings) consume(pr probe) bool {
 	select {
 	case <-l.restored:
 	default:
-		return // the next probe, once the checkpoint is loaded
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -212,6 +214,7 @@ func (l *listings) consume(pr probe) {
 	if len(add) > 0 {
 		l.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{l.cfg.ListingsTopic: add})
 	}
+	return true
 }
 
 // maybeCheckpoint takes a checkpoint, once caught up, when listings were

@@ -222,8 +222,9 @@ type prober struct {
 	caughtUp func()
 	// listed, when set, is called with each probe of the listings topic
 	// before the watermark sees it (the listings reader starts reading
-	// the partitions it has not read yet).
-	listed func(probe)
+	// the partitions it has not read yet); false drops the probe (the
+	// reader is not ready: its checkpoint is still loading).
+	listed func(probe) bool
 }
 
 func (p *prober) run(ctx context.Context) {
@@ -284,8 +285,8 @@ func (p *prober) probe(ctx context.Context) error {
 	if len(pr.end) == 0 {
 		return fmt.Errorf("topic %s: no partitions", topic)
 	}
-	if p.listed != nil {
-		p.listed(pr)
+	if p.listed != nil && !p.listed(pr) {
+		return nil
 	}
 	if p.wm.probed(pr) && p.caughtUp != nil {
 		p.caughtUp()
