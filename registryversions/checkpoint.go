@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/toolaudit/toolaudit/internal/par"
@@ -69,21 +70,13 @@ func (s *Store) AppendCheckpoint(dst []byte) []byte {
 			dst = binary.AppendUvarint(dst, defIndex[d])
 		}
 	}
-	names := make([]string, 0, len(s.regs))
-	for name := range s.regs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(s.regs))
 	dst = binary.AppendUvarint(dst, uint64(len(names)))
 	for _, name := range names {
 		r := s.regs[name]
 		dst = appendString(dst, name)
 		dst = binary.AppendVarint(dst, r.birth)
-		svs := make([]string, 0, len(r.servers))
-		for n := range r.servers {
-			svs = append(svs, n)
-		}
-		slices.Sort(svs)
+		svs := slices.Sorted(maps.Keys(r.servers))
 		dst = binary.AppendUvarint(dst, uint64(len(svs)))
 		for _, n := range svs {
 			sv := r.servers[n]
