@@ -41,6 +41,18 @@
 // still applied, but a change it brings holds until the server's next
 // retained point instead of its next relisting.
 //
+// # Checkpoints
+//
+// AppendCheckpoint writes everything the store keeps (definitions with
+// their raw inputSchema, contents, every registry's points) and
+// LoadCheckpoint rebuilds a store from it (digests recomputed, signatures
+// compiled, versions and drift rebuilt): a loaded store applies any later
+// listing, however late in event time, as the writer would. Because
+// applying a listing twice changes nothing, a checkpoint plus every
+// listing from the offsets it covers (some of them possibly already in
+// it) is the whole history; package stream keeps checkpoints in Kafka so
+// that an instance does not replay the listings topic at start-up.
+//
 // Readers never lock: each registry's versions are published atomically,
 // per registry (applying a listing does not copy other registries), and a
 // Snapshot is a view of the registry directory, which only grows. The
