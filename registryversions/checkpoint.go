@@ -288,7 +288,7 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 		s.n.add(r.n, counts{})
 		s.stats.Registries++
 	}
-	s.dir.Store(s.dir.Load().with(newRegs))
+	s.view.Store(&Snapshot{dir: s.view.Load().dir.with(newRegs)})
 	s.publishStats()
 	return nil
 }

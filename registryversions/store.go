@@ -43,7 +43,7 @@ func (i Issue) String() string {
 type Store struct {
 	mu   sync.Mutex // serializes writers
 	regs map[string]*registry
-	dir  atomic.Pointer[directory]
+	view atomic.Pointer[Snapshot] // one per directory: Snapshot does not allocate
 
 	// defs are the distinct tool definitions, by digest; contents the
 	// distinct server states (trust and definitions), by key. A relisting
@@ -103,7 +103,7 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.dir.Store(&directory{main: map[string]*registry{}})
+	s.view.Store(&Snapshot{dir: &directory{main: map[string]*registry{}}})
 	s.statsPub.Store(&Stats{})
 	return s
 }
@@ -113,7 +113,7 @@ func New(opts ...Option) *Store {
 func (s *Store) Compiled() int64 { return s.compiled.Load() }
 
 // Snapshot returns a view of every registry (see Snapshot).
-func (s *Store) Snapshot() *Snapshot { return &Snapshot{dir: s.dir.Load()} }
+func (s *Store) Snapshot() *Snapshot { return s.view.Load() }
 
 // At is shorthand for s.Snapshot().At.
 func (s *Store) At(registry string, t time.Time) *Version {
@@ -203,7 +203,7 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 		}
 	}
 	if len(newRegs) > 0 {
-		s.dir.Store(s.dir.Load().with(newRegs))
+		s.view.Store(&Snapshot{dir: s.view.Load().dir.with(newRegs)})
 	}
 	s.publishStats()
 	return issues

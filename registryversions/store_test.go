@@ -449,3 +449,13 @@ func TestReferenceCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotDoesNotAllocate: the stream takes a snapshot per call.
+func TestSnapshotDoesNotAllocate(t *testing.T) {
+	s := New()
+	s.Apply(listing("l1", "2026-01-01T00:00:01Z", "r", "s", 0, schema.OpSnapshot, tool("t", `{"type":"object"}`, "")))
+	at := ts(t, "2026-01-01T00:00:02Z")
+	if n := testing.AllocsPerRun(100, func() { s.Snapshot().At("r", at) }); n > 0 {
+		t.Fatalf("%.1f allocations per Snapshot().At", n)
+	}
+}
