@@ -9,25 +9,25 @@
 // One JSON object per Kafka record, topic DefaultTopic ("tool-audit"),
 // keyed by the call's session (schema.CallKey):
 //
-//	{"type":"audit","source":"api","action":"enforced",
-//	 "call":{...the call event as received...},
-//	 "decision":{"event_id":"c-1","verdict":"reject","class":"H1",...,
-//	   "suggested_tool":"create_issue","resolver_build":"...",
-//	   "policy_version":"strict","decided_at":"2026-11-29T10:00:05.251Z"}}
+//		{"type":"audit","source":"api","action":"enforced",
+//		 "call":{...the call event as received...},
+//		 "decision":{"event_id":"c-1","verdict":"reject","class":"H1",...,
+//		   "suggested_tool":"create_issue","resolver_build":"...",
+//		   "policy_version":"strict","decided_at":"2026-11-29T10:00:05.251Z"}}
 //
-//   - source: "api" or "gateway" (a record cannot claim "stream" or
-//     "reanalysis": those rows are the pipeline's own).
-//   - action: what the host reports it did with the verdict: "enforced",
-//     "observed", or "" (unknown).
-//   - call: the call event exactly as received when it is valid JSON in
-//     valid UTF-8 without surrounding whitespace; otherwise "call_base64",
-//     its bytes in standard base64,
-//     so that the row of a MALFORMED call is derived from the very bytes
-//     that were decided.
-//   - decision: the decision as answered (schema.Decision.AppendJSON's
-//     members), plus suggested_tool, resolver_build, policy_version and
-//     decided_at; its member names and types are those of the decision
-//     row's columns (schema.Columns). Hints are answered, never stored.
+//	  - source: "api" or "gateway" (a record cannot claim "stream" or
+//	    "reanalysis": those rows are the pipeline's own).
+//	  - action: what the host reports it did with the verdict: "enforced",
+//	    "observed", or "" (unknown).
+//	  - call: the call event exactly as received when it is valid JSON in
+//	    valid UTF-8 without surrounding whitespace; otherwise "call_base64",
+//	    its bytes in standard base64,
+//	    so that the row of a MALFORMED call is derived from the very bytes
+//	    that were decided.
+//	  - decision: the decision as answered (schema.Decision.AppendJSON's
+//	    members), plus suggested_tool, resolver_build, policy_version and
+//	    decided_at; its member names and types are those of the decision
+//	    row's columns (schema.Columns). Hints are answered, never stored.
 //
 // Decoding is strict, as for every event from outside: the record must be
 // valid JSON in valid UTF-8; a member repeated at the top level or in the
