@@ -14,7 +14,7 @@
 // # Names
 //
 // Names are compared after normalisation: case folded; the prefixes
-// "functions.", "default_api." and "mcp__" and a connected server's
+// "functions.", "default_api.", "mcp__" and "mcp_" and a connected server's
 // "server__" or "server/" dropped; words split at separators (_ - . /
 // space) and camelCase, each made singular (a trailing s, es or ies),
 // and joined without separators. Two names match within an edit distance

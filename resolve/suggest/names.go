@@ -44,7 +44,7 @@ func far(a, b *name, k int) bool {
 
 // prefixes are dropped from emitted names: the forms models and hosts
 // wrap tool names in.
-var prefixes = []string{"functions.", "default_api.", "mcp__"}
+var prefixes = []string{"functions.", "default_api.", "mcp__", "mcp_"}
 
 // normalize folds case, drops separators and makes each word singular, so
 // that the spellings a model varies on compare equal.
@@ -256,6 +256,39 @@ func (x *nameIndex) parseQuery(tool, pin string) query {
 	}
 	q.name = newName(s)
 	return q
+}
+
+// unprefixed returns the query of the name after its last "__", when the
+// name has one whose prefix is not a connected server (parseQuery drops
+// a connected server's prefix itself).
+func (x *nameIndex) unprefixed(tool string) (query, bool) {
+	i := strings.LastIndex(tool, "__")
+	if i <= 0 || i+2 == len(tool) {
+		return query{}, false
+	}
+	if _, ok := x.byNorm[normalize(tool[:i])]; ok {
+		return query{}, false
+	}
+	return query{name: newName(tool[i+2:])}, true
+}
+
+// merge returns the nearest of two searches' matches, at most MaxNames,
+// without repeating a candidate.
+func merge(a, b []match) []match {
+	out := slices.Clone(a)
+	for _, m := range b {
+		if !slices.ContainsFunc(out, func(o match) bool { return o.c == m.c }) {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, compareMatch)
+	if len(out) > 0 {
+		worst := out[0].d + 1
+		for len(out) > 0 && out[len(out)-1].d > worst {
+			out = out[:len(out)-1]
+		}
+	}
+	return out[:min(len(out), MaxNames)]
 }
 
 // nearest returns up to MaxNames candidates nearest to q, nearest first;

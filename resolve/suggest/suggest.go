@@ -172,12 +172,18 @@ func (s *Suggester) names(vs resolve.Versions, c *schema.Call) []string {
 		}
 	}
 	q := x.parseQuery(c.Tool, c.Server)
+	ms := x.nearest(q)
+	if alt, ok := x.unprefixed(c.Tool); ok {
+		// "shell__search" where no server "shell" is connected: the
+		// model may have invented the server, not the tool.
+		ms = merge(ms, x.nearest(alt))
+	}
 	pin := c.Server
 	if pin != "" && v.Server(pin) == nil {
 		pin = "\x00" // a pin to no connected server: name every tool in full
 	}
 	var ns []string
-	for _, n := range names(x.nearest(q), pin, x.single) {
+	for _, n := range names(ms, pin, x.single) {
 		if n != c.Tool || c.Server != "" {
 			ns = append(ns, n)
 		}
