@@ -364,7 +364,11 @@ func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) erro
 			}
 			r := res.Record
 			wr.m.dlqRecords.Inc()
-			wr.log.Warn("undecodable call sent to the DLQ",
+			msg := "undecodable call sent to the DLQ"
+			if a := wr.cfg.AuditTopic; a != "" && headerValue(r, "source-topic") == a {
+				msg = "undecodable audit record sent to the DLQ"
+			}
+			wr.log.Warn(msg,
 				"topic", headerValue(r, "source-topic"), "partition", headerValue(r, "source-partition"),
 				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
 				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
