@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/internal/promutil"
 )
 
 // Producer produces audit records. Produce returns nil only once the
@@ -116,13 +118,9 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger, reg prometheus.Registerer) (*Ka
 		Help:    "Time from producing a request's audit records to the broker's acknowledgement of all of them.",
 		Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14),
 	})
-	if reg != nil {
-		for _, c := range []prometheus.Collector{k.produced, k.latency} {
-			if err := reg.Register(c); err != nil {
-				cl.Close()
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, k.produced, k.latency); err != nil {
+		cl.Close()
+		return nil, err
 	}
 	return k, nil
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/toolaudit/toolaudit/internal/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,23 +25,6 @@ func cluster(t *testing.T) *kfake.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-func consume(t *testing.T, c *kfake.Cluster, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(DefaultTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) < n && ctx.Err() == nil {
-		out = append(out, cl.PollFetches(ctx).Records()...)
-	}
-	return out
 }
 
 // TestKafkaProduce: acknowledged records are in the topic, keyed by
@@ -70,7 +55,7 @@ func TestKafkaProduce(t *testing.T) {
 	if err := k.Produce(ctx, recs[1:]...); err != nil {
 		t.Fatal(err)
 	}
-	got := consume(t, c, len(recs))
+	got := kafkatest.Consume(t, c.ListenAddrs(), DefaultTopic, len(recs), 10*time.Second)
 	if len(got) != len(recs) {
 		t.Fatalf("%d records in the topic, want %d", len(got), len(recs))
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/stream"
 )
@@ -140,13 +141,9 @@ func NewKafka(cfg Config, reg prometheus.Registerer) (*Kafka, error) {
 		Name: "toolaudit_decisions_topic_failures_total",
 		Help: "Decision records the decisions topic did not acknowledge (each is produced again).",
 	})
-	if reg != nil {
-		for _, c := range []prometheus.Collector{k.produced, k.retries} {
-			if err := reg.Register(c); err != nil {
-				cl.Close()
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, k.produced, k.retries); err != nil {
+		cl.Close()
+		return nil, err
 	}
 	return k, nil
 }

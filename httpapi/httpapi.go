@@ -16,6 +16,8 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/promutil"
+	"github.com/toolaudit/toolaudit/internal/ratelog"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
@@ -99,7 +101,7 @@ type handler struct {
 	requests *semaphore.Weighted // MaxInFlight
 	bytes    *semaphore.Weighted // MaxInFlightBytes
 	work     sync.Pool           // *work
-	logEvery every
+	logEvery ratelog.Every
 
 	decided   *prometheus.CounterVec
 	answered  *prometheus.CounterVec
@@ -117,7 +119,7 @@ func New(cfg Config) (http.Handler, error) {
 		cfg:      cfg,
 		requests: semaphore.NewWeighted(int64(cfg.MaxInFlight)),
 		bytes:    semaphore.NewWeighted(cfg.MaxInFlightBytes),
-		logEvery: every{interval: 10 * time.Second},
+		logEvery: ratelog.Every{Interval: 10 * time.Second},
 	}
 	h.work.New = func() any { return newWork() }
 	h.decided = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -137,12 +139,8 @@ func New(cfg Config) (http.Handler, error) {
 		Name: "toolaudit_api_auth_failures_total",
 		Help: "Requests refused for their bearer token, by reason (missing, invalid, no_tokens).",
 	}, []string{"reason"})
-	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{h.decided, h.answered, h.latency, h.authFails} {
-			if err := cfg.Registerer.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promutil.Register(cfg.Registerer, h.decided, h.answered, h.latency, h.authFails); err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	// Every method and path under /v1/ is routed here so that the errors
@@ -201,24 +199,4 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
 		}
 	})
-}
-
-// every lets one event through per interval, counting the others.
-type every struct {
-	interval time.Duration
-	mu       sync.Mutex
-	last     time.Time
-	skipped  int
-}
-
-func (e *every) allow() (bool, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if now := time.Now(); now.Sub(e.last) >= e.interval {
-		n := e.skipped
-		e.last, e.skipped = now, 0
-		return true, n
-	}
-	e.skipped++
-	return false, 0
 }

@@ -33,13 +33,8 @@ var (
 func sampleStore(t testing.TB) *registryversions.Store {
 	t.Helper()
 	storeOnce.Do(func() {
-		f, err := os.Open("../testdata/corpus/sample/listings.jsonl")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
 		s := registryversions.New()
-		if _, err := offline.LoadListings(f, s, nil); err != nil {
+		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
 			t.Fatal(err)
 		}
 		theStore = s

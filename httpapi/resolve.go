@@ -167,7 +167,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	h.decide(wk, p)
 	if h.cfg.Audit != nil {
 		if err := h.cfg.Audit.Produce(r.Context(), wk.ptrs...); err != nil {
-			if ok, n := h.logEvery.allow(); ok {
+			if ok, n := h.logEvery.Allow(); ok {
 				h.cfg.Logger.Warn("decisions not answered: the audit trail did not take them", "calls", len(wk.ptrs), "err", err, "suppressed", n)
 			}
 			return fail(w, http.StatusServiceUnavailable, codeAuditDown,

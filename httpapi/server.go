@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolaudit/toolaudit/internal/promutil"
 )
 
 // ServerConfig bounds what one client can hold of the server: time to
@@ -113,12 +115,8 @@ func NewServer(h http.Handler, cfg ServerConfig, log *slog.Logger, reg prometheu
 		Name: "toolaudit_http_connections_refused_total",
 		Help: "HTTP connections refused because MaxConns were open.",
 	})
-	if reg != nil {
-		for _, c := range []prometheus.Collector{s.conns, s.shed} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, s.conns, s.shed); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -24,13 +24,8 @@ import (
 
 func sampleServer(t *testing.T, cfg httpapi.Config) *httptest.Server {
 	t.Helper()
-	f, err := os.Open("../testdata/corpus/sample/listings.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	store := registryversions.New()
-	if _, err := offline.LoadListings(f, store, nil); err != nil {
+	if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", store, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Store = store

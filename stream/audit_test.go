@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/internal/kafkatest"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
@@ -160,7 +161,7 @@ func TestAuditTopic(t *testing.T) {
 	if h1 == 0 {
 		t.Fatal("no H1 row names a suggested tool")
 	}
-	dlq := consumeTopic(t, c, dlqTopic)
+	dlq := kafkatest.Consume(t, c.ListenAddrs(), dlqTopic, 0, 3*time.Second)
 	found := false
 	for _, d := range dlq {
 		if string(d.Value) == string(bad.Value) && headerValue(d, "source-topic") == auditTopic && headerValue(d, "error") != "" {
@@ -170,20 +171,4 @@ func TestAuditTopic(t *testing.T) {
 	if !found {
 		t.Fatalf("the bad audit record is not in the DLQ (%d DLQ records)", len(dlq))
 	}
-}
-
-func consumeTopic(t *testing.T, c *kfake.Cluster, topic string) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	var out []*kgo.Record
-	for ctx.Err() == nil {
-		out = append(out, cl.PollFetches(ctx).Records()...)
-	}
-	return out
 }

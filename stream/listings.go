@@ -37,7 +37,7 @@ func newListings(cfg Config, cl *kgo.Client, store *registryversions.Store, wm *
 		cfg: cfg, cl: cl, store: store, wm: wm, log: log, m: m,
 		start:     time.Now(),
 		versions:  map[string]int{},
-		fetchErrs: every{interval: 10 * time.Second},
+		fetchErrs: every{Interval: 10 * time.Second},
 	}
 }
 
@@ -55,7 +55,7 @@ func (l *listings) run(ctx context.Context) {
 		}
 		now := time.Now()
 		fs.EachError(func(topic string, p int32, err error) {
-			if ok, n := l.fetchErrs.allow(); ok {
+			if ok, n := l.fetchErrs.Allow(); ok {
 				l.log.Warn("listings fetch failed", "topic", topic, "partition", p, "err", err, "suppressed", n)
 			}
 		})

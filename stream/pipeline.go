@@ -78,7 +78,7 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		arr:      newArrivals(),
 		workers:  map[topicPartition]*worker{},
 		sugg:     cfg.Suggester,
-		pollErrs: every{interval: 10 * time.Second},
+		pollErrs: every{Interval: 10 * time.Second},
 	}
 	if p.sugg == nil {
 		p.sugg = suggest.New()
@@ -142,7 +142,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	lctx, stopListings := context.WithCancel(base)
 	l := newListings(p.cfg, lcl, p.store, p.wm, p.log, p.m)
 	pr := &prober{cfg: p.cfg, adm: kadm.NewClient(lcl), wm: p.wm, arr: p.arr, log: p.log,
-		errs: every{interval: 10 * time.Second}, caughtUp: l.caughtUp}
+		errs: every{Interval: 10 * time.Second}, caughtUp: l.caughtUp}
 	var wg sync.WaitGroup
 	wg.Go(func() { l.run(lctx) })
 	wg.Go(func() { pr.run(lctx) })
@@ -232,7 +232,7 @@ func (p *Pipeline) poll(ctx context.Context) {
 		}
 		at := time.Now()
 		fs.EachError(func(topic string, part int32, err error) {
-			if ok, n := p.pollErrs.allow(); ok {
+			if ok, n := p.pollErrs.Allow(); ok {
 				p.log.Warn("calls fetch failed", "topic", topic, "partition", part, "err", err, "suppressed", n)
 			}
 		})

@@ -19,13 +19,8 @@ var update = flag.Bool("update", false, "rewrite testdata/hints.golden.jsonl")
 
 func loadStore(t testing.TB, path string) *registryversions.Store {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	store := registryversions.New()
-	if _, err := offline.LoadListings(f, store, nil); err != nil {
+	if _, err := offline.LoadListingsFile(path, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	return store
