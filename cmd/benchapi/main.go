@@ -20,7 +20,12 @@
 // client to the end of its answer, like wrk and vegeta; "lag p99" is how
 // late the generator itself was in sending (the time from a request's
 // scheduled moment to its sending), which says whether the offered rate
-// was really offered.
+// was really offered; "achieved/s" counts the answers over the time from
+// the first measured request's moment to the last answer. "CPU/req" is
+// the process's CPU time (server, generator and, in-process, the broker)
+// per request sent, warm-up included: on a machine whose cores are shared
+// it is the figure that does not depend on the neighbours, and its
+// inverse times the cores bounds the rate one machine can serve.
 package main
 
 import (
@@ -34,10 +39,12 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -80,8 +87,20 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&o.token, "token", "", "bearer `TOKEN` for -url")
 	fs.StringVar(&o.listings, "listings", "testdata/corpus/sample/listings.jsonl", "listings `FILE` of the in-process server")
 	fs.StringVar(&o.calls, "calls", "testdata/corpus/sample/calls.jsonl", "call events `FILE` sent, in turn")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var err error
 	if o.rates, err = ints(*rates); err != nil {
@@ -111,13 +130,14 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "benchapi %s, %s, GOMAXPROCS %d, %s; open loop, %v per step after %v of warm-up\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), where, o.duration, o.warmup)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "req/s\tcalls/req\tsent\t200\terrors\tachieved/s\tp50\tp90\tp99\tp99.9\tmax\tlag p99\t")
+	fmt.Fprintln(tw, "req/s\tcalls/req\tsent\t200\terrors\tachieved/s\tp50\tp90\tp99\tp99.9\tmax\tlag p99\tCPU/req\t")
 	for _, batch := range o.batches {
 		bodies := makeBodies(calls, batch)
 		for _, rate := range o.rates {
 			r := load(base, o, bodies, rate)
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rate, batch, r.sent, r.ok, r.errors,
-				float64(r.ok+r.errors)/o.duration.Seconds(), ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag))
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0fµs\t\n", rate, batch, r.sent, r.ok, r.errors,
+				float64(r.ok+r.errors)/r.elapsed.Seconds(), ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag),
+				r.cpu.Seconds()*1e6/float64(max(1, r.sent+r.warm)))
 			tw.Flush()
 			if len(r.errorKinds) > 0 {
 				fmt.Fprintf(out, "  errors at %d req/s x %d: %s\n", rate, batch, r.errorSummary())
@@ -265,6 +285,9 @@ func trim(ctx context.Context, brokers []string) {
 
 type result struct {
 	sent, ok, errors int
+	warm             int             // requests of the warm-up
+	elapsed          time.Duration   // from the first measured request's moment to the last answer
+	cpu              time.Duration   // the process's CPU time (user+system) over the whole step
 	lat              []time.Duration // sorted
 	lag              time.Duration   // p99 of the generator's own lateness
 	errorKinds       map[string]int
@@ -350,10 +373,11 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 		})
 	}
 	interval := time.Second / time.Duration(rate)
+	cpu0 := cpuTime()
 	start := time.Now()
 	measureFrom := start.Add(o.warmup)
 	end := measureFrom.Add(o.duration)
-	sent := 0
+	sent, warm := 0, 0
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
 		if !due.Before(end) {
@@ -365,12 +389,14 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 		keep := !due.Before(measureFrom)
 		if keep {
 			sent++
+		} else {
+			warm++
 		}
 		jobs <- job{due: due, body: bodies[i%len(bodies)], keep: keep}
 	}
 	close(jobs)
 	wg.Wait()
-	r := &result{sent: sent, errorKinds: map[string]int{}}
+	r := &result{sent: sent, warm: warm, elapsed: time.Since(measureFrom), cpu: cpuTime() - cpu0, errorKinds: map[string]int{}}
 	var lags []time.Duration
 	for _, s := range all {
 		r.ok += s.ok
@@ -387,6 +413,15 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 		r.lag = lags[int(0.99*float64(len(lags)-1))]
 	}
 	return r
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func errKind(err error) string {
