@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -361,6 +362,20 @@ func TestAPIBoundaries(t *testing.T) {
 	n, _ := io.ReadAtLeast(conn, line, len("HTTP/1.1 408"))
 	if got := string(line[:n]); !strings.HasPrefix(got, "HTTP/1.1 408") || time.Since(start) > 5*time.Second {
 		t.Fatalf("trickling body: %q after %v", got, time.Since(start))
+	}
+	// SIGHUP reloads the tokens: the new one is taken, the old refused.
+	const rotated = "e2e-token-rotated-0123456789"
+	if err := os.WriteFile(tokens, []byte("e2e:"+rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.waitLog(t, "SIGHUP: reloading", 10*time.Second)
+	d.waitLog(t, "bearer tokens reloaded", 10*time.Second)
+	if a := postTo(t, url, rotated, call); a.status != 200 {
+		t.Fatalf("rotated token: %d %s", a.status, a.body)
+	}
+	if a := postTo(t, url, token, call); a.status != 401 {
+		t.Fatalf("old token after the rotation: %d %s", a.status, a.body)
 	}
 	d.stop(t)
 }

@@ -187,11 +187,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.n.Add(1) > l.max {
 			l.n.Add(-1)
 			l.shed.Inc()
-			if !l.tls {
-				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-				c.Write(overloaded)
-			}
-			c.Close()
+			// Answered aside: a client slow to read must not hold up Accept.
+			go func() {
+				if !l.tls {
+					c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+					c.Write(overloaded)
+				}
+				c.Close()
+			}()
 			continue
 		}
 		l.open.Inc()

@@ -30,6 +30,7 @@ import (
 // handler and the bounded server. It returns once listening.
 func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registryversions.Store, ready func() bool) error {
 	hf := a.http
+	closeAudit := func() {}
 	cfg := httpapi.Config{
 		Store: store, Resolver: a.stream.Resolver, Suggester: a.stream.Suggester, ResolverBuild: a.stream.ResolverBuild,
 		MaxBody: hf.maxBodyKB << 10, MaxBatch: hf.maxBatch, MaxInFlight: hf.inflight, MaxInFlightBytes: hf.inflightMB << 20,
@@ -42,7 +43,7 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 		if err != nil {
 			return err
 		}
-		g.Go(func() error { <-ctx.Done(); k.Close(); return nil })
+		closeAudit = k.Close
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := k.Check(cctx); err != nil {
 			log.Error("the audit topic is not usable: POST /v1/resolve answers 503 until it is", "err", err)
@@ -85,6 +86,7 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		defer closeAudit() // after the requests in flight have their acks
 		return srv.Shutdown(sctx)
 	})
 	hup := make(chan os.Signal, 1)
