@@ -71,6 +71,7 @@ type Tape struct {
 	strs  []byte // unescaped strings
 	stack []frame
 	set   []uint32 // hash table scratch of the repeated-name check
+	rep   error    // the first repeated name found
 }
 
 // retain is the most tape entries (16 bytes each) and string bytes a Tape
@@ -80,7 +81,11 @@ const retain = 1 << 16
 
 // Parse parses src into t. On success t.Root() is the value; src must not
 // be modified while the tape is in use (strings without escapes are views
-// of it). On failure the error is an *Error.
+// of it). On failure the error is an *Error, and Root is the zero Value,
+// except for ErrRepeated: the parse goes on after the first repeated name
+// and, when the rest is valid, the tape stays readable (Get and
+// Members see every copy), so that a caller can still say which event it
+// rejects (by a member that is not repeated).
 func (t *Tape) Parse(src []byte) error {
 	t.src = src
 	if len(src) >= MaxSize {
@@ -90,11 +95,13 @@ func (t *Tape) Parse(src []byte) error {
 	t.reserve(src)
 	t.ents = t.ents[:0]
 	t.strs = t.strs[:0]
+	t.rep = nil
 	err := t.parse(src)
 	if err != nil {
 		t.ents = t.ents[:0]
+		return err
 	}
-	return err
+	return t.rep
 }
 
 // reserve sizes the tape for src in one allocation when it is large: every
@@ -250,9 +257,9 @@ func (t *Tape) parse(src []byte) error {
 			e := &t.ents[f.i]
 			e.tag |= f.n << tagShift
 			e.b, e.c = uint32(i), uint32(len(t.ents))
-			if f.obj && f.n > 1 {
+			if f.obj && f.n > 1 && t.rep == nil {
 				if k, ok := t.repeated(f.i); ok {
-					return t.repeatError(st, k)
+					t.rep = t.repeatError(st, k)
 				}
 			}
 			st = st[:len(st)-1]

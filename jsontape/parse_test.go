@@ -122,9 +122,29 @@ func TestParseErrors(t *testing.T) {
 		if e.Kind != tt.kind || e.Error() != tt.msg {
 			t.Errorf("Parse(%q) = kind %d %q, want kind %d %q", tt.in, e.Kind, e.Error(), tt.kind, tt.msg)
 		}
-		if tp.Root().Exists() {
-			t.Errorf("Parse(%q) failed but Root exists", tt.in)
+		if tp.Root().Exists() != (tt.kind == ErrRepeated) {
+			t.Errorf("Parse(%q) failed: Root exists %v", tt.in, tp.Root().Exists())
 		}
+	}
+}
+
+// TestRepeatedKeepsTape: after a repeated name the parse goes on: a later
+// syntax error wins, and a valid rest leaves the tape readable.
+func TestRepeatedKeepsTape(t *testing.T) {
+	var tp Tape
+	err := tp.Parse([]byte(`{"id":"c","a":{"x":1,"x":2},"b":{"y":1,"y":2}}`))
+	if e, ok := err.(*Error); !ok || e.Kind != ErrRepeated || e.Ptr != "/a/x" {
+		t.Fatalf("err = %v", err)
+	}
+	if !tp.Root().Get("id").StrIs("c") || tp.Root().Len() != 3 {
+		t.Fatal("the tape is not readable")
+	}
+	err = tp.Parse([]byte(`{"a":1,"a":2,"b":tru}`))
+	if e, ok := err.(*Error); !ok || e.Kind != ErrSyntax || tp.Root().Exists() {
+		t.Fatalf("err = %v", err)
+	}
+	if err := tp.Parse([]byte(`{"a":1}`)); err != nil {
+		t.Fatalf("the next parse: %v", err)
 	}
 }
 

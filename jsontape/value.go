@@ -40,6 +40,19 @@ func (v Value) Len() int {
 	return int(v.e().tag >> tagShift)
 }
 
+// Size returns the number of tape entries of v and its descendants
+// (member names included): 1 for a scalar. It measures the work a walk of
+// v costs.
+func (v Value) Size() int {
+	if v.t == nil {
+		return 0
+	}
+	if e := v.e(); e.kind() >= Object {
+		return int(e.c - v.i)
+	}
+	return 1
+}
+
 // Str returns the unescaped bytes of a string, nil for another kind. The
 // bytes belong to the tape: do not modify them.
 func (v Value) Str() []byte {

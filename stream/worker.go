@@ -314,7 +314,7 @@ func (w *worker) decide(r *kgo.Record) {
 		row.ArgsShape = w.args.Shape(w.call.Arguments)
 		row.ArgsHash = w.args.Hash(w.call.Arguments)
 		if cfg.KeepRawArgs {
-			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
+			row.ArgsRaw = string(w.call.Arguments.AppendCompact(nil))
 		}
 	} else {
 		row.FillCall(&w.call) // what was read before the failure
