@@ -86,6 +86,7 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		wake:   make(chan struct{}, 1),
 		res:    p.cfg.Resolver,
 		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		args:   schema.NewArgsSummarizer(p.cfg.ArgsKey),
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
