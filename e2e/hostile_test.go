@@ -39,16 +39,31 @@ func files(listings, calls []byte) func() ([]byte, []byte) {
 	return func() ([]byte, []byte) { return listings, calls }
 }
 
-func fixture(t *testing.T, name string) (listings, calls []byte) {
+// fixture reads testdata/hostile/<name>.{listings,calls,want}.jsonl: the
+// two files `check` reads and the decision expected for each call line
+// (event_id, class, a substring of the reason).
+func fixture(t *testing.T, name string, stderr ...string) hostileCase {
 	t.Helper()
-	var err error
-	if listings, err = os.ReadFile(filepath.Join("testdata", "hostile", name+".listings.jsonl")); err != nil {
-		t.Fatal(err)
+	read := func(kind string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", "hostile", name+"."+kind+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	if calls, err = os.ReadFile(filepath.Join("testdata", "hostile", name+".calls.jsonl")); err != nil {
-		t.Fatal(err)
+	tc := hostileCase{name: name, input: files(read("listings"), read("calls")), stderr: stderr}
+	for _, line := range bytes.Split(bytes.TrimSpace(read("want")), []byte("\n")) {
+		var w struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+			Reason  string `json:"reason"`
+		}
+		if err := json.Unmarshal(line, &w); err != nil {
+			t.Fatal(err)
+		}
+		tc.want = append(tc.want, want{w.EventID, w.Class, w.Reason})
 	}
-	return listings, calls
+	return tc
 }
 
 const oneTool = `{"type":"listing","event_id":"l1","observed_at":"2026-01-01T00:00:00Z","registry":"r1","server":"","op":"snapshot","tools":[{"name":"t","inputSchema":%s}]}` + "\n"
@@ -72,65 +87,16 @@ func bigCall(id string, n int, item func(b *bytes.Buffer, i int)) []byte {
 func ones(b *bytes.Buffer, _ int) { b.WriteByte('1') }
 
 func hostileCases(t *testing.T) []hostileCase {
-	var cases []hostileCase
-	l, c := fixture(t, "ref-cycles")
-	cases = append(cases, hostileCase{name: "ref cycles", input: files(l, c),
-		want: []want{
-			{"c-self", "H3", "reference cycle that consumes no data: #/$defs/a -> #/$defs/a"},
-			{"c-mutual", "H3", "#/$defs/a -> #/$defs/b -> #/$defs/a"},
-			{"c-anyof", "H3", "#/$defs/a -> #/$defs/a/anyOf/1 -> #/$defs/a"},
-			{"c-not", "H3", "#/$defs/a -> #/$defs/a/not -> #/$defs/a"},
-			{"c-tree", "OK", ""},
-			{"c-tree-bad", "H3", "wrong type"},
-		},
-		stderr: []string{"inputSchema/$defs/a/$ref: reference cycle that consumes no data: #/$defs/a -> #/$defs/a; it matches no value",
-			"inputSchema/$defs/a/$ref: reference cycle that consumes no data: #/$defs/a -> #/$defs/a/not -> #/$defs/a", "issues=4"},
-	})
-	l, c = fixture(t, "repeated-call-members")
-	cases = append(cases, hostileCase{name: "repeated call members", input: files(l, c),
-		want: []want{
-			{"c-tool", "MALFORMED", "repeated member name at /tool"},
-			{"c-args", "MALFORMED", "repeated member name at /arguments"},
-			{"c-type", "MALFORMED", "repeated member name at /type"},
-			{"c-emitted", "MALFORMED", "repeated member name at /emitted_at"},
-			{"c-registry", "MALFORMED", "repeated member name at /registry"},
-			{"c-server", "MALFORMED", "repeated member name at /server"},
-			{"c-seen", "MALFORMED", "repeated member name at /seen_digest"},
-			{"c-visible", "MALFORMED", "repeated member name at /visible"},
-			{"c-escaped", "MALFORMED", "repeated member name at /tool"},
-			{"c-nested", "MALFORMED", "repeated member name at /arguments/o/k"},
-			{"", "MALFORMED", "repeated member name at /event_id"},
-			{"c-ok", "OK", ""},
-		},
-	})
-	l, c = fixture(t, "repeated-listing-members")
-	cases = append(cases, hostileCase{name: "repeated listing members", input: files(l, c),
-		want: []want{
-			{"c-rtop", "H1", "no listing"},
-			{"c-rtools", "H1", "no listing"},
-			{"c-rtool", "H1", "no listing"},
-			{"c-rschema", "H1", "no listing"},
-			{"c-r3000", "H1", "no listing"},
-			{"c-r2", "OK", ""},
-		},
-		stderr: []string{"repeated member name at /registry", "repeated member name at /tools", "repeated member name at /tools/0/name",
-			"repeated member name at /tools/1/inputSchema/properties/q/type", "observed_at outside the supported range", "applied=1 bad=5"},
-	})
-	l, c = fixture(t, "odd-inputs")
-	rng := "outside the supported range [1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"
-	cases = append(cases, hostileCase{name: "times, nesting, UTF-8, BOM", input: files(l, c),
-		want: []want{
-			{"c-3000", "MALFORMED", "emitted_at " + rng},
-			{"c-2262", "MALFORMED", "emitted_at " + rng},
-			{"c-1899", "MALFORMED", "emitted_at " + rng},
-			{"c-2262-ok", "OK", ""},
-			{"", "MALFORMED", "nesting deeper than 128 levels"},
-			{"", "MALFORMED", "invalid UTF-8 at byte 29"},
-			{"", "MALFORMED", "invalid UTF-8 at byte 29"},
-			{"", "MALFORMED", "invalid UTF-8 at byte 121"},
-			{"c-ok", "OK", ""},
-		},
-	})
+	cases := []hostileCase{
+		fixture(t, "ref-cycles",
+			"inputSchema/$defs/a/$ref: reference cycle that consumes no data: #/$defs/a -> #/$defs/a; it matches no value",
+			"inputSchema/$defs/a/$ref: reference cycle that consumes no data: #/$defs/a -> #/$defs/a/not -> #/$defs/a", "issues=4"),
+		fixture(t, "repeated-call-members"),
+		fixture(t, "repeated-listing-members", "repeated member name at /registry", "repeated member name at /tools",
+			"repeated member name at /tools/0/name", "repeated member name at /tools/1/inputSchema/properties/q/type",
+			"observed_at outside the supported range", "applied=1 bad=5"),
+		fixture(t, "odd-inputs"), // times, nesting, UTF-8, a BOM before both files
+	}
 
 	arr := []byte(fmt.Sprintf(oneTool, `{"type":"object","properties":{"a":{"type":"array"}}}`))
 	cases = append(cases,

@@ -1,40 +1,9 @@
 package jsontape
 
 import (
-	"bytes"
-	"os"
 	"strings"
 	"testing"
 )
-
-// BenchmarkParseCorpus: every call line of the corpus (sample and BFCL),
-// the shape of the pipeline's input.
-func BenchmarkParseCorpus(b *testing.B) {
-	var lines [][]byte
-	n := 0
-	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, l := range bytes.Split(data, []byte("\n")) {
-			if len(l) > 0 {
-				lines = append(lines, l)
-				n += len(l)
-			}
-		}
-	}
-	var tp Tape
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, l := range lines {
-			if err := tp.Parse(l); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
 
 // adversarialShapes are the hostile shapes of issue 10 that reach the
 // parser: one value per two bytes, empty objects, many distinct names,

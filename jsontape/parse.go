@@ -317,10 +317,11 @@ func special(x uint64) uint64 {
 	return ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - 0x20*ones) &^ x) | x&highs
 }
 
-// str parses a string starting at its opening quote and appends its entry.
-func (t *Tape) str(src []byte, i int) (int, error) {
-	start := i
-	j := i + 1
+// plain skips the bytes of a string that stand for themselves: ASCII
+// other than '"', '\\' and control characters (8 at a time), and valid
+// UTF-8 sequences. It returns the offset of the next byte that is not
+// one.
+func (t *Tape) plain(src []byte, j int) (int, error) {
 	for {
 		for j+8 <= len(src) && special(binary.LittleEndian.Uint64(src[j:]))&highs == 0 {
 			j += 8
@@ -330,12 +331,8 @@ func (t *Tape) str(src []byte, i int) (int, error) {
 		}
 		c := src[j]
 		switch {
-		case c == '"':
-			j++
-			t.ents = append(t.ents, entry{tag: uint32(String) | uint32(j-start-2)<<tagShift, a: uint32(start), b: uint32(j)})
+		case c == '"' || c == '\\':
 			return j, nil
-		case c == '\\':
-			return t.escaped(src, start, j)
 		case c < 0x20:
 			return j, t.syntax(j, "control character in a string")
 		case c < utf8.RuneSelf:
@@ -350,83 +347,75 @@ func (t *Tape) str(src []byte, i int) (int, error) {
 	}
 }
 
+// str parses a string starting at its opening quote and appends its entry.
+func (t *Tape) str(src []byte, start int) (int, error) {
+	j, err := t.plain(src, start+1)
+	if err != nil {
+		return j, err
+	}
+	if src[j] == '\\' {
+		return t.escaped(src, start, j)
+	}
+	j++
+	t.ents = append(t.ents, entry{tag: uint32(String) | uint32(j-start-2)<<tagShift, a: uint32(start), b: uint32(j)})
+	return j, nil
+}
+
 // escaped finishes a string whose first escape is at j, unescaping it
 // into t.strs.
 func (t *Tape) escaped(src []byte, start, j int) (int, error) {
 	off := len(t.strs)
 	t.strs = append(t.strs, src[start+1:j]...)
-	run := j
 	for {
-		for j+8 <= len(src) && special(binary.LittleEndian.Uint64(src[j:]))&highs == 0 {
-			j += 8
-		}
-		if j >= len(src) {
+		// src[j] is a backslash.
+		if j+1 >= len(src) {
 			return j, t.syntax(j, "unexpected end of input in a string")
 		}
-		c := src[j]
-		switch {
-		case c == '"':
-			t.strs = append(t.strs, src[run:j]...)
+		var r rune
+		switch e := src[j+1]; e {
+		case '"', '\\', '/':
+			r = rune(e)
+			j += 2
+		case 'b':
+			r, j = '\b', j+2
+		case 'f':
+			r, j = '\f', j+2
+		case 'n':
+			r, j = '\n', j+2
+		case 'r':
+			r, j = '\r', j+2
+		case 't':
+			r, j = '\t', j+2
+		case 'u':
+			h, ok := hex4(src, j+2)
+			if !ok {
+				return j, t.syntax(j, "invalid \\u escape")
+			}
+			j += 6
+			r = rune(h)
+			if utf16IsSurrogate(r) {
+				r = utf8.RuneError // lone, unless a low surrogate follows
+				if h < 0xdc00 && j+6 <= len(src) && src[j] == '\\' && src[j+1] == 'u' {
+					if lo, ok := hex4(src, j+2); ok && lo >= 0xdc00 && lo <= 0xdfff {
+						r = (rune(h)-0xd800)<<10 | (rune(lo) - 0xdc00) + 0x10000
+						j += 6
+					}
+				}
+			}
+		default:
+			return j, t.syntax(j, "invalid escape")
+		}
+		t.strs = utf8.AppendRune(t.strs, r)
+		run := j
+		var err error
+		if j, err = t.plain(src, j); err != nil {
+			return j, err
+		}
+		t.strs = append(t.strs, src[run:j]...)
+		if src[j] == '"' {
 			j++
 			t.ents = append(t.ents, entry{tag: uint32(String) | escBit | uint32(len(t.strs)-off)<<tagShift, a: uint32(start), b: uint32(j), c: uint32(off)})
 			return j, nil
-		case c == '\\':
-			t.strs = append(t.strs, src[run:j]...)
-			if j+1 >= len(src) {
-				return j, t.syntax(j, "unexpected end of input in a string")
-			}
-			var r rune
-			switch e := src[j+1]; e {
-			case '"', '\\', '/':
-				t.strs = append(t.strs, e)
-				j += 2
-				run = j
-				continue
-			case 'b':
-				r = '\b'
-			case 'f':
-				r = '\f'
-			case 'n':
-				r = '\n'
-			case 'r':
-				r = '\r'
-			case 't':
-				r = '\t'
-			case 'u':
-				h, ok := hex4(src, j+2)
-				if !ok {
-					return j, t.syntax(j, "invalid \\u escape")
-				}
-				j += 6
-				r = rune(h)
-				if utf16IsSurrogate(r) {
-					r = utf8.RuneError // lone, unless a low surrogate follows
-					if h < 0xdc00 && j+6 <= len(src) && src[j] == '\\' && src[j+1] == 'u' {
-						if lo, ok := hex4(src, j+2); ok && lo >= 0xdc00 && lo <= 0xdfff {
-							r = (rune(h)-0xd800)<<10 | (rune(lo) - 0xdc00) + 0x10000
-							j += 6
-						}
-					}
-				}
-				t.strs = utf8.AppendRune(t.strs, r)
-				run = j
-				continue
-			default:
-				return j, t.syntax(j, "invalid escape")
-			}
-			t.strs = append(t.strs, byte(r))
-			j += 2
-			run = j
-		case c < 0x20:
-			return j, t.syntax(j, "control character in a string")
-		case c < utf8.RuneSelf:
-			j++
-		default:
-			r, size := utf8.DecodeRune(src[j:])
-			if r == utf8.RuneError && size <= 1 {
-				return j, t.badUTF8(j)
-			}
-			j += size
 		}
 	}
 }

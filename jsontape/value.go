@@ -135,31 +135,41 @@ func (v Value) Get(key string) Value {
 	return Value{}
 }
 
-// Members is a cursor over an object's members, in document order:
-//
-//	for m := v.Members(); m.Next(); { use(m.Name(), m.Value()) }
-type Members struct {
+// cursor walks the members or items of a container: cur is the current
+// one (a member's name), next the one after it.
+type cursor struct {
 	t              *Tape
 	cur, next, end uint32
 }
 
-// Members returns a cursor over v's members; none when v is not an object.
-func (v Value) Members() Members {
-	if v.Kind() != Object {
-		return Members{}
+func (v Value) cursor(k Kind) cursor {
+	if v.Kind() != k {
+		return cursor{}
 	}
-	return Members{t: v.t, next: v.i + 1, end: v.e().c}
+	return cursor{t: v.t, next: v.i + 1, end: v.e().c}
 }
 
-// Next moves to the next member and reports whether there is one.
-func (m *Members) Next() bool {
-	if m.next >= m.end {
+// advance moves to the next member or item; a member's value is at
+// offset 1 from its name, an item is its own value (offset 0).
+func (c *cursor) advance(offset uint32) bool {
+	if c.next >= c.end {
 		return false
 	}
-	m.cur = m.next
-	m.next = m.t.after(m.cur + 1)
+	c.cur = c.next
+	c.next = c.t.after(c.cur + offset)
 	return true
 }
+
+// Members is a cursor over an object's members, in document order:
+//
+//	for m := v.Members(); m.Next(); { use(m.Name(), m.Value()) }
+type Members struct{ cursor }
+
+// Members returns a cursor over v's members; none when v is not an object.
+func (v Value) Members() Members { return Members{v.cursor(Object)} }
+
+// Next moves to the next member and reports whether there is one.
+func (m *Members) Next() bool { return m.advance(1) }
 
 // Name returns the current member's unescaped name.
 func (m *Members) Name() []byte { return m.t.str0(m.cur) }
@@ -170,28 +180,13 @@ func (m *Members) Value() Value { return Value{m.t, m.cur + 1} }
 // Items is a cursor over an array's items:
 //
 //	for it := v.Items(); it.Next(); { use(it.Value()) }
-type Items struct {
-	t              *Tape
-	cur, next, end uint32
-}
+type Items struct{ cursor }
 
 // Items returns a cursor over v's items; none when v is not an array.
-func (v Value) Items() Items {
-	if v.Kind() != Array {
-		return Items{}
-	}
-	return Items{t: v.t, next: v.i + 1, end: v.e().c}
-}
+func (v Value) Items() Items { return Items{v.cursor(Array)} }
 
 // Next moves to the next item and reports whether there is one.
-func (it *Items) Next() bool {
-	if it.next >= it.end {
-		return false
-	}
-	it.cur = it.next
-	it.next = it.t.after(it.cur)
-	return true
-}
+func (it *Items) Next() bool { return it.advance(0) }
 
 // Value returns the current item.
 func (it *Items) Value() Value { return Value{it.t, it.cur} }

@@ -139,16 +139,6 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	return nil
 }
 
-// Release drops the decoder's buffers when a large event grew them (the
-// tape of a line costs up to 9 times the line), so that an idle decoder
-// does not keep them. The Arguments of the last decoded call become
-// invalid.
-func (d *CallDecoder) Release() {
-	if cap(d.buf) > 1<<16 || d.tape.Entries() > 1<<16 {
-		*d = CallDecoder{}
-	}
-}
-
 // unrepeatedID returns the event_id of an event rejected for a repeated
 // member other than event_id itself (the tape is then complete), so that
 // its MALFORMED decision can be matched to the call; "" otherwise.

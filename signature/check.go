@@ -491,16 +491,17 @@ func (n *node) number(v jsontape.Value, w *walk) *fail {
 }
 
 func (n *node) inEnum(v jsontape.Value, t jsontape.Kind, w *walk) bool {
-	if n.strEnum != nil {
+	e := n.enum
+	if e.values == nil {
 		if t != jsontape.String {
 			return false
 		}
 		b := v.Str()
-		if n.strSet != nil {
-			_, ok := n.strSet[string(b)]
+		if e.strSet != nil {
+			_, ok := e.strSet[string(b)]
 			return ok
 		}
-		for _, s := range n.strEnum {
+		for _, s := range e.strs {
 			if s == string(b) {
 				return true
 			}
@@ -510,16 +511,16 @@ func (n *node) inEnum(v jsontape.Value, t jsontape.Kind, w *walk) bool {
 	if !w.spend(v.Size()) {
 		return false
 	}
-	if n.enumSet != nil {
-		for _, i := range n.enumSet[jsontape.Hash(v)] {
-			if jsontape.Equal(v, n.enum[i]) {
+	if e.hashes != nil {
+		for _, i := range e.hashes[jsontape.Hash(v)] {
+			if jsontape.Equal(v, e.values[i]) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, e := range n.enum {
-		if jsontape.Equal(v, e) {
+	for _, x := range e.values {
+		if jsontape.Equal(v, x) {
 			return true
 		}
 	}

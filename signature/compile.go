@@ -18,7 +18,7 @@ import (
 type Signature struct {
 	root        *node
 	unsupported []Unsupported
-	tape        *jsontape.Tape // the schema: enum and const values point into it
+	values      *jsontape.Tape // the enum and const values, copied out of the schema
 }
 
 // Unsupported is a keyword of the schema that the checker does not enforce,
@@ -131,17 +131,21 @@ type node struct {
 	multipleOf                         float64
 
 	// values
-	enum     []jsontape.Value    // values of the schema's tape
-	enumSet  map[uint64][]int32  // large enums: jsontape.Hash -> indices in enum
-	strEnum  []string            // the enum when all its values are strings
-	strSet   map[string]struct{} // large string enums
-	hasEnum  bool
+	enum     *enumSpec // nil: no enum
 	constVal jsontape.Value
 	hasConst bool
 
 	anyOf, oneOf, allOf []*node
 	not                 *node
 	ref                 *node
+}
+
+// enumSpec is a compiled enum, apart from the node: few nodes have one.
+type enumSpec struct {
+	values []jsontape.Value    // nil when all are strings
+	hashes map[uint64][]int32  // large enums: jsontape.Hash -> indices in values
+	strs   []string            // the values when all are strings
+	strSet map[string]struct{} // large string enums
 }
 
 // unsupportedKeywords are JSON Schema validation keywords this checker does
@@ -191,9 +195,7 @@ func Compile(schema []byte) (*Signature, error) {
 	c.compile(s.root, root, nil, true)
 	c.cycles()
 	s.unsupported = c.reports()
-	if c.keepTape {
-		s.tape = tape
-	}
+	s.values = c.copyValues()
 	return s, nil
 }
 
@@ -240,7 +242,35 @@ type compiler struct {
 	index    map[jsontape.Value]*objIndex
 	reported []report
 	nReports int
-	keepTape bool
+	kept     []*jsontape.Value // enum and const values, to copy out of the schema's tape
+}
+
+// copyValues moves the enum and const values to a tape of their own, so
+// that a compiled signature holds those values, not the whole schema's
+// tape (16 bytes per value of the schema).
+func (c *compiler) copyValues() *jsontape.Tape {
+	if len(c.kept) == 0 {
+		return nil
+	}
+	var buf []byte
+	buf = append(buf, '[')
+	for i, v := range c.kept {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = v.AppendCompact(buf)
+	}
+	buf = append(buf, ']')
+	t := new(jsontape.Tape)
+	if err := t.Parse(buf); err != nil {
+		panic("signature: enum and const values do not parse again: " + err.Error()) // they parsed once
+	}
+	it := t.Root().Items()
+	for _, v := range c.kept {
+		it.Next()
+		*v = it.Value()
+	}
+	return t
 }
 
 // alloc returns a new node with "no constraint" bounds. Slabs are never
@@ -327,7 +357,7 @@ func (n *node) summarize() checks {
 	}
 	set(cNever, n.never)
 	set(cRef, n.ref != nil)
-	set(cEnum, n.hasEnum)
+	set(cEnum, n.enum != nil)
 	set(cConst, n.hasConst)
 	set(cObject, n.props != nil || n.closed || n.addl != nil || n.required != nil || n.minProps > 0 || n.maxProps >= 0)
 	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique)
@@ -476,7 +506,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
 			c.enum(n, v)
 		case "const":
 			n.hasConst, n.constVal = true, v
-			c.keepTape = true
+			c.kept = append(c.kept, &n.constVal)
 		case "anyOf", "oneOf", "allOf":
 			if v.Kind() != jsontape.Array || v.Len() == 0 {
 				c.report(at, k, "not a non-empty array")
@@ -524,33 +554,35 @@ func (c *compiler) nodes(v jsontape.Value, at *seg) []*node {
 }
 
 func (c *compiler) enum(n *node, v jsontape.Value) {
-	n.hasEnum = true
+	e := &enumSpec{}
+	n.enum = e
 	allStr := true
 	for it := v.Items(); it.Next(); {
-		e := it.Value()
-		n.enum = append(n.enum, e)
-		allStr = allStr && e.Kind() == jsontape.String
+		e.values = append(e.values, it.Value())
+		allStr = allStr && it.Value().Kind() == jsontape.String
 	}
 	if allStr {
-		n.strEnum = make([]string, len(n.enum))
-		for i, e := range n.enum {
-			n.strEnum[i] = string(e.Str())
+		e.strs = make([]string, len(e.values))
+		for i, x := range e.values {
+			e.strs[i] = string(x.Str())
 		}
-		if len(n.strEnum) > smallEnum {
-			n.strSet = make(map[string]struct{}, len(n.strEnum))
-			for _, s := range n.strEnum {
-				n.strSet[s] = struct{}{}
+		if len(e.strs) > smallEnum {
+			e.strSet = make(map[string]struct{}, len(e.strs))
+			for _, s := range e.strs {
+				e.strSet[s] = struct{}{}
 			}
 		}
-		n.enum = nil
+		e.values = nil
 		return
 	}
-	c.keepTape = true
-	if len(n.enum) > smallEnum {
-		n.enumSet = make(map[uint64][]int32, len(n.enum))
-		for i, e := range n.enum {
-			h := jsontape.Hash(e)
-			n.enumSet[h] = append(n.enumSet[h], int32(i))
+	for i := range e.values {
+		c.kept = append(c.kept, &e.values[i])
+	}
+	if len(e.values) > smallEnum {
+		e.hashes = make(map[uint64][]int32, len(e.values))
+		for i, x := range e.values {
+			h := jsontape.Hash(x)
+			e.hashes[h] = append(e.hashes[h], int32(i))
 		}
 	}
 }
