@@ -3,6 +3,7 @@ package schema
 import (
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 )
@@ -16,7 +17,8 @@ func DecodeListing(line []byte) (*Listing, error) {
 	if blank(line) {
 		return nil, malformed("", "empty line")
 	}
-	var tape jsontape.Tape
+	tape := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(tape) // the listing copies what it keeps
 	if err := tape.Parse(line); err != nil {
 		return nil, malformed(unrepeatedID(tape.Root(), err), err.Error())
 	}
@@ -100,6 +102,10 @@ func DecodeListing(line []byte) (*Listing, error) {
 	}
 	return l, nil
 }
+
+// tapes are the parse buffers of DecodeListing, which goroutines call
+// concurrently (a new instance decodes the listings history on every core).
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
 
 // optString reads an optional string member: absent and null give "".
 // ok is false when the member has another type.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 )
@@ -182,7 +183,8 @@ const (
 // shape: a large object is indexed once when $ref pointers look into it,
 // paths of reports are spelled only for the reported ones.
 func Compile(schema []byte) (*Signature, error) {
-	tape := new(jsontape.Tape)
+	tape := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(tape) // the signature keeps copies of what it needs (copyValues)
 	if err := tape.Parse(schema); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
 	}
@@ -198,6 +200,10 @@ func Compile(schema []byte) (*Signature, error) {
 	s.values = c.copyValues()
 	return s, nil
 }
+
+// tapes are the parse buffers of Compile, which goroutines call
+// concurrently.
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
 
 // seg is one token of a JSON pointer into the schema, linked to its
 // parent: a node's path costs one seg, and a path is spelled only when
