@@ -200,28 +200,21 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 		return worst
 	}
 	if n.anyOf != nil {
-		if f := anyOf(n.anyOf, v, "anyOf", w); f != nil {
-			return f
+		passed, key := branches(n.anyOf, v, w, true)
+		if passed == 0 {
+			return explain(n.anyOf, key, v, "anyOf", w)
 		}
 	}
 	if n.oneOf != nil {
-		passed := 0
-		for _, s := range n.oneOf {
-			if check(s, v, w) == nil {
-				passed++
-			}
-		}
-		switch {
-		case w.steps < 0:
-			return w.fail(ValueFail, tooCostly)
+		switch passed, key := branches(n.oneOf, v, w, false); {
 		case passed == 0:
-			return anyOf(n.oneOf, v, "oneOf", w)
+			return explain(n.oneOf, key, v, "oneOf", w)
 		case passed > 1:
 			return w.fail(ValueFail, "matches more than one branch of oneOf")
 		}
 	}
 	if n.not != nil {
-		f := check(n.not, v, w)
+		f := w.quietly(n.not, v)
 		if w.steps < 0 {
 			return w.fail(ValueFail, tooCostly)
 		}
@@ -232,27 +225,50 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 	return nil
 }
 
-// anyOf passes when a branch passes. When none does, a branch that failed on
-// keys (the value had the branch's type but an undeclared or missing key)
-// explains the failure better than a type mismatch of another branch.
-func anyOf(subs []*node, v jsontape.Value, kw string, w *walk) *fail {
-	var key *fail
-	for _, s := range subs {
-		f := check(s, v, w)
+// quietly checks v against s without building failures: the branches of
+// anyOf, oneOf and not are checked this way, their failures being mostly
+// discarded, and only a branch that explains a failure is checked again,
+// loud (explain).
+func (w *walk) quietly(s *node, v jsontape.Value) *fail {
+	q := w.quiet
+	w.quiet = true
+	f := check(s, v, w)
+	w.quiet = q
+	return f
+}
+
+// branches counts the subs that v passes (stopping at the first when
+// first is set) and returns the index of the first that failed on keys,
+// or -1.
+func branches(subs []*node, v jsontape.Value, w *walk, first bool) (passed, key int) {
+	key = -1
+	for i, s := range subs {
+		f := w.quietly(s, v)
 		if f == nil {
-			return nil
-		}
-		if f.kind == KeyFail && key == nil {
-			key = f
+			passed++
+			if first {
+				return passed, key
+			}
+		} else if f.kind == KeyFail && key < 0 {
+			key = i
 		}
 	}
-	if w.steps < 0 {
+	return passed, key
+}
+
+// explain is the failure of a value that passes no branch of subs. A
+// branch that failed on keys (the value had the branch's type but an
+// undeclared or missing key) explains it better than a type mismatch of
+// another branch.
+func explain(subs []*node, key int, v jsontape.Value, kw string, w *walk) *fail {
+	switch {
+	case w.steps < 0:
 		return w.fail(ValueFail, tooCostly)
-	}
-	if key != nil {
-		return key
-	}
-	if w.quiet {
+	case key >= 0 && w.quiet:
+		return quietKey
+	case key >= 0:
+		return check(subs[key], v, w)
+	case w.quiet:
 		return quietVal
 	}
 	return w.fail(ValueFail, "matches no branch of "+kw)
@@ -291,6 +307,9 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 		}
 	}
 	if nReq != len(n.required) {
+		if w.quiet {
+			return quietKey
+		}
 		return w.fail(KeyFail, "required argument missing").at(n.missing(v))
 	}
 	if val != nil {
