@@ -16,7 +16,7 @@
 // No query reads table decisions over a time range: decisions is sorted
 // by call key, so a range of it is a scan of whole months (seconds at
 // 100M rows). The fleet and server panels read the rollups of
-// schema/ddl/0006_analytics.sql, fed at insert by materialized views:
+// schema/ddl/0007_analytics.sql, fed at insert by materialized views:
 //
 //   - decisions_rollup_minute and decisions_rollup_hour (counts by
 //     registry, model, provider, surface, source, class): the minute tier

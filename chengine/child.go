@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"syscall"
-
-	"github.com/ebitengine/purego"
 )
 
 // envChild carries the child's job (JSON childSpec) from Start to the
@@ -48,32 +45,5 @@ func runChild(spec string) error {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}()
 
-	h, err := purego.Dlopen(s.Lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return fmt.Errorf("load %s: %w", s.Lib, err)
-	}
-	// From chdb.h: chdb_result *chdb_query_cmdline(int argc, char **argv);
-	//              const char *chdb_result_error(chdb_result *result);
-	var queryCmdline func(argc int32, argv **byte) uintptr
-	var resultError func(res uintptr) string
-	purego.RegisterLibFunc(&queryCmdline, h, "chdb_query_cmdline")
-	purego.RegisterLibFunc(&resultError, h, "chdb_result_error")
-
-	// argv as NUL-terminated C strings. The Go heap does not move objects and
-	// the slices stay referenced until the call returns, so C may keep them.
-	ptrs := make([]*byte, len(s.Argv)+1)
-	for i, a := range s.Argv {
-		b := append([]byte(a), 0)
-		ptrs[i] = &b[0]
-	}
-	res := queryCmdline(int32(len(s.Argv)), &ptrs[0])
-	runtime.KeepAlive(ptrs)
-	// The engine prints its own errors (e.g. "Address already in use") to
-	// stderr; chdb_result_error is often empty for them.
-	if res != 0 {
-		if msg := resultError(res); msg != "" {
-			return fmt.Errorf("engine stopped serving: %s", msg)
-		}
-	}
-	return fmt.Errorf("engine stopped serving (its error, if any, is above)")
+	return serve(s.Lib, s.Argv)
 }

@@ -3,6 +3,3 @@ package chengine
 // ClosePipe closes the parent's end of the child's stdin without killing
 // the child, to test that the child then ends itself.
 func ClosePipe(s *Server) error { return s.parentEnd.Close() }
-
-// PID is the engine child's process id.
-func PID(s *Server) int { return s.cmd.Process.Pid }

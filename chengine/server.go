@@ -1,6 +1,7 @@
 package chengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,12 @@ type Options struct {
 	// StartTimeout bounds the wait for readiness; 0 means 60 s. A healthy
 	// start takes well under a second, the margin is for loaded CI machines.
 	StartTimeout time.Duration
+	// ConfigFile, when set, is a ClickHouse server configuration file
+	// (XML or YAML): remote_servers for a cluster of engines, macros,
+	// users. It is copied at every start into Dir's chengine.d, which the
+	// engine merges over its own configuration (the log); the ports and the
+	// path above win over its settings.
+	ConfigFile string
 }
 
 // Server is a running engine child process. Its methods are safe for
@@ -54,6 +61,9 @@ type Server struct {
 	cmd            *exec.Cmd
 	parentEnd      *os.File // write end of the child's stdin; see package doc
 	out            *tailWriter
+	logPath        string // the engine's log (LogPath)
+	logFrom        int64  // its size when this engine started
+	started        time.Time
 	done           chan struct{} // closed when the child has exited
 	waitErr        error         // set before done is closed
 	stopping       atomic.Bool
@@ -67,6 +77,9 @@ func (s *Server) Addr() string { return s.addr }
 // HTTPAddr is the HTTP interface address, "127.0.0.1:port".
 func (s *Server) HTTPAddr() string { return s.httpAddr }
 
+// PID is the engine child's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Start launches the engine in a child process and returns once both the
 // native port answers a clickhouse-go Ping and HTTP /ping answers "Ok.". If it
 // fails, the error carries the tail of the engine's output. When the ports
@@ -75,6 +88,9 @@ func (s *Server) HTTPAddr() string { return s.httpAddr }
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("chengine: Options.Dir is required")
+	}
+	if !built {
+		return nil, serve("", nil) // errNotBuilt: see serve_none.go
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -117,14 +133,19 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: []string{
-		"clickhouse",
-		"--path=" + opts.Dir,
-		"--tcp_port=" + strconv.Itoa(tcpPort),
-		"--http_port=" + strconv.Itoa(httpPort),
+	cfgArgs, err := writeConfig(opts.Dir, opts.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{"clickhouse"}, cfgArgs...)
+	argv = append(argv,
+		"--path="+opts.Dir,
+		"--tcp_port="+strconv.Itoa(tcpPort),
+		"--http_port="+strconv.Itoa(httpPort),
 		"--listen_host=127.0.0.1",
-		"--query=SYSTEM START LISTEN QUERIES ALL; " + keepAlive,
-	}})
+		"--query=SYSTEM START LISTEN QUERIES ALL; "+keepAlive,
+	)
+	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: argv})
 	if err != nil {
 		return nil, fmt.Errorf("chengine: %w", err)
 	}
@@ -141,6 +162,9 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		httpAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		parentEnd: parentEnd,
 		out:       &tailWriter{max: 8 << 10, log: opts.Logger},
+		logPath:   LogPath(opts.Dir),
+		logFrom:   logSize(LogPath(opts.Dir)),
+		started:   t0,
 		done:      make(chan struct{}),
 		log:       opts.Logger,
 	}
@@ -254,8 +278,18 @@ func (s *Server) Wait() error {
 	if s.stopping.Load() {
 		return nil
 	}
-	return fmt.Errorf("chengine: engine exited unexpectedly: %v\nengine output:\n%s", s.waitErr, s.out.String())
+	return fmt.Errorf("%w\nengine output:\n%s\nengine log (%s):\n%s", s.exitError(), s.out.String(), s.logPath, s.lastLog())
 }
+
+// exitError says how a child that ended on its own ended: its exit status
+// or signal.
+func (s *Server) exitError() error {
+	return fmt.Errorf("chengine: engine exited unexpectedly: %v", s.waitErr)
+}
+
+// lastLog is what this engine's log (LogPath) says went wrong last: its
+// last error and fatal lines, from the last 256 KB it wrote.
+func (s *Server) lastLog() string { return lastWords(logTail(s.logPath, s.logFrom, 256<<10), 20) }
 
 // pickPorts returns the requested ports, replacing each 0 with a free one.
 // Both probe listeners stay open until both are chosen so they differ; the
@@ -306,6 +340,24 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
 	}
 	return len(p), nil
+}
+
+// lastLines returns the last n lines kept.
+func (w *tailWriter) lastLines(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := bytes.TrimRight(w.buf, "\n")
+	for end := len(b); n > 0; n-- {
+		i := bytes.LastIndexByte(b[:end], '\n')
+		if i < 0 {
+			return string(b)
+		}
+		end = i
+		if n == 1 {
+			return string(b[i+1:])
+		}
+	}
+	return ""
 }
 
 func (w *tailWriter) String() string {

@@ -3,6 +3,12 @@
 // under a data directory) and the ClickHouse engine (package chengine),
 // both on loopback. It backs `resolverd run --embedded DIR`, the demo and
 // end-to-end tests; production points at real Kafka and ClickHouse.
+//
+// The engine is supervised (chengine.Supervise): when it exits on its own
+// or stops answering, it is restarted on its data and ports after a
+// backoff, the cause is logged and the restart counted, and Ready reports
+// the stack not ready until the new engine answers. The broker runs in
+// this process and ends only with it.
 package embedded
 
 import (
@@ -13,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/toolaudit/toolaudit/chengine"
@@ -32,6 +39,7 @@ var Topics = map[string]int32{
 	"tool-calls":     DefaultCallPartitions,
 	"tool-listings":  3,
 	"tool-calls-dlq": 1,
+	"tool-audit":     DefaultCallPartitions, // the API's audit trail (package audit)
 }
 
 // Options of Start. Dir is required.
@@ -43,14 +51,25 @@ type Options struct {
 	CallPartitions int32  // partitions of tool-calls when created; default 6
 	Lib            string // libchdb.so; default: chengine.Find
 	Logger         *slog.Logger
+	// Registerer receives the engine supervisor's metrics
+	// (toolaudit_engine_up, toolaudit_engine_restarts_total, ...); nil
+	// registers none.
+	Registerer prometheus.Registerer
+	// Supervise tunes the engine's supervision (tests shorten its backoff
+	// and probe); nil keeps chengine's defaults.
+	Supervise []chengine.SuperviseOption
 }
 
-// Stack is a running broker and ClickHouse engine.
+// Stack is a running broker and a supervised ClickHouse engine.
 type Stack struct {
 	Kafka      *kfake.Cluster
-	ClickHouse *chengine.Server
+	ClickHouse *chengine.Supervisor
 	Brokers    []string
 }
+
+// Ready returns nil while the stack serves, or why not (the engine is
+// down and being restarted).
+func (s *Stack) Ready() error { return s.ClickHouse.Ready() }
 
 // Start starts both services; on error nothing is left running.
 func Start(ctx context.Context, o Options) (*Stack, error) {
@@ -100,13 +119,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return nil, fmt.Errorf("embedded: %w (fetch it with scripts/fetch-chengine.sh or `chengine fetch`)", err)
 		}
 	}
-	ch, err := chengine.Start(ctx, chengine.Options{
+	sup := append([]chengine.SuperviseOption{chengine.WithRegisterer(o.Registerer)}, o.Supervise...)
+	ch, err := chengine.Supervise(ctx, chengine.Options{
 		Dir:      filepath.Join(o.Dir, "clickhouse"),
 		TCPPort:  port(o.ClickHouseTCP, DefaultClickHouseTCP),
 		HTTPPort: port(o.ClickHouseHTTP, DefaultClickHouseHTTP),
 		Lib:      lib,
 		Logger:   o.Logger,
-	})
+	}, sup...)
 	if err != nil {
 		k.Close()
 		return nil, fmt.Errorf("embedded: start ClickHouse: %w", err)
@@ -116,7 +136,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	return s, nil
 }
 
-// Close stops ClickHouse, then the broker (which persists its data).
+// Close stops the engine and its supervision, then the broker (which
+// persists its data).
 func (s *Stack) Close() error {
 	err := s.ClickHouse.Stop()
 	s.Kafka.Close()

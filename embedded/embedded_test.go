@@ -2,15 +2,22 @@ package embedded
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 )
+
+// TestMain checks that a closed stack leaves no goroutine behind (the
+// engine's supervisor, the broker).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func needEngine(t *testing.T) {
 	if _, err := chengine.Find(""); err != nil {
@@ -81,5 +88,49 @@ func TestStackPersists(t *testing.T) {
 	var x uint8
 	if err := conn.QueryRow(ctx, "SELECT x FROM t").Scan(&x); err != nil || x != 7 {
 		t.Fatalf("after restart: x=%d err=%v", x, err)
+	}
+}
+
+// TestStackRestartsEngine: the stack's engine, killed, comes back on its
+// data and address; Ready says not ready meanwhile, and the restart shows
+// in the Registerer's metrics.
+func TestStackRestartsEngine(t *testing.T) {
+	needEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	s, err := Start(ctx, Options{Dir: t.TempDir(), KafkaPort: -1, ClickHouseTCP: -1, ClickHouseHTTP: -1, Registerer: reg,
+		Supervise: []chengine.SuperviseOption{chengine.WithBackoff(300*time.Millisecond, time.Second), chengine.WithProbe(100*time.Millisecond, time.Minute)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ready(); err != nil {
+		t.Fatalf("fresh stack not ready: %v", err)
+	}
+	addr := s.ClickHouse.Addr()
+	syscall.Kill(s.ClickHouse.Server().PID(), syscall.SIGKILL)
+	for s.Ready() == nil {
+		if ctx.Err() != nil {
+			t.Fatal("still ready after the engine was killed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for s.Ready() != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("not ready again: %v", s.Ready())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := chenginetest.EngineMetric(t, reg, "toolaudit_engine_restarts_total"); got != 1 || s.ClickHouse.Addr() != addr {
+		t.Fatalf("restarts %v, addr %s (was %s)", got, s.ClickHouse.Addr(), addr)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		t.Fatalf("restarted engine: %v", err)
 	}
 }

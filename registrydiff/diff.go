@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // SchemaDiff is what changed between two inputSchemas of a tool, each
@@ -95,6 +97,13 @@ func DiffSchemas(old, new []byte) (SchemaDiff, error) {
 func decodeObject(raw []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return map[string]any{}, nil
+	}
+	// The strict parser first: a repeated member name or a nesting
+	// beyond its bound is refused as every listing's schema is, and the
+	// decoder below then reads the one reading there is.
+	var t jsontape.Tape
+	if err := t.Parse(raw); err != nil {
+		return nil, fmt.Errorf("registrydiff: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -74,6 +74,9 @@ func normalize(d SchemaDiff) SchemaDiff {
 func TestDiffSchemasErrors(t *testing.T) {
 	for _, tt := range []struct{ old, new string }{
 		{`[]`, `{}`}, {`{}`, `"x"`}, {`{`, `{}`}, {`{}`, `{"a":1} x`},
+		// the strict parser's refusals: a repeated member, too deep
+		{`{}`, `{"type":"object","type":"string"}`},
+		{strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200), `{}`},
 	} {
 		_, err := DiffSchemas([]byte(tt.old), []byte(tt.new))
 		if err == nil {
@@ -89,7 +92,8 @@ func TestDiffSchemasErrors(t *testing.T) {
 // and a large schema costs time linear in its size.
 func TestDiffSchemasDeepAndLarge(t *testing.T) {
 	deep := func(leaf string) string {
-		return strings.Repeat(`{"properties":{"x":`, 200) + leaf + strings.Repeat(`}}`, 200)
+		// 60 properties deep: past maxDepth, within jsontape.MaxDepth.
+		return strings.Repeat(`{"properties":{"x":`, 60) + leaf + strings.Repeat(`}}`, 60)
 	}
 	d, err := DiffSchemas([]byte(deep(`{"type":"string"}`)), []byte(deep(`{"type":"integer"}`)))
 	if err != nil {

@@ -18,6 +18,6 @@
 // are returned with Deleted set: a store that keeps the last write per
 // (registry, server, tool, observed_at) and drops deleted rows holds the
 // same history for every arrival order (TestTrackerAnyOrder). Table
-// registry_changes (schema/ddl/0006_analytics.sql) is that store;
+// registry_changes (schema/ddl/0007_analytics.sql) is that store;
 // package registryhistory feeds it from resolverd.
 package registrydiff

@@ -34,7 +34,7 @@ PY
 
 # Free ports, so that the bench runs beside a demo or another stack; the
 # stack prints the addresses it chose.
-"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 > "$work/stack.log" 2>&1 &
+"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" > "$work/stack.log" 2>&1 &
 stackpid=$!
 echo $stackpid > "$work/stackpid"
 trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT

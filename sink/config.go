@@ -126,6 +126,7 @@ type options struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	migrate bool
+	cluster *Cluster // WithCluster
 }
 
 // WithLogger logs through l. Default nil: no logging.

@@ -50,7 +50,7 @@
 // tests, the demo and `resolverd report`. Stored counts rows without FINAL,
 // an upper bound cheap enough to poll; RolledUp what the hourly rollup has
 // counted. Dashboards and the analytics of `resolverd report` read the
-// rollups of migration 0006 instead (package analytics).
+// rollups of migration 0007 instead (package analytics).
 //
 // # The registry history
 //

@@ -57,11 +57,31 @@ var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 // version.
 //
 // log may be nil.
+//
+// It refuses a database whose decisions table is Distributed (laid out by
+// MigrateCluster) with ErrLayout.
 func Migrate(ctx context.Context, conn driver.Conn, db string, log *slog.Logger) (applied []string, err error) {
-	return migrate(ctx, conn, db, schema.Migrations, "ddl", log)
+	return migrate(ctx, conn, db, schema.Migrations, "ddl", nil, log)
 }
 
-func migrate(ctx context.Context, conn driver.Conn, db string, fsys fs.FS, dir string, log *slog.Logger) ([]string, error) {
+// MigrateCluster is Migrate for cluster c: the same migrations in their
+// cluster form (see Cluster), then the Distributed tables. With
+// c.Replicated it runs ON CLUSTER, so one server suffices; without, run it
+// on every server. It refuses a database laid out for one server with
+// ErrLayout.
+func MigrateCluster(ctx context.Context, conn driver.Conn, db string, c Cluster, log *slog.Logger) (applied []string, err error) {
+	return migrate(ctx, conn, db, schema.Migrations, "ddl", &c, log)
+}
+
+// schemaMigrationsColumns are the columns of table schema_migrations.
+const schemaMigrationsColumns = `(
+    version    UInt32,
+    name       String,
+    checksum   String,
+    applied_at DateTime64(3, 'UTC')
+)`
+
+func migrate(ctx context.Context, conn driver.Conn, db string, fsys fs.FS, dir string, cluster *Cluster, log *slog.Logger) ([]string, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -73,18 +93,30 @@ func migrate(ctx context.Context, conn driver.Conn, db string, fsys fs.FS, dir s
 		return nil, err
 	}
 	q := "`" + db + "`"
-	for _, stmt := range []string{
+	bootstrap := []string{
 		"CREATE DATABASE IF NOT EXISTS " + q,
-		"CREATE TABLE IF NOT EXISTS " + q + `.schema_migrations
-(
-    version    UInt32,
-    name       String,
-    checksum   String,
-    applied_at DateTime64(3, 'UTC')
-)
+		"CREATE TABLE IF NOT EXISTS " + q + ".schema_migrations\n" + schemaMigrationsColumns + `
 ENGINE = ReplacingMergeTree(applied_at)
 ORDER BY version`,
-	} {
+	}
+	var layout *clusterLayout
+	if cluster != nil {
+		if err := cluster.Validate(); err != nil {
+			return nil, fmt.Errorf("sink: migrate: %w", err)
+		}
+		layout = newClusterLayout(*cluster, ms)
+		bootstrap = layout.bootstrap(q)
+	}
+	if err := checkLayout(ctx, conn, db, cluster); err != nil {
+		return nil, err
+	}
+	if layout != nil && layout.upToDate(ctx, conn, db, ms) {
+		// No DDL at all: ON CLUSTER statements wait for every server, so
+		// even an idempotent one would hold up (or fail) the start of an
+		// instance while a server is down.
+		return nil, nil
+	}
+	for _, stmt := range bootstrap {
 		if err := conn.Exec(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("sink: migrate: %w", err)
 		}
@@ -113,6 +145,11 @@ ORDER BY version`,
 		}
 		t0 := time.Now()
 		for i, stmt := range m.stmts {
+			if layout != nil {
+				if stmt, err = layout.statement(stmt); err != nil {
+					return applied, fmt.Errorf("sink: migrate: %s statement %d: %w", m.file, i+1, err)
+				}
+			}
 			if err := conn.Exec(ctx, strings.ReplaceAll(stmt, "{db}", q)); err != nil {
 				return applied, fmt.Errorf("sink: migrate: %s statement %d: %w", m.file, i+1, err)
 			}
@@ -124,6 +161,13 @@ ORDER BY version`,
 		}
 		applied = append(applied, m.file)
 		log.Info("sink: migration applied", "database", db, "migration", m.file, "statements", len(m.stmts), "took", time.Since(t0))
+	}
+	if layout != nil {
+		for _, stmt := range layout.distributed(q, len(applied) > 0) {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return applied, fmt.Errorf("sink: migrate: distributed table: %w", err)
+			}
+		}
 	}
 	return applied, nil
 }

@@ -82,7 +82,7 @@ func TestShippedMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1, "0006_analytics.sql": 15}
+	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1, "0007_analytics.sql": 15}
 	for _, m := range ms {
 		if n, ok := want[m.file]; ok && len(m.stmts) != n {
 			t.Errorf("%s: %d statements, want %d", m.file, len(m.stmts), n)
@@ -125,7 +125,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0006_analytics.sql"}; !slices.Equal(applied, want) {
+	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0007_analytics.sql"}; !slices.Equal(applied, want) {
 		t.Fatalf("first run applied %q, want %q", applied, want)
 	}
 	var ddl string
@@ -165,7 +165,7 @@ func TestMigrate(t *testing.T) {
 	// column it adds.
 	fsys := migrationsFS(t)
 	fsys["ddl/0099_note.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE {db}.decisions ADD COLUMN IF NOT EXISTS note String DEFAULT '';\n")}
-	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
+	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
 	if err != nil || !slices.Equal(applied, []string{"0099_note.sql"}) {
 		t.Fatalf("with 0099: applied %q, %v", applied, err)
 	}
@@ -178,7 +178,7 @@ func TestMigrate(t *testing.T) {
 	// An applied migration that changed is refused, before anything runs.
 	fsys["ddl/0001_decisions.sql"].Data = append(fsys["ddl/0001_decisions.sql"].Data, "\n-- edited\n"...)
 	fsys["ddl/0100_more.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS {db}.more (x UInt8) ENGINE = MergeTree ORDER BY x;\n")}
-	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil)
+	applied, err = migrate(ctx, conn, db, fsys, "ddl", nil, nil)
 	if !errors.Is(err, ErrChecksumMismatch) || len(applied) != 0 {
 		t.Fatalf("tampered: applied %q, err %v; want ErrChecksumMismatch", applied, err)
 	}
@@ -213,7 +213,7 @@ func TestMigrateSource(t *testing.T) {
 			delete(before, name)
 		}
 	}
-	if _, err := migrate(ctx, conn, db, before, "ddl", nil); err != nil {
+	if _, err := migrate(ctx, conn, db, before, "ddl", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.Exec(ctx, "INSERT INTO "+db+".decisions (event_id, call_key, analysis_id, class, decided_at) VALUES ('old', 'old', 'a', 'OK', now64(3))"); err != nil {

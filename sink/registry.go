@@ -12,7 +12,7 @@ import (
 )
 
 // registryColumns are the columns of table registry_changes
-// (ddl/0006_analytics.sql) in the order WriteRegistryChanges and
+// (ddl/0007_analytics.sql) in the order WriteRegistryChanges and
 // RegistryChanges use them.
 const registryColumns = "registry, server, tool, observed_at, event_id, change, trust_before, trust_after, " +
 	"digest_before, digest_after, props_added, props_removed, props_retyped, required_added, " +

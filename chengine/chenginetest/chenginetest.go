@@ -18,7 +18,8 @@
 //	}
 //
 // Tests sharing that server should use their own database or table names.
-// Start gives a test a private server instead.
+// Start gives a test a private server instead, Supervise a private server
+// that is restarted when it dies.
 package chenginetest
 
 import (
@@ -28,6 +29,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/chengine"
 )
@@ -88,19 +91,58 @@ func Server(tb testing.TB) *chengine.Server {
 // set), stopped when the test ends. Gating is as for Server.
 func Start(tb testing.TB, opts chengine.Options) *chengine.Server {
 	tb.Helper()
+	return private(tb, opts, func(o chengine.Options) (*chengine.Server, error) {
+		return chengine.Start(context.Background(), o)
+	})
+}
+
+// Supervise starts a private supervised engine (chengine.Supervise) with
+// its data in tb.TempDir() (or opts.Dir if set), stopped when the test ends.
+// Gating is as for Server.
+func Supervise(tb testing.TB, opts chengine.Options, o ...chengine.SuperviseOption) *chengine.Supervisor {
+	tb.Helper()
+	return private(tb, opts, func(op chengine.Options) (*chengine.Supervisor, error) {
+		return chengine.Supervise(context.Background(), op, o...)
+	})
+}
+
+// private starts an engine for one test with start, gated as for Server.
+func private[E interface{ Stop() error }](tb testing.TB, opts chengine.Options, start func(chengine.Options) (E, error)) E {
+	tb.Helper()
 	if opts.Dir == "" {
 		opts.Dir = tb.TempDir()
 	}
-	srv, err := chengine.Start(context.Background(), opts)
+	e, err := start(opts)
 	if err != nil {
 		gate(tb, err)
 	}
 	tb.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
+		if err := e.Stop(); err != nil {
 			tb.Error(err)
 		}
 	})
-	return srv
+	return e
+}
+
+// EngineMetric is the value of one of a supervisor's metrics (a counter
+// or gauge without labels, such as toolaudit_engine_restarts_total) in g.
+func EngineMetric(tb testing.TB, g prometheus.Gatherer, name string) float64 {
+	tb.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	tb.Fatalf("no metric %s", name)
+	return 0
 }
 
 // gate skips tb for a missing library unless it is required; anything else

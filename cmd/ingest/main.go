@@ -25,6 +25,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolaudit/toolaudit/ingest"
+	"github.com/toolaudit/toolaudit/kafkaconf"
 )
 
 func main() {
@@ -87,7 +88,13 @@ re-ingesting a file gives the same events.
 Bad lines are reported as FILE:LINE: reason, counted and skipped. The exit
 status is 1 only when a file cannot be read or Kafka (or --out) fails, and
 2 for bad flags. Every flag can also be set through the environment as
-INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.`
+INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.
+
+Secured Kafka: --kafka-tls (with --kafka-tls-ca, --kafka-tls-cert and
+--kafka-tls-key for a private CA or client certificates) and
+--kafka-sasl-mechanism with --kafka-sasl-user; the password comes from
+--kafka-sasl-password-file or the TOOLAUDIT_KAFKA_SASL_PASSWORD variable,
+never from a flag. resolverd takes the same flags.`
 
 // config is what the flags say.
 type config struct {
@@ -112,6 +119,7 @@ type config struct {
 	connectTimeout  time.Duration
 	deliveryTimeout time.Duration
 	maxLineBytes    int
+	kafka           kafkaconf.Config
 }
 
 func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
@@ -136,9 +144,10 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs.StringVar(&c.visible, "visible", "", "visible tool `NAMES`, comma-separated, of calls that carry none")
 	fs.StringVar(&c.stdinName, "stdin-name", "stdin", "source `name` of standard input in hashed event ids and messages")
 	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when standard error is not a terminal")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a Kafka broker to answer at start")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a Kafka broker to answer at start (a refused TLS handshake or SASL authentication fails at once)")
 	fs.DurationVar(&c.deliveryTimeout, "delivery-timeout", 60*time.Second, "how long a record may take, retries included, before it fails")
 	fs.IntVar(&c.maxLineBytes, "max-line-bytes", ingest.DefaultMaxLineBytes, "longest input line in `bytes`; longer lines are errors")
+	c.kafka.Register(fs)
 	cmd := &ffcli.Command{
 		Name:       "ingest",
 		ShortUsage: "ingest [flags] [FILE ...]",
@@ -283,12 +292,16 @@ func (c *config) openSink(ctx context.Context, stdout, stderr io.Writer) (ingest
 	cfg.CallsTopic, cfg.ListingsTopic = c.callsTopic, c.listingsTopic
 	cfg.DeliveryTimeout = c.deliveryTimeout
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
-	p, err := ingest.NewProducer(cfg)
+	sec, err := c.kafka.Opts(os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	p, err := ingest.NewProducer(cfg, sec...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
-	err = p.Ping(pctx)
+	err = c.kafka.Check(pctx, p)
 	cancel()
 	if err != nil {
 		p.Close()

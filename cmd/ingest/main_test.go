@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/internal/tlstest"
 )
 
 func TestMain(m *testing.M) {
@@ -173,6 +174,8 @@ func TestExitCodes(t *testing.T) {
 		{"bad time", []string{"--dry-run", "--emitted-at", "soon", good}, nil, exitUsage, "--emitted-at"},
 		{"unknown flag", []string{"--nope"}, nil, exitUsage, "nope"},
 		{"unreachable kafka", []string{"--brokers", closedAddr(t), "--connect-timeout", "1s", good}, nil, exitFailure, "unreachable"},
+		{"unknown sasl mechanism", []string{"--brokers", closedAddr(t), "--kafka-sasl-mechanism", "gssapi", good}, nil, exitUsage, "--kafka-sasl-mechanism"},
+		{"sasl without password", []string{"--brokers", closedAddr(t), "--kafka-sasl-mechanism", "plain", "--kafka-sasl-user", "u", good}, nil, exitUsage, "TOOLAUDIT_KAFKA_SASL_PASSWORD"},
 		{"unreachable kafka from env", []string{"--connect-timeout", "1s", good}, map[string]string{"INGEST_BROKERS": closedAddr(t)}, exitFailure, "unreachable"},
 	}
 	for _, tt := range tests {
@@ -272,5 +275,38 @@ func TestKafka(t *testing.T) {
 	o = runCmd(t, "", "--calls-topic", "missing", "--listings-topic", "listings", "--delivery-timeout", "2s", file)
 	if o.code != exitFailure {
 		t.Errorf("produce to a missing topic: exit %d\n%s", o.code, o.stderr)
+	}
+}
+
+// TestSecuredKafka: ingest produces to a broker that takes TLS with a
+// private CA and SCRAM-SHA-512, with the password in the environment; a
+// wrong password fails at once with a message that says SASL, not after
+// --connect-timeout.
+func TestSecuredKafka(t *testing.T) {
+	certs := tlstest.New(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "calls", "listings"),
+		kfake.TLS(certs.Server(false)), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "ingest", "right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	file := writeFile(t, "events.jsonl", eventLine)
+	args := []string{"--brokers", strings.Join(cluster.ListenAddrs(), ","), "--calls-topic", "calls", "--listings-topic", "listings",
+		"--kafka-tls-ca", certs.CAFile, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", "ingest", "--connect-timeout", "20s", file}
+	t.Setenv("TOOLAUDIT_KAFKA_SASL_PASSWORD", "right")
+	if o := runCmd(t, "", args...); o.code != exitOK || !strings.Contains(o.stderr, "delivered to Kafka: listings 1") {
+		t.Fatalf("right password: exit %d\n%s", o.code, o.stderr)
+	}
+	t.Setenv("TOOLAUDIT_KAFKA_SASL_PASSWORD", "Wr0ngP4ss")
+	start := time.Now()
+	o := runCmd(t, "", args...)
+	if o.code != exitFailure || !strings.Contains(o.stderr, "SASL") {
+		t.Fatalf("wrong password: exit %d\n%s", o.code, o.stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("wrong password took %v to fail", d)
+	}
+	if strings.Contains(o.stderr, "Wr0ngP4ss") {
+		t.Fatalf("the password is in the output:\n%s", o.stderr)
 	}
 }

@@ -3,17 +3,26 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolaudit/toolaudit/embedded"
+	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -24,28 +33,68 @@ func migrateCommand(std stdio) *ffcli.Command {
 	fs.SetOutput(std.err)
 	var ch chFlags
 	ch.register(fs)
+	var cf clusterFlags
+	cf.register(fs)
+	printDDL := fs.Bool("print", false, "with --cluster: print the statements a fresh database gets, connect to nothing")
 	return &ffcli.Command{
 		Name:       "migrate",
-		ShortUsage: "resolverd migrate [--clickhouse ADDR] [--database DB]",
+		ShortUsage: "resolverd migrate [--clickhouse ADDR] [--database DB] [--cluster NAME [--print]]",
 		ShortHelp:  "create or upgrade the ClickHouse schema",
 		LongHelp: `Creates the database if absent and applies the schema migrations
 (schema/ddl) that it has not applied yet, recording each in table
 schema_migrations. Idempotent: a second run applies nothing. Refuses to
-go on when an applied migration's text has changed since.`,
+go on when an applied migration's text has changed since.
+
+--cluster NAME lays the schema out on the ClickHouse cluster NAME of the
+servers' remote_servers: every statement ON CLUSTER, the tables
+Replicated per shard (decisions_local, decisions_by_minute_local,
+schema_migrations on every server) and Distributed tables decisions
+(sharded by cityHash64(call_key), so a redelivered call meets its first
+decision on its shard) and decisions_by_minute over them. It needs
+ClickHouse Keeper, macros {shard} and {replica} on every server and
+internal_replication=true on the cluster's shards. --print shows the
+statements. --cluster-replicated=false makes plain shards without
+replicas instead (no Keeper; run migrate against every server). Give
+resolverd run the same --cluster flags: a database laid out for one
+server refuses the other layout's migrations.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("unexpected arguments %q", args)}
 			}
+			cluster, err := cf.cluster()
+			if err != nil {
+				return usageError{err}
+			}
+			if *printDDL {
+				if cluster == nil {
+					return usageError{errors.New("--print needs --cluster")}
+				}
+				stmts, err := sink.ClusterStatements(*cluster, ch.db)
+				if err != nil {
+					return usageError{err}
+				}
+				fmt.Fprintln(std.out, strings.Join(stmts, ";\n\n")+";")
+				return nil
+			}
 			log := slog.New(slog.NewTextHandler(std.err, nil))
+			cfg, err := ch.config(os.Getenv, log)
+			if err != nil {
+				return usageError{err}
+			}
 			// Not NewClickHouse: it checks the schema this command creates.
-			conn, err := ch.config().Open(ctx)
+			conn, err := cfg.Open(ctx)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}
 			defer conn.Close()
-			applied, err := sink.Migrate(ctx, conn, ch.db, log)
+			var applied []string
+			if cluster != nil {
+				applied, err = sink.MigrateCluster(ctx, conn, ch.db, *cluster, log)
+			} else {
+				applied, err = sink.Migrate(ctx, conn, ch.db, log)
+			}
 			if err != nil {
 				return err
 			}
@@ -70,9 +119,11 @@ func reportCommand(std stdio) *ffcli.Command {
 	expect := fs.Int("expect", 0, "instead, wait until at least `N` decisions are stored (and counted by the rollups), then print the exact count per class")
 	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often --expect counts the stored decisions (benchmarks poll faster to time the end closely)")
+	toctou := fs.Bool("toctou", false, "list the calls whose decision in the call path (api, gateway) and from the stream differ, instead of the counts")
+	limit := fs.Int("limit", 100, "most calls --toctou lists")
 	return &ffcli.Command{
 		Name:       "report",
-		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N",
+		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N | --toctou [--limit N]",
 		ShortHelp:  "headline analytics of the decisions, on a terminal or as HTML",
 		LongHelp: `Prints the fleet analytics of one analysis over a time range of the
 calls' emitted_at (--since, --to): decisions, verdicts, the hallucination,
@@ -89,7 +140,12 @@ SVG charts that loads nothing from anywhere.
 With --expect N it does something else: it waits until N decisions of the
 analysis are stored, then prints their exact count per class and verdict
 (read with FINAL): the demo's and the benchmarks' way of knowing that every
-call was decided.`,
+call was decided.
+
+With --toctou it lists instead the calls decided in the call path (POST
+/v1/resolve, the gateway: source api or gateway) whose class differs from
+the stream's decision of the same event, newest first, with both
+registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -99,8 +155,20 @@ call was decided.`,
 			if *poll <= 0 {
 				return usageError{fmt.Errorf("--poll %s: want a positive interval", *poll)}
 			}
+			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
+			if err != nil {
+				return usageError{err}
+			}
+			if *toctou {
+				c, err := sink.NewClickHouse(ctx, cfg)
+				if err != nil {
+					return fmt.Errorf("clickhouse: %w", err)
+				}
+				defer c.Close()
+				return printTOCTOU(ctx, std, c, *analysis, *limit)
+			}
 			if *expect > 0 {
-				return waitAndCount(ctx, std, ch, *analysis, *expect, *timeout, *poll)
+				return waitAndCount(ctx, std, cfg, *analysis, *expect, *timeout, *poll)
 			}
 			o := report.Options{Analysis: *analysis, Registries: splitList(*registries), Models: splitList(*models), Session: *session}
 			all := *since == "all"
@@ -121,7 +189,7 @@ call was decided.`,
 				o.To = t.UTC()
 			}
 			o.From = o.To.Add(-span)
-			conn, err := ch.config().OpenIn(ctx)
+			conn, err := cfg.OpenIn(ctx)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}
@@ -163,8 +231,8 @@ call was decided.`,
 
 // waitAndCount is report --expect: wait until n decisions of the analysis
 // are stored (or timeout), then print the exact count per class.
-func waitAndCount(ctx context.Context, std stdio, ch chFlags, analysis string, n int, timeout, poll time.Duration) error {
-	c, err := sink.NewClickHouse(ctx, ch.config())
+func waitAndCount(ctx context.Context, std stdio, cfg sink.Config, analysis string, n int, timeout, poll time.Duration) error {
+	c, err := sink.NewClickHouse(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
@@ -240,16 +308,25 @@ func stackCommand(std stdio) *ffcli.Command {
 	dir := fs.String("dir", "", "data `DIR` of the broker and the engine (required)")
 	var ports portFlags
 	ports.register(fs, "")
+	httpAddr := fs.String("http", "127.0.0.1:19080", "listen `address` of /metrics, /healthz and /readyz (empty: none)")
 	return &ffcli.Command{
 		Name:       "stack",
-		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N]",
+		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N] [--http ADDR]",
 		ShortHelp:  "run only the embedded Kafka broker and ClickHouse engine",
 		LongHelp: `Runs the embedded stack of run --embedded (Kafka-protocol broker on
 127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123
 unless the port flags say otherwise, data in DIR) in the foreground,
 without the resolver: for development, benchmarks, or several resolverd
 instances sharing one local stack. Prints the addresses it listens on.
-Stops on SIGINT or SIGTERM.`,
+Stops on SIGINT or SIGTERM.
+
+The engine is supervised: when it exits on its own, reports a fatal
+error or stops answering, the stack logs why (exit status or signal, the
+engine's last output and log lines; its log is
+DIR/clickhouse/log/engine.log), restarts it on its data and ports after a
+backoff (0.5 s doubling to 30 s while it keeps failing), counts it in
+toolaudit_engine_restarts_total (--http serves /metrics), and answers 503
+on /readyz until the new engine answers.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -263,11 +340,34 @@ Stops on SIGINT or SIGTERM.`,
 			if err := ports.check(); err != nil {
 				return err
 			}
-			st, err := embedded.Start(ctx, ports.options(*dir, log))
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			var ln net.Listener
+			if *httpAddr != "" {
+				var err error
+				if ln, err = net.Listen("tcp", *httpAddr); err != nil {
+					return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for none)", *httpAddr, err)
+				}
+				defer ln.Close()
+			}
+			opts := ports.options(*dir, log)
+			opts.Registerer = reg
+			st, err := embedded.Start(ctx, opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(std.out, "kafka %s, clickhouse %s (http %s); Ctrl-C stops\n", st.Brokers[0], st.ClickHouse.Addr(), st.ClickHouse.HTTPAddr())
+			admin := ""
+			if ln != nil {
+				mux := http.NewServeMux()
+				mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+				mux.Handle("GET /readyz", httpapi.Readiness(st.Ready))
+				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go srv.Serve(ln)
+				defer srv.Close()
+				admin = ", metrics and readyz http://" + ln.Addr().String()
+			}
+			fmt.Fprintf(std.out, "kafka %s, clickhouse %s (http %s)%s; Ctrl-C stops\n", st.Brokers[0], st.ClickHouse.Addr(), st.ClickHouse.HTTPAddr(), admin)
 			<-ctx.Done()
 			return st.Close()
 		},

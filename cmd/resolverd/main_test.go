@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -71,6 +72,8 @@ func TestCheckExitCodes(t *testing.T) {
 		{"directory", []string{"check", "--listings", sample, "--calls", "."}, 1, "is a directory"},
 		// A listings file passed as calls: every line is MALFORMED, not an exit.
 		{"wrong file kind", []string{"check", "--listings", sample, "--calls", sample, "--quiet"}, 0, ""},
+		{"absurd workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "3000000"}, 2, "--workers 3000000: want 1 to 256"},
+		{"no workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "0"}, 2, "want 1 to 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +107,20 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--mode", "lenient"}, "mode"},
 		{[]string{"--log-level", "loud"}, "log-level"},
 		{[]string{"--clickhouse-compression", "gzip"}, "compression"},
+		{[]string{"--kafka-sasl-mechanism", "gssapi"}, "--kafka-sasl-mechanism"},
+		{[]string{"--kafka-sasl-mechanism", "plain"}, "needs --kafka-sasl-user"},
+		{[]string{"--kafka-tls-cert", "c.pem"}, "both its file and its key"},
+		{[]string{"--clickhouse-password-file", "/nonexistent/pw"}, "no such file"},
+		{[]string{"--clickhouse-tls-ca", "/nonexistent/ca.pem"}, "no such file"},
+		{[]string{"--clickhouse-password", "x"}, "flag provided but not defined"},
+		{[]string{"--connect-timeout", "0s"}, "--connect-timeout"},
+		{[]string{"--cluster", "two shards"}, "--cluster"},
+		{[]string{"--http-tls-cert", "c.pem"}, "--http-tls-key"},
+		{[]string{"--http-auth-probes"}, "--http-tokens-file"},
+		{[]string{"--http-max-inflight", "0"}, "--http-max-*"},
+		{[]string{"--http-max-inflight-mb", "1", "--http-max-body-kb", "2048"}, "less than one body"},
+		{[]string{"--audit-timeout", "100ms"}, "--audit-timeout"},
+		{[]string{"--audit-topic", "tool-calls"}, "audit topic"},
 	} {
 		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
 		code, _, stderr := runCmd(t, "", args...)
@@ -136,7 +153,7 @@ func TestHelpPlaceholders(t *testing.T) {
 	}
 	walk("", rootCommand(std).Subcommands)
 	code, _, stderr := runCmd(t, "", "migrate", "--help")
-	if code != 0 || !strings.Contains(stderr, "-clickhouse-password PASSWORD ") {
+	if code != 0 || !strings.Contains(stderr, "-clickhouse-password-file FILE ") {
 		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
 	}
 }
@@ -197,5 +214,130 @@ func TestRegistryDiffUsage(t *testing.T) {
 		if got, err := parseWhen(in, now); err != nil || !got.Equal(want) {
 			t.Errorf("parseWhen(%q) = %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+// TestClickHousePassword: the password comes from the file, else the
+// TOOLAUDIT_ variable, else (deprecated, with a warning) the old
+// RESOLVERD_ one; two current sources at once are refused; the password
+// never reaches the log.
+func TestClickHousePassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		file      string
+		env       map[string]string
+		want, err string
+		warn      string
+	}{
+		{"none", "", nil, "", "", ""},
+		{"file", file, nil, "from-file", "", ""},
+		{"env", "", map[string]string{envClickHousePassword: "from-env"}, "from-env", "", ""},
+		{"deprecated env", "", map[string]string{envClickHousePasswordDeprecated: "old"}, "old", "", "deprecated"},
+		{"deprecated env beside the file", file, map[string]string{envClickHousePasswordDeprecated: "old"}, "from-file", "", "is ignored"},
+		{"file and env", file, map[string]string{envClickHousePassword: "from-env"}, "", "keep one", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logBuf bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			c := chFlags{addr: "127.0.0.1:9000", db: "toolaudit", user: "u", compression: "auto", passwordFile: tc.file}
+			cfg, err := c.config(func(k string) string { return tc.env[k] }, log)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("config: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.Password != tc.want {
+				t.Fatalf("config: password %q, %v; want %q", cfg.Password, err, tc.want)
+			}
+			if !strings.Contains(logBuf.String(), tc.warn) {
+				t.Fatalf("log lacks %q:\n%s", tc.warn, logBuf.String())
+			}
+			if tc.want != "" && strings.Contains(logBuf.String(), tc.want) {
+				t.Fatalf("the password is in the log:\n%s", logBuf.String())
+			}
+		})
+	}
+}
+
+// TestEmbeddedRefusesSecurity: the embedded stack is plaintext on
+// loopback; TLS or SASL settings with --embedded are a usage error.
+func TestEmbeddedRefusesSecurity(t *testing.T) {
+	for _, args := range [][]string{{"--kafka-tls"}, {"--clickhouse-tls"}, {"--kafka-sasl-mechanism", "plain"}} {
+		code, _, stderr := runCmd(t, "", append([]string{"run", "--embedded", t.TempDir(), "--http", ""}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "--embedded runs a plaintext") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+// TestArgsHashKey: the key comes from a file or from the environment,
+// never both; a short key is a usage error; with a key every decision of
+// a decoded call carries the keyed hash, and the key shows nowhere.
+func TestArgsHashKey(t *testing.T) {
+	dir := t.TempDir()
+	secret := "s3cr3t-0123456789abcdef0123456789"
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, c := corpus("sample", "listings.jsonl"), corpus("sample", "calls.jsonl")
+	hashes := func(out string) map[string]bool {
+		seen := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var d map[string]any
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := d["args_hash"].(string); ok {
+				seen[h[:len("hmac-sha256:")+9]] = true
+			} else if d["class"] != "MALFORMED" {
+				t.Fatalf("no args_hash: %s", line)
+			}
+		}
+		return seen
+	}
+	code, out, stderr := runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile)
+	if code != 0 || strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "args_hash keyed") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	fromFile := hashes(out)
+	if len(fromFile) != 1 {
+		t.Fatalf("key ids %v", fromFile)
+	}
+	t.Setenv(argsKeyEnv, secret)
+	code, out, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if fromEnv := hashes(out); len(fromEnv) != 1 || !fromEnv[func() string {
+		for k := range fromFile {
+			return k
+		}
+		return ""
+	}()] {
+		t.Fatalf("file and environment give different keys: %v %v", fromFile, fromEnv)
+	}
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "set twice") {
+		t.Fatalf("both: exit %d %s", code, stderr)
+	}
+	t.Setenv(argsKeyEnv, "hunter2")
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c); code != 2 || !strings.Contains(stderr, "shorter than 32") || strings.Contains(stderr, "hunter2") {
+		t.Fatalf("short key in the environment: exit %d %s", code, stderr)
+	}
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "set twice") {
+		t.Fatalf("run, both: exit %d %s", code, stderr)
+	}
+	os.Unsetenv(argsKeyEnv)
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "shorter than 32") {
+		t.Fatalf("run, short key file: exit %d %s", code, stderr)
 	}
 }

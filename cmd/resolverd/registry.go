@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -80,7 +81,11 @@ keywords; and trust changes. Exact: read with FINAL.`,
 			if *limit < 0 {
 				return usageError{fmt.Errorf("--limit %d: want 0 or more", *limit)}
 			}
-			c, err := sink.NewClickHouse(ctx, ch.config())
+			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
+			if err != nil {
+				return usageError{err}
+			}
+			c, err := sink.NewClickHouse(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}

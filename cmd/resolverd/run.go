@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -20,35 +18,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
-	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/stream"
 )
-
-// chFlags are the ClickHouse flags shared by run, migrate and report.
-type chFlags struct {
-	addr, db, user, password, compression string
-}
-
-func (c *chFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "clickhouse", "127.0.0.1:9000", "ClickHouse native protocol `addresses`, comma-separated")
-	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
-	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
-	fs.StringVar(&c.password, "clickhouse-password", "", "`PASSWORD` of --clickhouse-user; none by default (prefer the RESOLVERD_CLICKHOUSE_PASSWORD variable: ps shows flags)")
-	fs.StringVar(&c.compression, "clickhouse-compression", "auto", "native protocol `compression`: auto (none to a loopback address, lz4 to others), lz4, zstd or none")
-}
-
-func (c *chFlags) config() sink.Config {
-	cfg := sink.DefaultConfig()
-	cfg.Addr = splitList(c.addr)
-	cfg.Database, cfg.Username, cfg.Password = c.db, c.user, c.password
-	cfg.Compression = c.compression
-	return cfg
-}
 
 func splitList(s string) []string {
 	var out []string
@@ -83,7 +62,8 @@ decisions). Offsets are committed only after ClickHouse acknowledged the
 decisions before them, and the table deduplicates re-deliveries, so each
 call has exactly one decision per analysis when read with FINAL.
 
-Every instance reads the whole listings topic from the start; instances
+Every instance reads the listings topic, from the newest registry
+checkpoint (--checkpoint-topic) or from the start; instances
 of one --group share the calls topic's partitions, one worker each; one
 writer gathers the decisions of all of them into large INSERTs
 (--batch-rows, --batch-mb, --batch-wait), which ClickHouse takes far more
@@ -94,10 +74,33 @@ the dead-letter topic.
 Kafka-protocol broker (kfake, data in DIR/kafka, port 19092) and the
 ClickHouse engine (DIR/clickhouse, native port 19000, HTTP 18123), and
 creates the schema. Point cmd/ingest at 127.0.0.1:19092. The
---embedded-*-port flags choose other ports.
+--embedded-*-port flags choose other ports. The engine is supervised:
+when it dies it is restarted on its data, the cause is logged (its own
+log is DIR/clickhouse/log/engine.log), the restart counted in
+toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
-points), GET /metrics, /healthz, /readyz.
+points: one call event or an array, with hints; api/openapi.yaml), GET
+/metrics, /healthz, /readyz. Each answered decision is first produced to
+--audit-topic and acknowledged (503 when it cannot be: fail closed); run
+consumes that topic in its group and stores those decisions with source
+api, exactly once. --http-tls-cert/--http-tls-key serve HTTPS;
+--http-tokens-file requires bearer tokens on /v1/*. SIGHUP reloads the
+tokens and the certificate. --decisions-topic also produces every stored
+decision to Kafka.
+
+Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
+Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
+come from --kafka-sasl-password-file and --clickhouse-password-file or
+the TOOLAUDIT_KAFKA_SASL_PASSWORD and TOOLAUDIT_CLICKHOUSE_PASSWORD
+variables, never from flags (ps shows them). A broker that refuses the
+TLS handshake or the SASL authentication stops resolverd at start with
+an error saying what to check.
+
+--cluster NAME writes to a ClickHouse cluster: the start-up migration
+lays the schema out on it (see resolverd migrate --help), and the
+decisions go through the Distributed table decisions, which acknowledges
+an INSERT once every shard has stored its rows.
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
@@ -108,9 +111,16 @@ func runCommand(std stdio) *ffcli.Command {
 	ch.register(fs)
 	sc := stream.DefaultConfig()
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	var kafka kafkaconf.Config
+	kafka.Register(fs)
+	var cf clusterFlags
+	cf.register(fs)
+	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer (a refused TLS handshake or SASL authentication fails at once)")
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
+	fs.StringVar(&sc.CheckpointTopic, "checkpoint-topic", sc.CheckpointTopic, "registry checkpoint `topic`: start from the newest checkpoint and read only the listings after it (empty: read the listings topic from the start)")
+	fs.DurationVar(&sc.CheckpointEvery, "checkpoint-every", sc.CheckpointEvery, "write a registry checkpoint this often when listings were applied, and at shutdown (0: never write, still read)")
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", sc.BatchBytes>>20, "most `MiB` of decisions in one INSERT, however few rows (raw arguments can be large)")
@@ -121,14 +131,15 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
-	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
+	var hf httpFlags
+	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	var ports portFlags
 	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
-	history := fs.Bool("registry-history", true, "write the registry history (what each listing changed, table registry_changes) as listings are applied")
+	history := fs.Bool("registry-history", true, "write the registry history (what each listing changed, table registry_changes) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: in a fleet, turn it off on all instances but one")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
@@ -147,20 +158,48 @@ func runCommand(std stdio) *ffcli.Command {
 			if err := ports.validate(); err != nil {
 				return err
 			}
+			if err := hf.validate(); err != nil {
+				return err
+			}
+			sc.AuditTopic = hf.auditTopic
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
-			if err := ch.config().Validate(); err != nil {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if *embed != "" && (kafka.Enabled() || ch.secured(os.Getenv)) {
+				return usageError{errors.New("--embedded runs a plaintext broker and engine on loopback: drop the --kafka-tls*, --kafka-sasl-*, --clickhouse-tls* and password settings")}
+			}
+			if *connectTimeout <= 0 {
+				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", *connectTimeout)}
+			}
+			if *embed != "" && cf.name != "" {
+				return usageError{errors.New("--embedded runs one engine: drop --cluster")}
+			}
+			chCfg, err := ch.config(os.Getenv, log)
+			if err != nil {
+				return usageError{err}
+			}
+			kafkaOpts, err := kafka.Opts(os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			cluster, err := cf.cluster()
+			if err != nil {
 				return usageError{err}
 			}
 			m, err := resolve.ParseMode(*mode)
 			if err != nil {
 				return usageError{err}
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			if sc.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if sc.ArgsKey == nil {
+				log.Info("args_hash is an unkeyed SHA-256: set --args-hash-key-file or " + argsKeyEnv + " to key it")
+			}
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				// A backlog must not grow the heap without bound: the GC works
 				// harder instead as the limit nears.
@@ -169,8 +208,10 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.Resolver = resolve.Resolver{Mode: m}
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
+			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: ch.config(), http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate, history: *history})
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -183,23 +224,32 @@ func runCommand(std stdio) *ffcli.Command {
 }
 
 type daemonArgs struct {
-	stream   stream.Config
-	ch       sink.Config
-	http     string
-	pprof    bool
-	embedded string
-	ports    portFlags // of the embedded stack
-	migrate  bool
-	history  bool // registry history (registry.go)
+	stream         stream.Config
+	ch             sink.Config
+	kafka          kafkaconf.Config
+	kafkaOpts      []kgo.Opt // kafka's, for the start-up check
+	connectTimeout time.Duration
+	cluster        *sink.Cluster // nil: one server
+	http           httpFlags
+	embedded       string
+	ports          portFlags // of the embedded stack
+	migrate        bool
+	history        bool // registry history (registry.go)
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("resolverd starting", "build", a.stream.ResolverBuild, "mode", a.stream.Resolver.Mode, "analysis", a.stream.AnalysisID)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var st *embedded.Stack
 	if a.embedded != "" {
 		if err := a.ports.check(); err != nil {
 			return err
 		}
-		st, err := embedded.Start(ctx, a.ports.options(a.embedded, log))
+		opts := a.ports.options(a.embedded, log)
+		opts.Registerer = reg
+		var err error
+		st, err = embedded.Start(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -212,15 +262,22 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		a.stream.Brokers = st.Brokers
 		a.ch.Addr = []string{st.ClickHouse.Addr()}
 		a.migrate = true
+		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic); err != nil {
+			return err
+		}
 	}
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := checkKafka(ctx, log, a); err != nil {
+		return err
+	}
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
 	if a.migrate {
 		opts = append(opts, sink.WithMigrate())
+	}
+	if a.cluster != nil {
+		opts = append(opts, sink.WithCluster(*a.cluster))
 	}
 	ch, err := sink.NewClickHouse(ctx, a.ch, opts...)
 	if err != nil {
@@ -237,7 +294,18 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if rec != nil {
 		a.stream.ListingObserver = rec
 	}
-	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
+	a.stream.Suggester = suggest.New()
+	var out stream.Sink = chSink{ch}
+	if a.http.decisionsTopic != "" {
+		dk, err := decisions.NewKafka(decisions.Config{Brokers: a.stream.Brokers, Topic: a.http.decisionsTopic, Opts: a.stream.KafkaOpts}, reg)
+		if err != nil {
+			return err
+		}
+		defer dk.Close()
+		out = stream.Tee(out, dk)
+		log.Info("decisions topic on", "topic", a.http.decisionsTopic)
+	}
+	p, err := stream.New(a.stream, store, out, log, reg)
 	if err != nil {
 		return err
 	}
@@ -246,30 +314,21 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if rec != nil {
 		g.Go(func() error { return rec.Run(gctx) })
 	}
-	if a.http != "" {
-		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: p.Ready,
-			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", a.http)
-		if err != nil {
-			return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for no HTTP)", a.http, err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		log.Info("http listening", "addr", ln.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
+	if a.http.addr != "" {
+		ready := func() error {
+			if st != nil {
+				if err := st.Ready(); err != nil {
+					return err
+				}
+			}
+			if !p.Ready() {
+				return errors.New("registry history not caught up or consumer group not joined")
 			}
 			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
+		}
+		if err := serveHTTP(gctx, g, log, reg, a, store, ready); err != nil {
+			return err
+		}
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -277,6 +336,25 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	log.Info("resolverd stopped", "err", err)
 	return err
+}
+
+// checkKafka fails fast when the brokers refuse the connection's TLS or
+// SASL, which the pipeline's clients would otherwise retry for as long as
+// the process lives (kafkaconf.Check), and waits up to --connect-timeout
+// for a broker to answer.
+func checkKafka(ctx context.Context, log *slog.Logger, a daemonArgs) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-check")}, a.kafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
+	defer cancel()
+	if err := a.kafka.Check(cctx, cl); err != nil {
+		return fmt.Errorf("kafka %v: %w", a.stream.Brokers, err)
+	}
+	log.Info("kafka connected", append([]any{"brokers", a.stream.Brokers}, a.kafka.Describe()...)...)
+	return nil
 }
 
 // chSink is the ClickHouse writer as the pipeline's sink: rows are encoded
