@@ -103,7 +103,12 @@ func chromium(t *testing.T, args ...string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Fatal("chromium not found: apt-get install chromium (.ci/run does)")
+		// As the engine's tests: CI (CHENGINE_REQUIRED=1) must not pass
+		// without the browser test; a developer without Chromium is told.
+		if os.Getenv("CHENGINE_REQUIRED") != "" {
+			t.Fatal("chromium not found and CHENGINE_REQUIRED is set: apt-get install chromium (.ci/run does)")
+		}
+		t.Skip("chromium not found: apt-get install chromium to run the browser test (CHENGINE_REQUIRED=1 makes this a failure)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -337,7 +342,24 @@ func TestHTMLInBrowser(t *testing.T) {
 	if colors := distinctColors(img); colors < 20 {
 		t.Errorf("the screenshot has %d colors: blank?", colors)
 	}
-	t.Logf("report %s, screenshot %s (kept with go test -artifacts)", file, shot)
+	// Kept: under go test -artifacts's output dir, and in $TEST_ARTIFACTS
+	// when CI sets it.
+	if keep := os.Getenv("TEST_ARTIFACTS"); keep != "" {
+		for _, f := range []string{file, shot} {
+			b, err := os.ReadFile(f)
+			if err == nil {
+				err = os.MkdirAll(keep, 0o755)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("keeping %s in TEST_ARTIFACTS: %v", f, err)
+			}
+		}
+		shot = filepath.Join(keep, filepath.Base(shot))
+	}
+	t.Logf("report %s, screenshot %s (kept with go test -artifacts or TEST_ARTIFACTS=DIR)", file, shot)
 }
 
 func distinctColors(img image.Image) int {

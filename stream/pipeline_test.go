@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -655,8 +656,32 @@ func TestListingObserver(t *testing.T) {
 		return len(obs.ids) == len(lines)
 	})
 	obs.mu.Lock()
-	defer obs.mu.Unlock()
 	if len(obs.early) > 0 {
 		t.Errorf("observed before the store applied them: %v", obs.early)
+	}
+	obs.mu.Unlock()
+
+	// The first instance leaves a checkpoint at shutdown; the next one
+	// with an observer does not load it: the observer (the registry
+	// history) is told of every listing again, from the topic's start.
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(r.p.m.checkpointsWritten); n != 1 {
+		t.Fatalf("%v checkpoints written at shutdown, want 1", n)
+	}
+	store2 := registryversions.New()
+	obs2 := &observer{store: store2, ids: map[string]bool{}}
+	cfg.ListingObserver = obs2
+	cfg.Group, cfg.AnalysisID = "resolverd-2", "2"
+	r2 := start(t, cfg, store2, newRecSink(), prometheus.NewRegistry())
+	eventually(t, 10*time.Second, "ready", r2.p.Ready)
+	eventually(t, 10*time.Second, "every listing observed again", func() bool {
+		obs2.mu.Lock()
+		defer obs2.mu.Unlock()
+		return len(obs2.ids) == len(lines)
+	})
+	if testutil.ToFloat64(r2.p.m.checkpointLoaded) != 0 {
+		t.Error("an instance with a listing observer loaded a checkpoint")
 	}
 }

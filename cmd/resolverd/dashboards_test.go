@@ -203,7 +203,10 @@ func sum(mfs map[string]*dto.MetricFamily, name string) float64 {
 func TestDashboardsPromQL(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found: apt-get install prometheus (.ci/run does)")
+		if os.Getenv("CHENGINE_REQUIRED") != "" {
+			t.Fatal("promtool not found and CHENGINE_REQUIRED is set: apt-get install prometheus (.ci/run does)")
+		}
+		t.Skip("promtool not found: apt-get install prometheus to check the dashboards' PromQL (CHENGINE_REQUIRED=1 makes this a failure)")
 	}
 	d := startDaemon(t)
 	listings := d.produceListings(t)
