@@ -140,7 +140,7 @@ ORDER BY time, class`,
 		},
 		{
 			ID: "fleet.top_fabricated", Title: "Top fabricated tool names", Format: Table,
-			Description: "Unknown names (H1, M1) by calls, with the nearest valid name of the registry version (suggested_tool) and what separates them: case, a prefix (functions., mcp__server__), separators, a plural, a typo (edit distance), or nothing near (an invention). Whole UTC days of table fabricated_names_day; counts as delivered (see the rates).",
+			Description: "Unknown names (H1, M1) by calls, with the nearest valid name of the registry version (suggested_tool) and what separates them: another server (the name is right, the server is not), case, a prefix (functions., mcp__server__), separators, a plural, a typo (edit distance), or nothing near (an invention). Whole UTC days of table fabricated_names_day; counts as delivered (see the rates).",
 			SQL: `SELECT
     tool AS emitted,
     suggested_tool AS nearest,
@@ -204,7 +204,9 @@ const unqualified = "if(position(suggested_tool, '__') > 0, substring(suggested_
 
 // nearMissKind classifies an unknown name against its nearest valid name
 // (SQL over tool and suggested_tool), first match wins: invention (no
-// nearest name), case, prefix (functions., tools., mcp__x__, x__ or x.
+// nearest name), server (the name is right but another server provides
+// it: the nearest is qualified, server__tool, and the emitted name is the
+// tool alone or qualified by another server), case, prefix (functions., tools., mcp__x__, x__ or x.
 // dropped), separator (-, _, ., space), plural (s or es), typo.
 var nearMissKind = func() string {
 	n := "lower(" + unqualified + ")"
@@ -212,6 +214,8 @@ var nearMissKind = func() string {
 	sep := func(s string) string { return "replaceRegexpAll(" + s + ", '[-_. ]', '')" }
 	return `multiIf(
         suggested_tool = '', 'invention',
+        position(suggested_tool, '__') > 0
+            AND replaceRegexpOne(tool, '^[A-Za-z0-9-]+__', '') = ` + unqualified + `, 'server',
         lower(tool) = ` + n + `, 'case',
         ` + stripped + ` = ` + n + `, 'prefix',
         ` + sep(stripped) + ` = ` + sep(n) + `, 'separator',

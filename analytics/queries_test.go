@@ -404,3 +404,30 @@ func TestTiersAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestNearMissKind: what separates an emitted name from its nearest valid
+// one, classified by the engine with the panel's own SQL.
+func TestNearMissKind(t *testing.T) {
+	conn := fixture(t)
+	for _, tc := range []struct{ tool, suggested, want string }{
+		{"wipe_disk", "", "invention"},
+		{"list_repos", "acme__list_repos", "server"},
+		{"cloud__list_repos", "acme__list_repos", "server"},
+		{"List_Repos", "acme__list_repos", "case"},
+		{"Create_Issue", "create_issue", "case"},
+		{"functions.create_issue", "create_issue", "prefix"},
+		{"mcp__github__create_issue", "create_issue", "prefix"},
+		{"create-issue", "create_issue", "separator"},
+		{"create_issues", "create_issue", "plural"},
+		{"crate_issue", "create_issue", "typo"},
+	} {
+		var got string
+		q := "SELECT " + nearMissKind + " FROM (SELECT ? AS tool, ? AS suggested_tool)"
+		if err := conn.QueryRow(context.Background(), q, tc.tool, tc.suggested).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%q (nearest %q): %s, want %s", tc.tool, tc.suggested, got, tc.want)
+		}
+	}
+}
