@@ -26,13 +26,17 @@ LIMIT 50`,
 		},
 		{
 			ID: "incident.session_decisions", Title: "The session's decisions, in order", Format: Table,
-			Description: "Every decision of the session in the range, in emission order, with the reason, the JSON pointer of the failing argument, what the name resolved to, the nearest valid name of an unknown one, the registry version and the digests the agent saw and the registry held. Read from decisions with FINAL: exact, one row per call and source.",
+			Description: "Every decision of the session in the range, in emission order, with the reason, the JSON pointer of the failing argument, what the name resolved to, the nearest valid name of an unknown one, the registry version and the digests the agent saw and the registry held. Read from decisions with FINAL, found by primary key through session_calls: exact, one row per call and source.",
 			SQL: `SELECT emitted_at AS time, source, action, event_id, tool, server AS pin, class, verdict, reason, path,
        resolved_server, resolved_tool, suggested_tool AS nearest, drift,
        registry_version, seen_digest, current_digest, agent_id AS agent, model
 FROM decisions FINAL
 WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession),
 				"$__timeFilter_ms(emitted_at)", in("registry", VarRegistry), in("class", VarClass)) + `
+  AND call_key GLOBAL IN (
+    SELECT call_key FROM session_calls
+    WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession), "$__timeFilter_ms(emitted_at)") + `
+  )
 ORDER BY time, event_id, source
 LIMIT 5000
 ` + finalSettings,

@@ -82,7 +82,7 @@ func TestShippedMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1, "0007_analytics.sql": 15}
+	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1, "0007_analytics.sql": 17}
 	for _, m := range ms {
 		if n, ok := want[m.file]; ok && len(m.stmts) != n {
 			t.Errorf("%s: %d statements, want %d", m.file, len(m.stmts), n)
@@ -151,7 +151,7 @@ func TestMigrate(t *testing.T) {
 	if want := []string{"call_path_decisions", "call_path_decisions_mv", "decisions", "decisions_by_minute", "decisions_by_minute_mv",
 		"decisions_by_tool_day", "decisions_by_tool_day_mv", "decisions_rollup_hour", "decisions_rollup_hour_mv",
 		"decisions_rollup_minute", "decisions_rollup_minute_mv", "fabricated_names_day", "fabricated_names_day_mv",
-		"registry_changes", "registry_versions_seen", "registry_versions_seen_mv", "schema_migrations",
+		"registry_changes", "registry_versions_seen", "registry_versions_seen_mv", "schema_migrations", "session_calls", "session_calls_mv",
 		"sessions_by_hour", "sessions_by_hour_mv"}; !slices.Equal(tables, want) {
 		t.Errorf("tables = %q, want %q", tables, want)
 	}

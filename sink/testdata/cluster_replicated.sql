@@ -403,6 +403,30 @@ FROM `toolaudit`.decisions_local
 WHERE source IN ('api', 'gateway');
 
 -- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.session_calls_local ON CLUSTER `prod`
+(
+    analysis_id LowCardinality(String),
+    session_id  String                 CODEC(ZSTD(1)),
+    emitted_at  DateTime64(3, 'UTC')   CODEC(T64, ZSTD(1)),
+    call_key    String                 CODEC(ZSTD(1)),
+    decided_at  DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', decided_at)
+PARTITION BY toYYYYMM(emitted_at)
+ORDER BY (analysis_id, session_id, emitted_at, call_key)
+TTL greatest(emitted_at, decided_at) + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.session_calls_mv ON CLUSTER `prod`
+TO `toolaudit`.session_calls_local
+AS SELECT analysis_id, session_id, emitted_at, call_key, decided_at
+FROM `toolaudit`.decisions_local
+WHERE session_id != '';
+
+-- 0007_analytics.sql
 CREATE TABLE IF NOT EXISTS `toolaudit`.registry_changes_local ON CLUSTER `prod`
 (
     registry         LowCardinality(String),
@@ -456,6 +480,9 @@ ENGINE = Distributed(`prod`, `toolaudit`, `sessions_by_hour_local`);
 
 CREATE OR REPLACE TABLE `toolaudit`.call_path_decisions ON CLUSTER `prod` AS `toolaudit`.call_path_decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `call_path_decisions_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.session_calls ON CLUSTER `prod` AS `toolaudit`.session_calls_local
+ENGINE = Distributed(`prod`, `toolaudit`, `session_calls_local`);
 
 CREATE OR REPLACE TABLE `toolaudit`.registry_changes ON CLUSTER `prod` AS `toolaudit`.registry_changes_local
 ENGINE = Distributed(`prod`, `toolaudit`, `registry_changes_local`, cityHash64(registry, server, tool));
