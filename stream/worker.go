@@ -59,10 +59,7 @@ type worker struct {
 	cur      chunk
 	idx      int
 	hasCur   bool
-	dec      schema.CallDecoder
-	args     schema.ArgsSummarizer
-	call     schema.Call
-	res      resolve.Resolver
+	rd       resolve.RowDecider
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -84,7 +81,7 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		res:    p.cfg.Resolver,
+		rd:     resolve.RowDecider{Resolver: p.cfg.Resolver, KeepRawArgs: p.cfg.KeepRawArgs},
 		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
 	}
 	w.hwm.Store(-1)
@@ -309,22 +306,8 @@ func (w *worker) decide(r *kgo.Record) {
 	if !cfg.Passthrough {
 		vs = w.p.store.Snapshot()
 	}
-	if w.res.Decide(vs, &w.dec, r.Value, &w.call, &row.Decision) {
-		row.FillCall(&w.call)
-		row.ArgsShape = w.args.Shape(w.call.Arguments)
-		row.ArgsHash = w.args.Hash(w.call.Arguments)
-		if cfg.KeepRawArgs {
-			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
-		}
-	} else {
-		row.FillCall(&w.call) // what was read before the failure
+	if !w.rd.DecideRow(vs, r.Value, row) {
 		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
-	}
-	row.DecidedAt = time.Now()
-	if row.EventID != "" {
-		row.CallKey = row.EventID
-	} else {
-		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
 	}
 	if i := row.Class.Index(); i >= 0 {
 		h.counts[i]++
