@@ -62,6 +62,11 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 	if store == nil || sink == nil {
 		return nil, fmt.Errorf("%w: nil store or sink", ErrConfig)
 	}
+	if cfg.ArchiveCalls {
+		if _, ok := newBatch(sink).(Archiver); !ok {
+			return nil, fmt.Errorf("%w: archiving calls needs a sink whose batches are Archivers", ErrConfig)
+		}
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -130,7 +135,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
 		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic,
 		"listing_hold", p.cfg.ListingHold, "batch_rows", p.cfg.BatchRows, "batch_wait", p.cfg.BatchWait,
-		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
+		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough, "archive_calls", p.cfg.ArchiveCalls)
 
 	lctx, stopListings := context.WithCancel(base)
 	l := newListings(p.cfg, lcl, p.store, p.wm, p.log, p.m)

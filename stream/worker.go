@@ -309,6 +309,9 @@ func (w *worker) decide(r *kgo.Record) {
 	if !w.rd.DecideRow(vs, r.Value, row) {
 		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
 	}
+	if cfg.ArchiveCalls {
+		h.archive(r, row)
+	}
 	if i := row.Class.Index(); i >= 0 {
 		h.counts[i]++
 	}

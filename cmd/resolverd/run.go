@@ -82,6 +82,13 @@ toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
 points), GET /metrics, /healthz, /readyz.
 
+--archive-calls also stores every record of the calls topic, as it was
+produced, in table call_events (in the same INSERT round as its
+decision, before its offset is committed; 90 days), so that resolverd
+reanalyze --source archive can decide calls again once Kafka's
+retention has dropped them. The events hold the raw arguments, which
+may be secrets: grant SELECT on call_events only to whoever re-analyses.
+
 Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
 Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
 come from --kafka-sasl-password-file and --clickhouse-password-file or
@@ -122,6 +129,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	fs.BoolVar(&sc.ArchiveCalls, "archive-calls", false, "archive every call record as produced in table call_events, for resolverd reanalyze --source archive beyond Kafka's retention (events may hold secrets: restrict access to the table)")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
 	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
@@ -260,7 +268,12 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
 	defer ch.Close()
-	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
+	if a.stream.ArchiveCalls {
+		if err := ch.CheckArchive(ctx); err != nil {
+			return fmt.Errorf("clickhouse: --archive-calls: %w", err)
+		}
+	}
+	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
 	store := registryversions.New()
 	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
