@@ -30,3 +30,13 @@ func WindowTime(emittedAt, recordTime time.Time) time.Time {
 	}
 	return emittedAt
 }
+
+// Window is the calls of one topic emitted in [From, To): the records whose
+// window time (WindowTime) is at or after From and before To.
+type Window struct {
+	Topic    string
+	From, To time.Time
+}
+
+// Contains reports whether a record of window time t is in w.
+func (w Window) Contains(t time.Time) bool { return !t.Before(w.From) && t.Before(w.To) }

@@ -181,14 +181,7 @@ func (c *ClickHouse) CheckArchive(ctx context.Context) error {
 	return nil
 }
 
-// Window is a range of call records by window time (schema.WindowTime):
-// From inclusive, To exclusive, for the records of one topic.
-type Window struct {
-	Topic    string
-	From, To time.Time
-}
-
-func (w Window) params() []proto.Parameter {
+func windowParams(w schema.Window) []proto.Parameter {
 	return ch.Parameters(map[string]any{
 		"topic": w.Topic,
 		"from":  w.From.UTC().UnixMilli(),
@@ -196,18 +189,19 @@ func (w Window) params() []proto.Parameter {
 	})
 }
 
-// archiveWhere selects a window; the bounds are compared in milliseconds,
-// the table's precision.
+// archiveWhere selects a window (schema.Window: the topic's records with
+// From <= emitted_at < To); the bounds are compared in milliseconds, the
+// table's precision.
 const archiveWhere = " WHERE topic = {topic:String} AND emitted_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND emitted_at < fromUnixTimestamp64Milli({to:Int64}, 'UTC')"
 
 // CountCallEvents returns how many archive rows the window holds, without
 // FINAL: a record archived twice (redelivered) counts twice until parts
 // merge, so it is an upper bound of what CallEvents reads, and cheap.
-func (c *ClickHouse) CountCallEvents(ctx context.Context, w Window) (int64, error) {
+func (c *ClickHouse) CountCallEvents(ctx context.Context, w schema.Window) (int64, error) {
 	var n proto.ColUInt64
 	err := c.do(ctx, ch.Query{
 		Body:       "SELECT count() FROM `" + c.db + "`.call_events" + archiveWhere,
-		Parameters: w.params(),
+		Parameters: windowParams(w),
 		Result:     proto.Results{{Name: "count()", Data: &n}},
 	})
 	if err != nil {
@@ -226,7 +220,7 @@ func (c *ClickHouse) CountCallEvents(ctx context.Context, w Window) (int64, erro
 // The order is the table's (emitted_at, topic, partition, offset) within
 // a partition of the table. An error from fn stops the read and is
 // returned.
-func (c *ClickHouse) CallEvents(ctx context.Context, w Window, fn func([]schema.CallEvent) error) error {
+func (c *ClickHouse) CallEvents(ctx context.Context, w schema.Window, fn func([]schema.CallEvent) error) error {
 	var (
 		emittedAt, archivedAt, ts proto.ColDateTime64
 		topic                     = new(proto.ColStr).LowCardinality()
@@ -241,7 +235,7 @@ func (c *ClickHouse) CallEvents(ctx context.Context, w Window, fn func([]schema.
 	}
 	err := c.do(ctx, ch.Query{
 		Body:       "SELECT " + archiveColumnList() + " FROM `" + c.db + "`.call_events FINAL" + archiveWhere,
-		Parameters: w.params(),
+		Parameters: windowParams(w),
 		Settings:   []ch.Setting{ch.SettingInt("do_not_merge_across_partitions_select_final", 1)},
 		Result:     res,
 		OnResult: func(ctx context.Context, _ proto.Block) error {

@@ -32,7 +32,7 @@ func mkEvents(topic string, n int) []schema.CallEvent {
 }
 
 // readWindow reads a window of the archive, sorted by position.
-func readWindow(t *testing.T, w *ClickHouse, win Window) []schema.CallEvent {
+func readWindow(t *testing.T, w *ClickHouse, win schema.Window) []schema.CallEvent {
 	t.Helper()
 	var got []schema.CallEvent
 	if err := w.CallEvents(context.Background(), win, func(evs []schema.CallEvent) error {
@@ -108,7 +108,7 @@ func TestArchive(t *testing.T) {
 		{"after the end", 2000, 3000, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			win := Window{Topic: "tool-calls", From: base.Add(time.Duration(tc.from) * time.Second), To: base.Add(time.Duration(tc.to) * time.Second)}
+			win := schema.Window{Topic: "tool-calls", From: base.Add(time.Duration(tc.from) * time.Second), To: base.Add(time.Duration(tc.to) * time.Second)}
 			got := readWindow(t, w, win)
 			if len(got) != len(tc.want) {
 				t.Fatalf("read %d records, want %d", len(got), len(tc.want))
@@ -133,7 +133,7 @@ func TestArchive(t *testing.T) {
 	}
 	// An error from fn stops the read.
 	stop := errors.New("enough")
-	if err := w.CallEvents(ctx, Window{Topic: "tool-calls", From: base, To: base.Add(time.Hour)}, func([]schema.CallEvent) error { return stop }); !errors.Is(err, stop) {
+	if err := w.CallEvents(ctx, schema.Window{Topic: "tool-calls", From: base, To: base.Add(time.Hour)}, func([]schema.CallEvent) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("CallEvents = %v, want %v", err, stop)
 	}
 }

@@ -65,7 +65,7 @@ func TestArchiveCalls(t *testing.T) {
 	}
 	archived := func() map[[2]int64]schema.CallEvent {
 		got := map[[2]int64]schema.CallEvent{}
-		win := sink.Window{Topic: callsTopic, From: time.Unix(0, 0), To: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
+		win := schema.Window{Topic: callsTopic, From: time.Unix(0, 0), To: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
 		if err := ch.CallEvents(ctx, win, func(evs []schema.CallEvent) error {
 			for _, e := range evs {
 				k := [2]int64{int64(e.Partition), e.Offset}

@@ -2,11 +2,8 @@ package stream
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // every lets one log line through per interval and counts the rest, so a
@@ -32,32 +29,6 @@ func (e *every) allow() (bool, int) {
 	n := e.suppressed
 	e.last, e.suppressed = now, 0
 	return true, n
-}
-
-// kgoLogger passes franz-go's warnings and errors to slog, and everything
-// it logs (group joins, assignments, commits) when slog is at debug level.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelDebug
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var l slog.Level
-	switch level {
-	case kgo.LogLevelError:
-		l = slog.LevelError
-	case kgo.LogLevelWarn:
-		l = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		l = slog.LevelInfo
-	default:
-		l = slog.LevelDebug
-	}
-	k.l.Log(context.Background(), l, "kafka: "+msg, keyvals...)
 }
 
 // backoff returns the wait before retry attempt n (0-based): min doubled n

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
+	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 )
 
@@ -179,7 +180,7 @@ func (p *Pipeline) commonOpts(suffix string) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ClientID(p.cfg.ClientID + suffix),
-		kgo.WithLogger(kgoLogger{p.log}),
+		kgo.WithLogger(kafkaconf.Logger(p.log)),
 		kgo.FetchMaxBytes(p.cfg.FetchMaxBytes),
 		kgo.FetchMaxWait(p.cfg.FetchMaxWait),
 	}
