@@ -229,3 +229,42 @@ func TestEmbeddedRefusesSecurity(t *testing.T) {
 		}
 	}
 }
+
+// TestReanalyzeAndDiffBadFlags: reanalyze and diff refuse unusable
+// settings with a usage error (exit 2) naming the problem, before
+// connecting to anything.
+func TestReanalyzeAndDiffBadFlags(t *testing.T) {
+	window := []string{"--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reanalyze", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "--from is required"},
+		{[]string{"reanalyze", "--from", "yesterday", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "RFC 3339"},
+		{[]string{"reanalyze", "--from", "-1x", "--to", "-1h", "--analysis", "a"}, "--from \"-1x\""},
+		{[]string{"reanalyze", "--from", "2026-12-02T00:00:00Z", "--to", "2026-12-01T00:00:00Z", "--analysis", "a"}, "ends"},
+		{[]string{"reanalyze", "--from", "2026-12-01T00:00:00.0001Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "whole millisecond"},
+		{[]string{"reanalyze", "--from", "-2h", "--to", "-1h"}, "empty analysis id"},
+		{append([]string{"reanalyze", "--mode", "lenient"}, window...), "mode"},
+		{append([]string{"reanalyze", "--source", "s3"}, window...), "--source"},
+		{append([]string{"reanalyze", "--progress", "loud"}, window...), "--progress"},
+		{append([]string{"reanalyze", "--skew", "-1s"}, window...), "--skew"},
+		{append([]string{"reanalyze", "--workers", "0"}, window...), "workers"},
+		{append([]string{"reanalyze", "--kafka-sasl-mechanism", "plain"}, window...), "needs --kafka-sasl-user"},
+		{append([]string{"reanalyze", "extra"}, window...), "unexpected arguments"},
+		{[]string{"diff"}, "needs --analysis"},
+		{[]string{"diff", "--analysis", "live"}, "both \"live\""},
+		{[]string{"diff", "--analysis", "a", "--from", "-1h", "--to", "-2h"}, "not after"},
+		{[]string{"diff", "--analysis", "a", "--examples", "-1"}, "--examples"},
+		{[]string{"diff", "--analysis", "a", "--to", "tomorrow"}, "RFC 3339"},
+	} {
+		args := append(tc.args, "--clickhouse", "127.0.0.1:1", "--brokers", "127.0.0.1:1")
+		if tc.args[0] == "diff" {
+			args = append(tc.args, "--clickhouse", "127.0.0.1:1")
+		}
+		code, _, stderr := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

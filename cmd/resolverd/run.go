@@ -253,7 +253,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
 	}
-	if err := checkKafka(ctx, log, a); err != nil {
+	if err := checkKafka(ctx, log, a.stream.Brokers, a.stream.ClientID, a.kafka, a.kafkaOpts, a.connectTimeout); err != nil {
 		return err
 	}
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
@@ -327,21 +327,21 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 }
 
 // checkKafka fails fast when the brokers refuse the connection's TLS or
-// SASL, which the pipeline's clients would otherwise retry for as long as
-// the process lives (kafkaconf.Check), and waits up to --connect-timeout
-// for a broker to answer.
-func checkKafka(ctx context.Context, log *slog.Logger, a daemonArgs) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-check")}, a.kafkaOpts...)...)
+// SASL, which the clients would otherwise retry for as long as the
+// process lives (kafkaconf.Check), and waits up to timeout for a broker to
+// answer. opts are kafka's.
+func checkKafka(ctx context.Context, log *slog.Logger, brokers []string, clientID string, kafka kafkaconf.Config, opts []kgo.Opt, timeout time.Duration) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(clientID + "-check")}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := a.kafka.Check(cctx, cl); err != nil {
-		return fmt.Errorf("kafka %v: %w", a.stream.Brokers, err)
+	if err := kafka.Check(cctx, cl); err != nil {
+		return fmt.Errorf("kafka %v: %w", brokers, err)
 	}
-	log.Info("kafka connected", append([]any{"brokers", a.stream.Brokers}, a.kafka.Describe()...)...)
+	log.Info("kafka connected", append([]any{"brokers", brokers}, kafka.Describe()...)...)
 	return nil
 }
 
