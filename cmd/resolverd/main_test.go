@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/reanalyze"
 )
 
 func corpus(parts ...string) string {
@@ -265,6 +268,38 @@ func TestReanalyzeAndDiffBadFlags(t *testing.T) {
 		code, _, stderr := runCmd(t, "", args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestProgress: reanalyze's progress, as a bar with the rate and the time
+// left, or as lines with the same.
+func TestProgress(t *testing.T) {
+	var read atomic.Int64
+	progress := func() reanalyze.Progress {
+		return reanalyze.Progress{Total: 1000, Read: read.Add(100), Decided: 50, Written: 10}
+	}
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"bar", []string{"reanalyze", "records/s"}},
+		{"lines", []string{"reanalyze: 100 records read of about 1000 (10%), 50 decided, 10 written,", "records/s, ETA "}},
+		{"none", nil},
+	} {
+		read.Store(0)
+		var b lockedBuffer
+		stop := showProgress(&b, tc.mode, 20*time.Millisecond, progress)
+		time.Sleep(500 * time.Millisecond)
+		stop()
+		out := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%q", tc.mode, w, out)
+			}
+		}
+		if tc.want == nil && out != "" {
+			t.Errorf("%s: %q", tc.mode, out)
 		}
 	}
 }

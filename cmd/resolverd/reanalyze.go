@@ -197,7 +197,7 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 	if err != nil {
 		return err
 	}
-	stop := showProgress(std.err, a.progress, a.every, r)
+	stop := showProgress(std.err, a.progress, a.every, r.Progress)
 	sum, err := r.Run(ctx)
 	stop()
 	if err != nil {
@@ -234,10 +234,10 @@ func parseWhen(s, flagName string, now time.Time) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// showProgress reports r's progress on w until the returned func is
-// called: a bar with rate and ETA on a terminal (mode auto or bar), a
-// line every interval otherwise (auto or lines).
-func showProgress(w io.Writer, mode string, every time.Duration, r *reanalyze.Runner) (stop func()) {
+// showProgress reports progress on w until the returned func is called: a
+// bar with rate and ETA on a terminal (mode auto or bar), a line every
+// interval otherwise (auto or lines).
+func showProgress(w io.Writer, mode string, every time.Duration, progress func() reanalyze.Progress) (stop func()) {
 	if mode == "auto" {
 		mode = "lines"
 		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -267,7 +267,7 @@ func showProgress(w io.Writer, mode string, every time.Duration, r *reanalyze.Ru
 				return
 			case <-t.C:
 			}
-			p := r.Progress()
+			p := progress()
 			if mode == "lines" {
 				fmt.Fprintln(w, progressLine(p, time.Since(start)))
 				continue
