@@ -34,6 +34,6 @@ func (s *ArchiveSource) Plan(ctx context.Context) (int64, error) {
 }
 
 // Read emits the window's records, a block at a time.
-func (s *ArchiveSource) Read(ctx context.Context, emit func([]schema.CallEvent) error) error {
-	return s.Archive.CallEvents(ctx, s.Window, emit)
+func (s *ArchiveSource) Read(ctx context.Context, emit func(Chunk) error) error {
+	return s.Archive.CallEvents(ctx, s.Window, func(evs []schema.CallEvent) error { return emit(Chunk{Events: evs}) })
 }

@@ -6,20 +6,26 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/internal/fetchpool"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// fetchBytes bounds a fetch response and each partition's share of it: a
-// window is read from its start, as a backlog, in as few fetches as that
-// allows (kgo's default share is 1 MiB per partition).
-const fetchBytes = 16 << 20
+// Fetch sizes: a window is read as a backlog, in fetches of up to
+// fetchBytes, each partition's share up to partitionBytes (kgo's default
+// share is 1 MiB). The client holds one fetch while the workers decide
+// the previous one.
+const (
+	fetchBytes     = 16 << 20
+	partitionBytes = 4 << 20
+)
 
 // KafkaSource reads a window of the calls topic from Kafka: each partition
 // from the first offset whose timestamp is at or after From - Skew to the
@@ -111,18 +117,45 @@ func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
+// chunkRecords is the most records of a Chunk: a partition's fetch is
+// split, so that every worker has a share of it.
+const chunkRecords = 1024
+
 // Read reads the planned offsets and emits each fetch's records of a
-// partition, from one goroutine; the records are not reused.
-func (s *KafkaSource) Read(ctx context.Context, emit func([]schema.CallEvent) error) error {
+// partition, in chunks of chunkRecords, from one goroutine. The records'
+// memory is pooled (fetchpool): each chunk's goes back to the client once
+// it is Done.
+func (s *KafkaSource) Read(ctx context.Context, emit func(Chunk) error) error {
 	if s.ranges == nil {
 		return errors.New("reanalyze: KafkaSource.Read before Plan")
 	}
-	return readRanges(ctx, s.Opts, s.Window.Topic, s.ranges, s.logger(), func(recs []*kgo.Record) error {
-		evs := make([]schema.CallEvent, len(recs))
-		for i, r := range recs {
-			evs[i] = schema.CallEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	var events sync.Pool // *[]schema.CallEvent, of cap chunkRecords
+	opts := append(slices.Clone(s.Opts), kgo.WithPools(fetchpool.New()))
+	return readRanges(ctx, opts, s.Window.Topic, s.ranges, s.logger(), func(recs []*kgo.Record) error {
+		for len(recs) > 0 {
+			part := recs[:min(len(recs), chunkRecords)]
+			recs = recs[len(part):]
+			evp, _ := events.Get().(*[]schema.CallEvent)
+			if evp == nil {
+				evp = new([]schema.CallEvent)
+				*evp = make([]schema.CallEvent, 0, chunkRecords)
+			}
+			evs := (*evp)[:len(part)]
+			for i, r := range part {
+				evs[i] = schema.CallEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+			}
+			done := func() {
+				clear(evs) // they point into the records' memory, which goes back now
+				for _, r := range part {
+					r.Recycle()
+				}
+				events.Put(evp)
+			}
+			if err := emit(Chunk{Events: evs, Done: done}); err != nil {
+				return err
+			}
 		}
-		return emit(evs)
+		return nil
 	})
 }
 
@@ -137,8 +170,8 @@ func (s *KafkaSource) logger() *slog.Logger {
 // end) and calls fn, from the calling goroutine, with each fetch's
 // records of a partition that are below its end, control records left
 // out, until every range has been read. A range whose records are
-// deleted while it is read fails with ErrTruncated. The records are fn's:
-// the client does not reuse them.
+// deleted while it is read fails with ErrTruncated. The records are fn's;
+// with pooled memory (opts with kgo.WithPools), fn recycles them.
 func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[int32]offsets, log *slog.Logger, fn func([]*kgo.Record) error) error {
 	start := map[int32]kgo.Offset{}
 	end := map[int32]int64{}
@@ -159,7 +192,7 @@ func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[in
 		// Records deleted under the reader are an error, not a silent jump.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxBytes(fetchBytes),
-		kgo.FetchMaxPartitionBytes(fetchBytes),
+		kgo.FetchMaxPartitionBytes(partitionBytes),
 	)...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
@@ -196,11 +229,10 @@ func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[in
 			last := fp.Records[len(fp.Records)-1].Offset
 			recs := fp.Records[:0]
 			for _, r := range fp.Records {
-				if r.Offset >= e {
-					break
-				}
-				if !r.Attrs.IsControl() {
+				if r.Offset < e && !r.Attrs.IsControl() {
 					recs = append(recs, r)
+				} else {
+					r.Recycle() // with pooled memory (fetchpool), a batch goes back once all its records are recycled
 				}
 			}
 			if len(recs) > 0 {

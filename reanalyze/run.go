@@ -19,11 +19,18 @@ type Source interface {
 	// Plan prepares the read and returns about how many records Read will
 	// emit (for progress), or a negative number when it cannot tell.
 	Plan(ctx context.Context) (int64, error)
-	// Read emits the records, from one goroutine, until all are read; it
-	// stops at the first error of emit, or when ctx is done, and returns
-	// it. The records and their bytes are emit's: the source does not
-	// reuse them.
-	Read(ctx context.Context, emit func([]schema.CallEvent) error) error
+	// Read emits the records, a chunk at a time, from one goroutine, until
+	// all are read; it stops at the first error of emit, or when ctx is
+	// done, and returns it.
+	Read(ctx context.Context, emit func(Chunk) error) error
+}
+
+// Chunk is records of a Source. Their memory is the source's again once
+// Done is called (nil: never), which the Runner does once it has decided
+// them; Done may be called from any goroutine.
+type Chunk struct {
+	Events []schema.CallEvent
+	Done   func()
 }
 
 // Batch is one write of rows, gathered as they are appended; sink.Batch
@@ -134,13 +141,13 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		"from", r.cfg.Window.From, "to", r.cfg.Window.To, "policy", r.policy, "records", total, "workers", r.cfg.Workers)
 
 	g, gctx := errgroup.WithContext(ctx)
-	work := make(chan []schema.CallEvent, 2*r.cfg.Workers)
+	work := make(chan Chunk, 2*r.cfg.Workers)
 	g.Go(func() error {
 		defer close(work)
-		return r.src.Read(gctx, func(evs []schema.CallEvent) error {
+		return r.src.Read(gctx, func(c Chunk) error {
 			select {
-			case work <- evs:
-				r.read.Add(int64(len(evs)))
+			case work <- c:
+				r.read.Add(int64(len(c.Events)))
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
@@ -157,8 +164,10 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		g.Go(func() error {
 			defer wg.Done()
-			var st Summary
-			err := r.work(gctx, work, gt, &st)
+			w := &worker{r: r, gt: gt, rd: resolve.RowDecider{Resolver: r.cfg.Resolver, KeepRawArgs: r.cfg.KeepRawArgs},
+				rows: make([]schema.Row, 0, min(handOff, r.cfg.BatchRows))}
+			err := w.run(gctx, work)
+			st := &w.st
 			mu.Lock()
 			sum.Read += st.Read
 			sum.Outside += st.Outside
@@ -180,55 +189,78 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	return sum, err
 }
 
-// work decides the records of work and hands their rows to the gatherer.
-func (r *Runner) work(ctx context.Context, work <-chan []schema.CallEvent, gt *gatherer, st *Summary) error {
-	rd := resolve.RowDecider{Resolver: r.cfg.Resolver, KeepRawArgs: r.cfg.KeepRawArgs}
-	rows := make([]schema.Row, 0, min(handOff, r.cfg.BatchRows))
-	flush := func() error {
-		if len(rows) == 0 {
-			return nil
-		}
-		err := gt.add(ctx, rows)
-		r.decided.Add(int64(len(rows)))
-		clear(rows) // drop the references to the calls' strings
-		rows = rows[:0]
-		return err
-	}
-	for evs := range work {
-		if err := ctx.Err(); err != nil {
+// worker decides records and hands their rows to the gatherer, a
+// thousand at a time. One per goroutine.
+type worker struct {
+	r    *Runner
+	gt   *gatherer
+	rd   resolve.RowDecider
+	rows []schema.Row
+	st   Summary
+}
+
+// run decides the chunks of work until it is closed, and hands over what
+// it has left.
+func (w *worker) run(ctx context.Context, work <-chan Chunk) error {
+	for c := range work {
+		if err := w.decide(ctx, c.Events); err != nil {
 			return err
 		}
-		var latest time.Time // the latest record timestamp of the fetch so far
-		for i := range evs {
-			ev := &evs[i]
-			rows = append(rows, schema.Row{
-				AnalysisID: r.cfg.AnalysisID, ResolverBuild: r.cfg.ResolverBuild, PolicyVersion: r.policy,
-				Source: schema.SourceReanalysis,
-				Topic:  ev.Topic, Partition: ev.Partition, Offset: ev.Offset,
-			})
-			row := &rows[len(rows)-1]
-			rd.DecideRow(r.vs, ev.Value, row)
-			at := schema.WindowTime(row.EmittedAt, ev.Timestamp)
-			st.Skew = max(st.Skew, at.Sub(ev.Timestamp), latest.Sub(at))
-			if ev.Timestamp.After(latest) {
-				latest = ev.Timestamp
-			}
-			if !r.cfg.Window.Contains(at) {
-				rows = rows[:len(rows)-1]
-				st.Outside++
-				continue
-			}
-			st.Decided++
-			st.ByClass[row.Class.Index()]++
-			if len(rows) == cap(rows) {
-				if err := flush(); err != nil {
-					return err
-				}
+		if c.Done != nil {
+			c.Done() // the rows borrow nothing from the records: they hold copies
+		}
+	}
+	return w.flush(ctx)
+}
+
+// decide decides evs, keeping the rows of the calls in the window.
+func (w *worker) decide(ctx context.Context, evs []schema.CallEvent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := w.r
+	var latest time.Time // the latest record timestamp of the chunk so far
+	for i := range evs {
+		ev := &evs[i]
+		w.rows = append(w.rows, schema.Row{
+			AnalysisID: r.cfg.AnalysisID, ResolverBuild: r.cfg.ResolverBuild, PolicyVersion: r.policy,
+			Source: schema.SourceReanalysis,
+			Topic:  ev.Topic, Partition: ev.Partition, Offset: ev.Offset,
+		})
+		row := &w.rows[len(w.rows)-1]
+		w.rd.DecideRow(r.vs, ev.Value, row)
+		at := schema.WindowTime(row.EmittedAt, ev.Timestamp)
+		w.st.Skew = max(w.st.Skew, at.Sub(ev.Timestamp), latest.Sub(at))
+		if ev.Timestamp.After(latest) {
+			latest = ev.Timestamp
+		}
+		if !r.cfg.Window.Contains(at) {
+			w.rows = w.rows[:len(w.rows)-1]
+			w.st.Outside++
+			continue
+		}
+		w.st.Decided++
+		w.st.ByClass[row.Class.Index()]++
+		if len(w.rows) == cap(w.rows) {
+			if err := w.flush(ctx); err != nil {
+				return err
 			}
 		}
-		st.Read += int64(len(evs))
 	}
-	return flush()
+	w.st.Read += int64(len(evs))
+	return nil
+}
+
+// flush hands the rows to the gatherer.
+func (w *worker) flush(ctx context.Context) error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	err := w.gt.add(ctx, w.rows)
+	w.r.decided.Add(int64(len(w.rows)))
+	clear(w.rows) // drop the references to the calls' strings
+	w.rows = w.rows[:0]
+	return err
 }
 
 // gatherer is the batch being filled by every worker, and the two batches

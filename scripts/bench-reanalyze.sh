@@ -15,7 +15,8 @@
 # resolverd's peak RSS. Rounds alternate the order of the modes (the
 # machine's speed drifts); each run starts on an empty decisions table and a
 # quiet server.
-# Usage: [ROUNDS=2] scripts/bench-reanalyze.sh [CALLS]   (default 1000000)
+# Usage: [ROUNDS=2] [MODES="live kafka"] scripts/bench-reanalyze.sh [CALLS]
+# (default 1000000 calls, the four modes; archive needs live-archive)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
@@ -120,6 +121,8 @@ reanalyze() { # name, extra flags...
 ratios=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then order="live-archive live kafka archive"; else order="kafka archive live live-archive"; fi
+  order=$(for m in $order; do [[ " ${MODES:-live-archive live kafka archive} " == *" $m "* ]] && echo "$m"; done)
+  k=0 a=0 l=1 la=0
   # call_events is filled by live-archive; archive reads it, so it runs
   # after live-archive in both orders (kafka archive first: the previous
   # round's archive is still there).

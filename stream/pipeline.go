@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
+	"github.com/toolaudit/toolaudit/internal/fetchpool"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 )
@@ -214,7 +215,7 @@ func (p *Pipeline) callsOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
-		kgo.WithPools(new(fetchPool)),
+		kgo.WithPools(fetchpool.New()),
 	)
 	return append(opts, p.cfg.KafkaOpts...)
 }

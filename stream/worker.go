@@ -201,7 +201,7 @@ func (w *worker) run() {
 			ok, ch := w.ready(r)
 			if ok {
 				w.decide(r)
-				r.Recycle() // its memory goes back to the client's pools (fetchPool)
+				r.Recycle() // its memory goes back to the client's pools (fetchpool)
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
 				}

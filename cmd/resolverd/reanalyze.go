@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -82,6 +83,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	every := fs.Duration("progress-every", 10*time.Second, "interval of the progress lines")
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
 	return &ffcli.Command{
 		Name:       "reanalyze",
 		ShortUsage: "resolverd reanalyze --from T1 --to T2 --analysis NAME [--mode M] [--source kafka|archive] [flags]",
@@ -126,6 +128,9 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 				return usageError{fmt.Errorf("bad --log-level: %w", err)}
 			}
 			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(*memLimit << 20) // as run: the GC works harder instead of the heap growing
+			}
 			chCfg, err := ch.config(os.Getenv, log)
 			if err != nil {
 				return usageError{err}
