@@ -29,6 +29,13 @@ type Config struct {
 	// KeepRawArgs stores the emitted arguments in every row (they may
 	// hold secrets: off, rows keep their shape and hash).
 	KeepRawArgs bool
+	// ArgsKey keys args_hash as the live pipeline's (resolverd run
+	// --args-hash-key-file): give the same key, or the re-analysed rows'
+	// args_hash differs from the live ones'. Nil: plain SHA-256.
+	ArgsKey *schema.ArgsKey
+	// Suggester fills suggested_tool of H1 and M1 rows, as live. Nil: the
+	// runner makes its own (suggest.New).
+	Suggester resolve.ToolSuggester
 
 	// Workers decide the calls, each on its own goroutine. Default
 	// runtime.GOMAXPROCS(0): the calls of a window are independent once

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -83,6 +84,9 @@ func New(cfg Config, vs resolve.Versions, src Source, newBatch func() Batch, log
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Suggester == nil {
+		cfg.Suggester = suggest.New()
 	}
 	r := &Runner{cfg: cfg, policy: cfg.policyVersion(), vs: vs, src: src, newBatch: newBatch, log: log}
 	r.total.Store(-1)
@@ -164,7 +168,8 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		g.Go(func() error {
 			defer wg.Done()
-			w := &worker{r: r, gt: gt, rd: resolve.RowDecider{Resolver: r.cfg.Resolver, KeepRawArgs: r.cfg.KeepRawArgs},
+			w := &worker{r: r, gt: gt, rd: resolve.RowDecider{Resolver: r.cfg.Resolver, KeepRawArgs: r.cfg.KeepRawArgs,
+				ArgsKey: r.cfg.ArgsKey, Suggest: r.cfg.Suggester},
 				rows: make([]schema.Row, 0, min(handOff, r.cfg.BatchRows))}
 			err := w.run(gctx, work)
 			st := &w.st

@@ -59,3 +59,57 @@ func TestDecideRow(t *testing.T) {
 		})
 	}
 }
+
+// suggestions records what it was asked and names a fixed tool.
+type suggestions struct{ asked []schema.Class }
+
+func (s *suggestions) Tool(_ Versions, _ *schema.Call, d *schema.Decision) string {
+	s.asked = append(s.asked, d.Class)
+	return "search"
+}
+
+// TestDecideRowKeyAndSuggestion: with a key, args_hash is the keyed one
+// the live pipeline stores; the suggester is asked for H1 and M1 rows
+// only; DescribeCall fills a decided call's context and summary without
+// deciding it.
+func TestDecideRowKeyAndSuggestion(t *testing.T) {
+	store := fixture(t)
+	key, err := schema.NewArgsKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s suggestions
+	d := RowDecider{ArgsKey: key, Suggest: &s}
+	const (
+		ok = `{"type":"call","event_id":"c-1","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments":{"q":"x"}}`
+		h1 = `{"type":"call","event_id":"c-2","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"serch","arguments":{"q":"x"}}`
+	)
+	var row schema.Row
+	if !d.DecideRow(store.Snapshot(), []byte(ok), &row) || row.Class != schema.OK || row.SuggestedTool != "" {
+		t.Fatalf("ok: class %s, suggested %q", row.Class, row.SuggestedTool)
+	}
+	want := schema.NewArgsSummarizer(key)
+	var c schema.Call
+	var dec schema.CallDecoder
+	if err := dec.Decode([]byte(ok), &c); err != nil {
+		t.Fatal(err)
+	}
+	if h := want.Hash(c.Arguments); row.ArgsHash != h || row.ArgsHash == schema.ArgsHash(c.Arguments) {
+		t.Errorf("args_hash %q, want the keyed %q", row.ArgsHash, h)
+	}
+	row = schema.Row{}
+	if !d.DecideRow(store.Snapshot(), []byte(h1), &row) || row.Class != schema.H1 || row.SuggestedTool != "search" {
+		t.Fatalf("h1: class %s, suggested %q", row.Class, row.SuggestedTool)
+	}
+	if len(s.asked) != 1 || s.asked[0] != schema.H1 {
+		t.Errorf("suggester asked for %v, want [H1]", s.asked)
+	}
+	row = schema.Row{Decision: schema.Decision{EventID: "c-2", Class: schema.H2}} // as an audit record fills it
+	if !d.DescribeCall([]byte(h1), &row) || row.Class != schema.H2 || row.Tool != "serch" || row.CallKey != "c-2" || row.ArgsHash == "" {
+		t.Errorf("DescribeCall: %+v", row)
+	}
+	row = schema.Row{Topic: "t", Partition: 1, Offset: 2}
+	if d.DescribeCall([]byte(`{"type":"call",`), &row) || row.CallKey != "kafka:t/1/2" || row.ArgsHash != "" {
+		t.Errorf("DescribeCall of a bad call: %+v", row)
+	}
+}

@@ -7,7 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Config configures a [Pipeline]. Start from [DefaultConfig]; the zero value
@@ -30,6 +33,13 @@ type Config struct {
 	// error, source-topic, source-partition and source-offset. Default
 	// "tool-calls-dlq".
 	DLQTopic string
+	// AuditTopic holds the decisions taken in the call path (package
+	// audit: POST /v1/resolve, the gateway). It is consumed by the same
+	// group as CallsTopic, and each record's decision becomes a row as it
+	// is, with the record's source (not decided again, not held for
+	// listings); an undecodable record goes to DLQTopic only. Empty: not
+	// consumed. Default audit.DefaultTopic ("tool-audit").
+	AuditTopic string
 
 	// BatchRows is about the most rows of one sink write, gathered from
 	// every assigned partition (a write may exceed it by a worker's
@@ -74,6 +84,19 @@ type Config struct {
 	// Default 100ms.
 	ListingsPoll time.Duration
 
+	// CheckpointTopic holds checkpoints of the registry store (its state
+	// and the listings offsets it covers): a starting instance loads the
+	// newest and reads the listings topic from there, instead of from the
+	// start (see checkpoint.go). Created when missing (one partition,
+	// retention one day). Empty: no checkpoints, every start reads the
+	// whole listings topic. Default "tool-listings-checkpoint".
+	CheckpointTopic string
+	// CheckpointEvery is how often the store is checkpointed, when
+	// listings were applied since the last one, and once more at
+	// shutdown. Each instance writes its own: set 0 on all but a few to
+	// read checkpoints without writing them. Default 10m.
+	CheckpointEvery time.Duration
+
 	// AnalysisID, ResolverBuild and PolicyVersion stamp every row.
 	// AnalysisID defaults to "live"; PolicyVersion, when empty, is the
 	// resolver's mode ("strict" or "pin-assisted").
@@ -92,8 +115,16 @@ type Config struct {
 	// The events may hold secrets (see schema/ddl/0006_call_events.sql):
 	// off by default.
 	ArchiveCalls bool
+	// ArgsKey keys every row's args_hash (HMAC-SHA-256, schema.ArgsKey);
+	// nil: a plain SHA-256, which lets anyone who reads the table confirm
+	// guessed arguments.
+	ArgsKey *schema.ArgsKey
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
+	// Suggester names, for H1 and M1 rows, the valid tool nearest to the
+	// emitted one (Row.SuggestedTool). Nil: the pipeline makes its own;
+	// share one with the HTTP API to share its caches.
+	Suggester *suggest.Suggester
 	// Passthrough switches resolution off: calls are decoded and stored
 	// with their identity, context and argument summary, but not resolved
 	// (no class, verdict, resolved tool, registry version or digests) and
@@ -148,12 +179,15 @@ func DefaultConfig() Config {
 		CallsTopic:         "tool-calls",
 		ListingsTopic:      "tool-listings",
 		DLQTopic:           "tool-calls-dlq",
+		AuditTopic:         audit.DefaultTopic,
 		BatchRows:          100000,
 		BatchBytes:         64 << 20,
 		BatchWait:          time.Second,
 		BatchIdle:          50 * time.Millisecond,
 		ListingHold:        2 * time.Second,
 		ListingsPoll:       100 * time.Millisecond,
+		CheckpointTopic:    "tool-listings-checkpoint",
+		CheckpointEvery:    10 * time.Minute,
 		AnalysisID:         "live",
 		MaxPartitionBuffer: 4 << 20,
 		FetchMaxBytes:      16 << 20,
@@ -178,6 +212,14 @@ func (c Config) Validate() error {
 		bad("empty topic name")
 	} else if c.CallsTopic == c.ListingsTopic || c.CallsTopic == c.DLQTopic || c.ListingsTopic == c.DLQTopic {
 		bad("calls, listings and DLQ topics must differ (%q, %q, %q)", c.CallsTopic, c.ListingsTopic, c.DLQTopic)
+	} else if t := c.CheckpointTopic; t != "" && (t == c.CallsTopic || t == c.ListingsTopic || t == c.DLQTopic) {
+		bad("checkpoint topic %q is also the calls, listings or DLQ topic", t)
+	}
+	if c.CheckpointEvery < 0 {
+		bad("checkpoint every %v, want >= 0", c.CheckpointEvery)
+	}
+	if a := c.AuditTopic; a != "" && (a == c.CallsTopic || a == c.ListingsTopic || a == c.DLQTopic || a == c.CheckpointTopic) {
+		bad("the audit topic %q must differ from the calls, listings, DLQ and checkpoint topics", a)
 	}
 	if c.BatchRows <= 0 {
 		bad("batch rows %d, want > 0", c.BatchRows)
@@ -219,6 +261,14 @@ func (c Config) Validate() error {
 		bad("drain timeout %v, want > 0", c.DrainTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// topics are the topics the group consumes.
+func (c Config) topics() []string {
+	if c.AuditTopic == "" {
+		return []string{c.CallsTopic}
+	}
+	return []string{c.CallsTopic, c.AuditTopic}
 }
 
 // policyVersion is the PolicyVersion stamped on rows.

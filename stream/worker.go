@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -55,11 +56,14 @@ type worker struct {
 	hwm  atomic.Int64 // from the latest fetch; -1 before
 	from atomic.Int64 // the first offset fetched: where the group stood; -1 before
 
+	audit bool // the partition is the audit topic's: records carry their decision
+
 	// Owned by the worker goroutine.
 	cur      chunk
 	idx      int
 	hasCur   bool
 	rd       resolve.RowDecider
+	rec      audit.Record
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -81,8 +85,10 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		rd:     resolve.RowDecider{Resolver: p.cfg.Resolver, KeepRawArgs: p.cfg.KeepRawArgs},
-		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		rd: resolve.RowDecider{Resolver: p.cfg.Resolver, KeepRawArgs: p.cfg.KeepRawArgs,
+			ArgsKey: p.cfg.ArgsKey, Suggest: p.sugg},
+		out:   handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		audit: topic == p.cfg.AuditTopic,
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
@@ -268,8 +274,8 @@ func (w *worker) finish() {
 // calls topic's end offsets, whichever is earlier: a backlog fetched long
 // after it arrived waits for the hold once, not once per fetch.
 func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
-	if w.p.cfg.Passthrough {
-		return true, nil
+	if w.p.cfg.Passthrough || w.audit {
+		return true, nil // an audit record was decided before it was produced
 	}
 	asOf, ch := w.p.wm.state()
 	if asOf == 0 {
@@ -294,6 +300,10 @@ func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
 
 // decide turns r into the next row of the hand-off.
 func (w *worker) decide(r *kgo.Record) {
+	if w.audit {
+		w.store(r)
+		return
+	}
 	cfg := &w.p.cfg
 	h := &w.out
 	h.rows = append(h.rows, schema.Row{})
@@ -312,9 +322,37 @@ func (w *worker) decide(r *kgo.Record) {
 	if cfg.ArchiveCalls {
 		h.archive(r, row)
 	}
+	w.count(row)
+}
+
+// count counts row's class in the hand-off.
+func (w *worker) count(row *schema.Row) {
 	if i := row.Class.Index(); i >= 0 {
-		h.counts[i]++
+		w.out.counts[i]++
 	}
+}
+
+// store turns audit record r into the next row: the record's decision,
+// source and action as they are (the call is not decided again), the
+// call's identity, context and arguments' summary from the call bytes it
+// carries, the audit record's own Kafka position. A record that does not
+// decode goes to the DLQ and makes no row: it holds no decision to keep.
+func (w *worker) store(r *kgo.Record) {
+	cfg := &w.p.cfg
+	h := &w.out
+	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
+	if err := audit.Decode(r.Value, &w.rec); err != nil {
+		h.dlq = append(h.dlq, w.dlqRecord(r, err.Error()))
+		return
+	}
+	h.rows = append(h.rows, schema.Row{})
+	row := &h.rows[len(h.rows)-1]
+	w.rec.Fill(row)
+	row.AnalysisID = cfg.AnalysisID
+	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
+	w.rd.DescribeCall(w.rec.Call, row)
+	w.rec.Call = nil
+	w.count(row)
 }
 
 // dlqRecord is r for the DLQ topic: key, value, timestamp and headers as

@@ -48,6 +48,11 @@ window older than the topic's retention is refused: read it with
 --source archive, the table call_events that resolverd run
 --archive-calls fills (selected by emitted_at exactly).
 
+Give the live pipeline's args_hash key (--args-hash-key-file or
+RESOLVERD_ARGS_HASH_KEY), or the re-analysed rows' args_hash differs from
+the live rows'. Calls decided by the API or the gateway (topic tool-audit)
+are not re-analysed: the window is the calls topic's.
+
 Idempotent: the table keeps one decision per call and analysis, so the
 same command run again (after a failure, say) leaves one row per call.
 An --analysis that holds decisions of another source (the live
@@ -79,6 +84,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	fs.IntVar(&cfg.BatchRows, "batch-rows", cfg.BatchRows, "decisions per ClickHouse INSERT (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", cfg.BatchBytes>>20, "most `MiB` of decisions in one INSERT")
 	fs.BoolVar(&cfg.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	keyFile := argsKeyFlag(fs)
 	progress := fs.String("progress", "auto", "progress on stderr: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	every := fs.Duration("progress-every", 10*time.Second, "interval of the progress lines")
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
@@ -128,6 +134,9 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 				return usageError{fmt.Errorf("bad --log-level: %w", err)}
 			}
 			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			if cfg.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
+				return err
+			}
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(*memLimit << 20) // as run: the GC works harder instead of the heap growing
 			}

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -20,11 +18,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
-	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/stream"
@@ -63,7 +62,8 @@ decisions). Offsets are committed only after ClickHouse acknowledged the
 decisions before them, and the table deduplicates re-deliveries, so each
 call has exactly one decision per analysis when read with FINAL.
 
-Every instance reads the whole listings topic from the start; instances
+Every instance reads the listings topic, from the newest registry
+checkpoint (--checkpoint-topic) or from the start; instances
 of one --group share the calls topic's partitions, one worker each; one
 writer gathers the decisions of all of them into large INSERTs
 (--batch-rows, --batch-mb, --batch-wait), which ClickHouse takes far more
@@ -80,7 +80,14 @@ log is DIR/clickhouse/log/engine.log), the restart counted in
 toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
-points), GET /metrics, /healthz, /readyz.
+points: one call event or an array, with hints; api/openapi.yaml), GET
+/metrics, /healthz, /readyz. Each answered decision is first produced to
+--audit-topic and acknowledged (503 when it cannot be: fail closed); run
+consumes that topic in its group and stores those decisions with source
+api, exactly once. --http-tls-cert/--http-tls-key serve HTTPS;
+--http-tokens-file requires bearer tokens on /v1/*. SIGHUP reloads the
+tokens and the certificate. --decisions-topic also produces every stored
+decision to Kafka.
 
 --archive-calls also stores every record of the calls topic, as it was
 produced, in table call_events (in the same INSERT round as its
@@ -119,6 +126,8 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
+	fs.StringVar(&sc.CheckpointTopic, "checkpoint-topic", sc.CheckpointTopic, "registry checkpoint `topic`: start from the newest checkpoint and read only the listings after it (empty: read the listings topic from the start)")
+	fs.DurationVar(&sc.CheckpointEvery, "checkpoint-every", sc.CheckpointEvery, "write a registry checkpoint this often when listings were applied, and at shutdown (0: never write, still read)")
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", sc.BatchBytes>>20, "most `MiB` of decisions in one INSERT, however few rows (raw arguments can be large)")
@@ -130,9 +139,10 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
 	fs.BoolVar(&sc.ArchiveCalls, "archive-calls", false, "archive every call record as produced in table call_events, for resolverd reanalyze --source archive beyond Kafka's retention (events may hold secrets: restrict access to the table)")
+	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
-	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
+	var hf httpFlags
+	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	var ports portFlags
 	ports.register(fs, "embedded-")
@@ -155,6 +165,10 @@ func runCommand(std stdio) *ffcli.Command {
 			if err := ports.validate(); err != nil {
 				return err
 			}
+			if err := hf.validate(); err != nil {
+				return err
+			}
+			sc.AuditTopic = hf.auditTopic
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
 			var lvl slog.Level
@@ -187,6 +201,12 @@ func runCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			if sc.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
+				return err
+			}
+			if sc.ArgsKey == nil {
+				log.Info("args_hash is an unkeyed SHA-256: set --args-hash-key-file or " + argsKeyEnv + " to key it")
+			}
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				// A backlog must not grow the heap without bound: the GC works
 				// harder instead as the limit nears.
@@ -198,7 +218,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
-				cluster: cluster, http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -217,8 +237,7 @@ type daemonArgs struct {
 	kafkaOpts      []kgo.Opt // kafka's, for the start-up check
 	connectTimeout time.Duration
 	cluster        *sink.Cluster // nil: one server
-	http           string
-	pprof          bool
+	http           httpFlags
 	embedded       string
 	ports          portFlags // of the embedded stack
 	migrate        bool
@@ -249,6 +268,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		a.stream.Brokers = st.Brokers
 		a.ch.Addr = []string{st.ClickHouse.Addr()}
 		a.migrate = true
+		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic); err != nil {
+			return err
+		}
 	}
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
@@ -276,13 +298,24 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
 	store := registryversions.New()
-	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
+	a.stream.Suggester = suggest.New()
+	var out stream.Sink = chSink{ch}
+	if a.http.decisionsTopic != "" {
+		dk, err := decisions.NewKafka(decisions.Config{Brokers: a.stream.Brokers, Topic: a.http.decisionsTopic, Opts: a.stream.KafkaOpts}, reg)
+		if err != nil {
+			return err
+		}
+		defer dk.Close()
+		out = stream.Tee(out, dk)
+		log.Info("decisions topic on", "topic", a.http.decisionsTopic)
+	}
+	p, err := stream.New(a.stream, store, out, log, reg)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
-	if a.http != "" {
+	if a.http.addr != "" {
 		ready := func() error {
 			if st != nil {
 				if err := st.Ready(); err != nil {
@@ -294,29 +327,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 			}
 			return nil
 		}
-		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: ready,
-			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
-		if err != nil {
+		if err := serveHTTP(gctx, g, log, reg, a, store, ready); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", a.http)
-		if err != nil {
-			return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for no HTTP)", a.http, err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		log.Info("http listening", "addr", ln.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
