@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
-	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -60,15 +60,38 @@ func TestReanalyzeAndDiff(t *testing.T) {
 	e.waitDecided(len(c.calls), 60*time.Second)
 	d.stop(t)
 
-	// The window: the fleet's calls from 300 ms on, the sample's up to
-	// 10:00 (its calls without a usable emitted_at are out).
-	from, to := time.Date(2026, 1, 2, 0, 0, 0, 300e6, time.UTC), time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	// The window: from the first fleet call at or after 300 ms to the first
+	// sample call at or after 10:00 (the calls without a usable emitted_at
+	// are out), both bounds a call's emitted_at exactly: the calls at From
+	// are in, those at To out.
+	at := func(t0 time.Time) time.Time {
+		i := slices.IndexFunc(rs, func(r *kgo.Record) bool { return !r.Timestamp.Before(t0) })
+		if i < 0 || !rs[i].Timestamp.Equal(rs[i].Timestamp.Truncate(time.Millisecond)) {
+			t.Fatalf("no call at a whole millisecond from %v", t0)
+		}
+		return rs[i].Timestamp
+	}
+	from, to := at(time.Date(2026, 1, 2, 0, 0, 0, 300e6, time.UTC)), at(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	window := []string{"--from", from.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano)}
 	var inWindow [][]byte
+	var atFrom, atTo []string // event ids
 	for _, r := range rs {
 		if at := r.Timestamp; !at.Before(from) && at.Before(to) {
 			inWindow = append(inWindow, r.Value)
 		}
+		var m struct {
+			ID string `json:"event_id"`
+		}
+		_ = json.Unmarshal(r.Value, &m)
+		switch id := m.ID; {
+		case r.Timestamp.Equal(from):
+			atFrom = append(atFrom, id)
+		case r.Timestamp.Equal(to):
+			atTo = append(atTo, id)
+		}
+	}
+	if len(atFrom) == 0 || len(atTo) == 0 || slices.Contains(append(atFrom, atTo...), "") {
+		t.Fatalf("calls at From %q, at To %q", atFrom, atTo)
 	}
 	strict, pin := e.checked(c, inWindow, resolve.Strict), e.checked(c, inWindow, resolve.PinAssisted)
 	if len(strict) != len(inWindow) || len(inWindow) < 500 || len(inWindow) == len(c.calls) {
@@ -89,6 +112,14 @@ func TestReanalyzeAndDiff(t *testing.T) {
 	out, stderr := e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "pin", "--mode", "pin-assisted", "--progress-every", "50ms"}, window...)...)
 	if !strings.Contains(out, fmt.Sprintf("%d calls emitted in", len(inWindow))) || !strings.Contains(stderr, "records/s") || strings.Contains(stderr, "more than --skew") {
 		t.Fatalf("reanalyze of %d calls:\n%s\n%s", len(inWindow), out, stderr)
+	}
+
+	quoted := func(ids []string) string { return "'" + strings.Join(ids, "', '") + "'" }
+	if got := e.count("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'pin' AND call_key IN (" + quoted(atFrom) + ")"); got != int64(len(atFrom)) {
+		t.Errorf("%d of the %d calls at From decided, want all", got, len(atFrom))
+	}
+	if got := e.count("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'pin' AND call_key IN (" + quoted(atTo) + ")"); got != 0 {
+		t.Errorf("%d of the %d calls at To decided, want none", got, len(atTo))
 	}
 
 	// diff, as JSON: the groups are check's, call for call.
@@ -168,9 +199,9 @@ func TestReanalyzeAndDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var os kadm.Offsets
-	ends.Each(func(o kadm.ListedOffset) { os.AddOffset("tool-calls", o.Partition, o.Offset, -1) })
-	if res, err := adm.DeleteRecords(context.Background(), os); err != nil || res.Error() != nil {
+	var offs kadm.Offsets
+	ends.Each(func(o kadm.ListedOffset) { offs.AddOffset("tool-calls", o.Partition, o.Offset, -1) })
+	if res, err := adm.DeleteRecords(context.Background(), offs); err != nil || res.Error() != nil {
 		t.Fatalf("DeleteRecords: %v %v", err, res.Error())
 	}
 	if _, stderr := e.resolverd(t, 1, append([]string{"reanalyze", "--analysis", "pin-kafka", "--mode", "pin-assisted"}, window...)...); !strings.Contains(stderr, "--source archive") {
@@ -223,17 +254,24 @@ func (e *env) count(query string) int64 {
 	return int64(n)
 }
 
-// checked decides calls against the corpus's listings as `resolverd
-// check --mode mode` does, and returns the class by event id.
+// checked decides calls against the corpus's listings with the binary's
+// `resolverd check --mode mode`, and returns the class by event id.
 func (e *env) checked(c corpus, calls [][]byte, mode resolve.Mode) map[string]string {
 	e.t.Helper()
-	store := registryversions.New()
-	if _, err := offline.LoadListings(bytes.NewReader(bytes.Join(c.listings, []byte("\n"))), store, nil); err != nil {
-		e.t.Fatal(err)
+	dir := e.t.TempDir()
+	write := func(name string, lines [][]byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+			e.t.Fatal(err)
+		}
+		return p
 	}
-	var out bytes.Buffer
-	if _, err := offline.Check(context.Background(), offline.Config{Resolver: resolve.Resolver{Mode: mode}}, store.Snapshot(), bytes.NewReader(bytes.Join(calls, []byte("\n"))), &out); err != nil {
-		e.t.Fatal(err)
+	cmd := exec.Command(resolverd, "check", "--quiet", "--mode", mode.String(),
+		"--listings", write("listings.jsonl", c.listings), "--calls", write("calls.jsonl", calls))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		e.t.Fatalf("resolverd check --mode %s: %v\n%s", mode, err, errb.String())
 	}
 	classes := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
