@@ -121,7 +121,7 @@ reanalyze() { # name, extra flags...
 ratios=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then order="live-archive live kafka archive"; else order="kafka archive live live-archive"; fi
-  order=$(for m in $order; do [[ " ${MODES:-live-archive live kafka archive} " == *" $m "* ]] && echo "$m"; done)
+  order=$(for m in $order; do if [[ " ${MODES:-live-archive live kafka archive} " == *" $m "* ]]; then echo "$m"; fi; done)
   k=0 a=0 l=1 la=0
   # call_events is filled by live-archive; archive reads it, so it runs
   # after live-archive in both orders (kafka archive first: the previous
