@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-		"sync"
+	"sync"
 	"sync/atomic"
 	"time"
 
