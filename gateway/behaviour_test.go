@@ -287,4 +287,3 @@ func TestLimits(t *testing.T) {
 		}
 	})
 }
-
