@@ -3,6 +3,7 @@ package registryversions
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -382,38 +383,79 @@ func BenchmarkApplyCorpus(b *testing.B) {
 	})
 }
 
-// TestDigestCache: a definition listed again is digested from the cache,
-// to the digest Digest computes; the same definition formatted otherwise
-// is a miss with the same digest; another name gets its own; an error is
-// not cached.
+// TestDigestCache: a definition listed again is found by its raw bytes;
+// the same definition formatted otherwise is a raw miss that finds the
+// same definition by digest (not compiled again); another name is a
+// definition of its own; an unusable schema is not remembered.
 func TestDigestCache(t *testing.T) {
 	s := New()
-	schemaA := []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)
-	want, err := Digest("search", schemaA)
+	schemaA := `{"type":"object","properties":{"q":{"type":"string"}}}`
+	want, err := Digest("search", []byte(schemaA))
 	if err != nil {
 		t.Fatal(err)
 	}
+	apply := func(i int, tools ...schema.Tool) {
+		t.Helper()
+		tm := time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC).Format(time.RFC3339)
+		s.Apply(listing(fmt.Sprint("l", i), tm, "r", "s", 0, schema.OpSnapshot, tools...))
+	}
 	for i := range 2 {
-		if d, err := s.digest("search", schemaA); err != nil || d != want {
-			t.Fatalf("pass %d: %s, %v; want %s", i, d, err, want)
+		apply(i, tool("search", schemaA, ""))
+		if d := s.At("r", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)).Server("s").Tool("search").Digest; d != want {
+			t.Fatalf("pass %d: %s, want %s", i, d, want)
 		}
 	}
-	if s.digests.Len() != 1 {
-		t.Fatalf("%d cached digests, want 1", s.digests.Len())
+	if s.raw.Len() != 1 || s.Compiled() != 1 {
+		t.Fatalf("%d raw entries, %d compiled; want 1, 1", s.raw.Len(), s.Compiled())
 	}
-	spaced := []byte(`{ "type": "object", "properties": { "q": { "type": "string" } } }`)
-	if d, _ := s.digest("search", spaced); d != want || s.digests.Len() != 2 {
-		t.Fatalf("reformatted: %s (%d cached); want %s, cached apart", d, s.digests.Len(), want)
+	apply(2, tool("search", `{ "type": "object", "properties": { "q": { "type": "string" } } }`, ""))
+	if s.raw.Len() != 2 || s.Compiled() != 1 || len(s.defs) != 1 {
+		t.Fatalf("reformatted: %d raw, %d compiled, %d defs; want 2, 1, 1", s.raw.Len(), s.Compiled(), len(s.defs))
 	}
-	if other, _ := s.digest("find", schemaA); other == want || s.digests.Len() != 3 {
-		t.Fatalf("another name: %s (%d cached); want its own digest", other, s.digests.Len())
+	apply(3, tool("find", schemaA, ""))
+	if s.Compiled() != 2 || len(s.defs) != 2 {
+		t.Fatalf("another name: %d compiled, %d defs; want 2, 2", s.Compiled(), len(s.defs))
 	}
-	for range 2 {
-		if _, err := s.digest("bad", []byte(`{"type":`)); err == nil {
-			t.Fatal("invalid schema digested")
+	for i := range 2 {
+		issues := s.Apply(listing(fmt.Sprint("bad", i), "2026-01-01T00:01:00Z", "r2", "s", 0, schema.OpSnapshot, tool("bad", `[1]`, "")))
+		if len(issues) != 1 || !strings.Contains(issues[0].Detail, "tool skipped") {
+			t.Fatalf("unusable schema: issues %v", issues)
 		}
 	}
-	if s.digests.Len() != 3 {
-		t.Fatalf("%d cached digests, want 3 (errors are not cached)", s.digests.Len())
+	if len(s.defs) != 2 || s.raw.Len() != 3 {
+		t.Fatalf("%d defs, %d raw; want 2, 3 (errors are not remembered)", len(s.defs), s.raw.Len())
+	}
+}
+
+func TestReferenceCorpus(t *testing.T) {
+	ls := readListings(t, corpus("sample", "listings.jsonl"))
+	ls = append(ls, readListings(t, corpus("mcp", "listings.jsonl"))...)
+	ls = append(ls, readListings(t, corpus("mcp", "history.jsonl"))...)
+	want := reference(t, ls)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 6 {
+		shuffled := slices.Clone(ls)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		s := New(WithLateWindow(0))
+		if trial%2 == 0 {
+			for _, l := range shuffled {
+				s.Apply(l)
+			}
+		} else {
+			s.Apply(shuffled...)
+		}
+		if d := diffStore(s, want); d != "" {
+			t.Fatalf("trial %d: %s", trial, d)
+		}
+	}
+}
+
+// TestSnapshotDoesNotAllocate: the stream takes a snapshot per call.
+func TestSnapshotDoesNotAllocate(t *testing.T) {
+	s := New()
+	s.Apply(listing("l1", "2026-01-01T00:00:01Z", "r", "s", 0, schema.OpSnapshot, tool("t", `{"type":"object"}`, "")))
+	at := ts(t, "2026-01-01T00:00:02Z")
+	if n := testing.AllocsPerRun(100, func() { s.Snapshot().At("r", at) }); n > 0 {
+		t.Fatalf("%.1f allocations per Snapshot().At", n)
 	}
 }

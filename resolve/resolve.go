@@ -93,7 +93,7 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 		return
 	}
 	d.ResolvedServer, d.ResolvedTool, d.CurrentDigest = t.Server, t.Name, t.Digest
-	d.Drift = t.Drift
+	d.Drift = t.Drift()
 	if cls != schema.OK { // M3 after a pin-assisted tie-break
 		d.Set(cls, reason)
 		return
@@ -122,12 +122,10 @@ func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *reg
 			return
 		}
 	}
-	for _, o := range v.Tools() {
-		if o.Name != t.Name && o.Sig.Accepts(c.Arguments) {
-			d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
-			d.Path = res.Path
-			return
-		}
+	if o := otherAccepting(v, t.Name, c.Arguments); o != nil {
+		d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
+		d.Path = res.Path
+		return
 	}
 	if res.Kind == signature.KeyFail {
 		d.Set(schema.H2, res.Reason)

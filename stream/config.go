@@ -74,6 +74,19 @@ type Config struct {
 	// Default 100ms.
 	ListingsPoll time.Duration
 
+	// CheckpointTopic holds checkpoints of the registry store (its state
+	// and the listings offsets it covers): a starting instance loads the
+	// newest and reads the listings topic from there, instead of from the
+	// start (see checkpoint.go). Created when missing (one partition,
+	// retention one day). Empty: no checkpoints, every start reads the
+	// whole listings topic. Default "tool-listings-checkpoint".
+	CheckpointTopic string
+	// CheckpointEvery is how often the store is checkpointed, when
+	// listings were applied since the last one, and once more at
+	// shutdown. Each instance writes its own: set 0 on all but a few to
+	// read checkpoints without writing them. Default 10m.
+	CheckpointEvery time.Duration
+
 	// AnalysisID, ResolverBuild and PolicyVersion stamp every row.
 	// AnalysisID defaults to "live"; PolicyVersion, when empty, is the
 	// resolver's mode ("strict" or "pin-assisted").
@@ -146,6 +159,8 @@ func DefaultConfig() Config {
 		BatchIdle:          50 * time.Millisecond,
 		ListingHold:        2 * time.Second,
 		ListingsPoll:       100 * time.Millisecond,
+		CheckpointTopic:    "tool-listings-checkpoint",
+		CheckpointEvery:    10 * time.Minute,
 		AnalysisID:         "live",
 		MaxPartitionBuffer: 4 << 20,
 		FetchMaxBytes:      16 << 20,
@@ -170,6 +185,11 @@ func (c Config) Validate() error {
 		bad("empty topic name")
 	} else if c.CallsTopic == c.ListingsTopic || c.CallsTopic == c.DLQTopic || c.ListingsTopic == c.DLQTopic {
 		bad("calls, listings and DLQ topics must differ (%q, %q, %q)", c.CallsTopic, c.ListingsTopic, c.DLQTopic)
+	} else if t := c.CheckpointTopic; t != "" && (t == c.CallsTopic || t == c.ListingsTopic || t == c.DLQTopic) {
+		bad("checkpoint topic %q is also the calls, listings or DLQ topic", t)
+	}
+	if c.CheckpointEvery < 0 {
+		bad("checkpoint every %v, want >= 0", c.CheckpointEvery)
 	}
 	if c.BatchRows <= 0 {
 		bad("batch rows %d, want > 0", c.BatchRows)

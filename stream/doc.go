@@ -3,11 +3,18 @@
 //
 // # Topics
 //
-// The listings topic (default "tool-listings") is read whole by every
-// instance, every partition from the start, by a client outside any group;
-// each listing is decoded (schema.DecodeListing; a bad one is logged,
-// counted and skipped) and applied to the registryversions.Store, which
-// keeps the history in event time. The calls topic (default "tool-calls")
+// The listings topic (default "tool-listings") is read by every instance,
+// every partition, by a client outside any group; each listing is decoded
+// (schema.DecodeListing; a bad one is logged, counted and skipped) and
+// applied to the registryversions.Store, which keeps the history in event
+// time. An instance starts from the newest registry checkpoint in
+// Config.CheckpointTopic (default "tool-listings-checkpoint": the store's
+// state and the listings offsets it covers) and reads each partition from
+// where it ends, so start-up does not replay the topic's years; without
+// one, from the start. Instances write checkpoints every
+// Config.CheckpointEvery and at shutdown (checkpoint.go). Listings that
+// arrive after a checkpoint but were observed long before it are applied
+// as exactly as by a full replay. The calls topic (default "tool-calls")
 // is consumed by a consumer group (default "resolverd") with one worker
 // goroutine per assigned partition. Each worker decodes a call
 // (schema.CallDecoder), resolves it against the registry version current
@@ -98,7 +105,13 @@
 // dlq_records_total, consumer_lag{topic,partition} (high watermark from
 // fetches minus committed offset), assigned_partitions,
 // partition_pauses_total, listings_applied_total, listings_bad_total,
-// listing_issues_total, listing_lateness_seconds, registries,
-// registry_versions, listings_caught_up_age_seconds. The Kafka clients'
+// listing_issues_total, listing_lateness_seconds,
+// listings_caught_up_age_seconds; the registry store's size, read at each
+// scrape: registries, registry_versions, registry_listings_total,
+// registry_duplicate_listings_total, registry_relistings_total,
+// registry_points, registry_server_states, registry_definitions,
+// registry_contents, registry_bytes; checkpoints:
+// registry_checkpoints_written_total, registry_checkpoint_errors_total,
+// registry_checkpoint_bytes, registry_checkpoint_loaded. The Kafka clients'
 // own metrics are toolaudit_kafka_* (plugin/kprom, label client_id).
 package stream

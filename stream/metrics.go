@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -23,12 +24,15 @@ type metrics struct {
 	assigned     prometheus.Gauge
 	pauses       prometheus.Counter
 
-	listingsApplied  prometheus.Counter
-	listingsBad      prometheus.Counter
-	listingIssues    prometheus.Counter
-	listingLateness  prometheus.Histogram
-	registries       prometheus.Gauge
-	registryVersions prometheus.Gauge
+	listingsApplied prometheus.Counter
+	listingsBad     prometheus.Counter
+	listingIssues   prometheus.Counter
+	listingLateness prometheus.Histogram
+
+	checkpointsWritten prometheus.Counter
+	checkpointErrors   prometheus.Counter
+	checkpointBytes    prometheus.Gauge
+	checkpointLoaded   prometheus.Gauge
 }
 
 // partitionLag is one assigned calls partition's lag, for consumer_lag.
@@ -38,11 +42,12 @@ type partitionLag struct {
 	lag       int64
 }
 
-// newMetrics registers the metrics on reg; a nil reg registers them
+// newMetrics registers the metrics on reg, with the size of store (nil:
+// none); a nil reg registers them
 // nowhere (they still count, nobody reads them). The two functions are
 // read at each scrape: caughtUpAge for listings_caught_up_age_seconds,
 // lags for consumer_lag; nil reads as -1 and as no partitions.
-func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64, lags func() []partitionLag) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, store *registryversions.Store, caughtUpAge func() float64, lags func() []partitionLag) (*metrics, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
@@ -88,8 +93,10 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64, lags func
 			Help:    "Arrival (fetch) time minus observed_at of listings, after the initial catch-up: what ListingHold must cover.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300},
 		}),
-		registries:       gauge("registries", "Registries known to the store."),
-		registryVersions: gauge("registry_versions", "Registry versions known to the store, all registries."),
+		checkpointsWritten: counter("registry_checkpoints_written_total", "Registry checkpoints written to the checkpoint topic."),
+		checkpointErrors:   counter("registry_checkpoint_errors_total", "Registry checkpoints that could not be written."),
+		checkpointBytes:    gauge("registry_checkpoint_bytes", "Size of the last registry checkpoint written."),
+		checkpointLoaded:   gauge("registry_checkpoint_loaded", "1 when this instance started from a registry checkpoint, 0 when it read the listings topic from the start."),
 	}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Decisions made and durably written, by class and verdict.")), []string{"class", "verdict"})
@@ -99,7 +106,8 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64, lags func
 	cs := []prometheus.Collector{
 		decisions, m.passthrough, m.batchRows, m.flushSeconds, m.sinkRetries, m.commitErrors,
 		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
-		m.listingIssues, m.listingLateness, m.registries, m.registryVersions,
+		m.listingIssues, m.listingLateness,
+		m.checkpointsWritten, m.checkpointErrors, m.checkpointBytes, m.checkpointLoaded,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),
 			caughtUpAge),
@@ -110,6 +118,7 @@ func newMetrics(reg prometheus.Registerer, caughtUpAge func() float64, lags func
 			lags: lags,
 		},
 	}
+	cs = append(cs, storeCollectors(store)...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -141,4 +150,35 @@ func ageSeconds(t time.Time) float64 {
 		return -1
 	}
 	return time.Since(t).Seconds()
+}
+
+// storeCollectors expose the registry store's size, read at scrape time
+// (registryversions.Stats). registries and registry_versions keep their
+// names from before.
+func storeCollectors(store *registryversions.Store) []prometheus.Collector {
+	if store == nil {
+		return nil
+	}
+	const ns, sub = "toolaudit", "stream"
+	stat := func(counter bool, name, help string, f func(registryversions.Stats) int64) prometheus.Collector {
+		o := prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
+		v := func() float64 { return float64(f(store.Stats())) }
+		if counter {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts(o), v)
+		}
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts(o), v)
+	}
+	type s = registryversions.Stats
+	return []prometheus.Collector{
+		stat(false, "registries", "Registries known to the store.", func(s s) int64 { return s.Registries }),
+		stat(false, "registry_versions", "Registry versions known to the store, all registries.", func(s s) int64 { return s.Versions }),
+		stat(true, "registry_listings_total", "Listing events applied to the store since start (a checkpoint loaded counts none).", func(s s) int64 { return s.Listings }),
+		stat(true, "registry_duplicate_listings_total", "Listings that changed nothing: same server, observed_at and content as one applied before.", func(s s) int64 { return s.Duplicates }),
+		stat(true, "registry_relistings_total", "Listings at a new instant with the content their server already had.", func(s s) int64 { return s.Relistings }),
+		stat(false, "registry_points", "Listed instants the store keeps (unchanged relistings only within the late window).", func(s s) int64 { return s.Points }),
+		stat(false, "registry_server_states", "Server states kept: one per change of a server.", func(s s) int64 { return s.States }),
+		stat(false, "registry_definitions", "Distinct tool definitions (digests) kept, each compiled once.", func(s s) int64 { return s.Definitions }),
+		stat(false, "registry_contents", "Distinct listed server contents kept.", func(s s) int64 { return s.Contents }),
+		stat(false, "registry_bytes", "Estimated memory held by the registry history.", func(s s) int64 { return s.Bytes }),
+	}
 }

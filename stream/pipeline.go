@@ -76,7 +76,7 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		workers:  map[int32]*worker{},
 		pollErrs: every{interval: 10 * time.Second},
 	}
-	m, err := newMetrics(reg, func() float64 { return ageSeconds(p.wm.time()) }, p.lags)
+	m, err := newMetrics(reg, store, func() float64 { return ageSeconds(p.wm.time()) }, p.lags)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +133,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
 
 	lctx, stopListings := context.WithCancel(base)
-	l := newListings(p.cfg, lcl, p.store, p.wm, p.log, p.m)
+	// Checkpoints are read by short-lived clients without the metrics hooks.
+	ckptOpts := append([]kgo.Opt{kgo.SeedBrokers(p.cfg.Brokers...), kgo.ClientID(p.cfg.ClientID + "-checkpoint"),
+		kgo.WithLogger(kgoLogger{p.log}), kgo.FetchMaxBytes(p.cfg.FetchMaxBytes)}, p.cfg.KafkaOpts...)
+	l := newListings(p.cfg, lcl, ckptOpts, p.store, p.wm, p.log, p.m)
 	pr := &prober{cfg: p.cfg, adm: kadm.NewClient(lcl), wm: p.wm, arr: p.arr, log: p.log,
-		errs: every{interval: 10 * time.Second}, caughtUp: l.caughtUp}
+		errs: every{interval: 10 * time.Second}, caughtUp: l.caughtUp, listed: l.consume}
 	var wg sync.WaitGroup
 	wg.Go(func() { l.run(lctx) })
 	wg.Go(func() { pr.run(lctx) })
@@ -186,9 +189,9 @@ func (p *Pipeline) commonOpts(suffix string) []kgo.Opt {
 }
 
 func (p *Pipeline) listingsOpts() []kgo.Opt {
+	// Partitions are added by the listings reader, each where the
+	// registry checkpoint ends or at the start.
 	opts := append(p.commonOpts("-listings"),
-		kgo.ConsumeTopics(p.cfg.ListingsTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepControlRecords(), // so transaction markers count as read
 		// The history is read from the start before any call is decided:
 		// in as few fetches as FetchMaxBytes allows, not 1 MiB per

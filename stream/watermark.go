@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,21 @@ func (w *watermark) advance(pos map[int32]int64) (first bool) {
 		}
 	}
 	return w.checkLocked()
+}
+
+// reset sets a partition's position, lower or not: for a partition the
+// registry checkpoint turned out not to cover, read again from next.
+func (w *watermark) reset(p int32, next int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.applied[p] = next
+}
+
+// positions returns a copy of the applied positions.
+func (w *watermark) positions() map[int32]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.applied)
 }
 
 // probed records a listing of the listings topic's offsets and reports
@@ -204,6 +220,11 @@ type prober struct {
 	// caughtUp is called once, at the initial catch-up, if the probe
 	// caused it.
 	caughtUp func()
+	// listed, when set, is called with each probe of the listings topic
+	// before the watermark sees it (the listings reader starts reading
+	// the partitions it has not read yet); false drops the probe (the
+	// reader is not ready: its checkpoint is still loading).
+	listed func(probe) bool
 }
 
 func (p *prober) run(ctx context.Context) {
@@ -263,6 +284,9 @@ func (p *prober) probe(ctx context.Context) error {
 	}
 	if len(pr.end) == 0 {
 		return fmt.Errorf("topic %s: no partitions", topic)
+	}
+	if p.listed != nil && !p.listed(pr) {
+		return nil
 	}
 	if p.wm.probed(pr) && p.caughtUp != nil {
 		p.caughtUp()

@@ -129,7 +129,7 @@ func newWriter(cfg Config, sink Sink, log *slog.Logger, m *metrics) *writer {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if m == nil {
-		m, _ = newMetrics(nil, nil, nil) // a registry of its own: cannot fail
+		m, _ = newMetrics(nil, nil, nil, nil) // a registry of its own: cannot fail
 	}
 	return &writer{
 		cfg: cfg, sink: sink, log: log, m: m,

@@ -59,7 +59,7 @@ func startWriter(t *testing.T, cfg Config, s Sink) *writerEnv {
 
 	cfg.Brokers = c.ListenAddrs()
 	e := &writerEnv{c: c, adm: admin(t, c), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	m, err := newMetrics(e.reg, nil, nil)
+	m, err := newMetrics(e.reg, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

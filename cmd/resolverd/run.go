@@ -63,7 +63,8 @@ decisions). Offsets are committed only after ClickHouse acknowledged the
 decisions before them, and the table deduplicates re-deliveries, so each
 call has exactly one decision per analysis when read with FINAL.
 
-Every instance reads the whole listings topic from the start; instances
+Every instance reads the listings topic, from the newest registry
+checkpoint (--checkpoint-topic) or from the start; instances
 of one --group share the calls topic's partitions, one worker each; one
 writer gathers the decisions of all of them into large INSERTs
 (--batch-rows, --batch-mb, --batch-wait), which ClickHouse takes far more
@@ -112,6 +113,8 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
+	fs.StringVar(&sc.CheckpointTopic, "checkpoint-topic", sc.CheckpointTopic, "registry checkpoint `topic`: start from the newest checkpoint and read only the listings after it (empty: read the listings topic from the start)")
+	fs.DurationVar(&sc.CheckpointEvery, "checkpoint-every", sc.CheckpointEvery, "write a registry checkpoint this often when listings were applied, and at shutdown (0: never write, still read)")
 	fs.StringVar(&sc.DLQTopic, "dlq-topic", sc.DLQTopic, "dead-letter `topic` for undecodable calls")
 	fs.IntVar(&sc.BatchRows, "batch-rows", sc.BatchRows, "decisions per ClickHouse INSERT, gathered from all partitions (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", sc.BatchBytes>>20, "most `MiB` of decisions in one INSERT, however few rows (raw arguments can be large)")
