@@ -64,7 +64,7 @@ func NewFixture(name string) *Fixture {
 		}
 	})
 	obj := func(props string, required ...string) json.RawMessage {
-		req, _ := json.Marshal(required)
+		req, _ := json.Marshal(append([]string{}, required...))
 		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
 	}
 	f.add("echo", "Echoes the message.", obj(`"message":{"type":"string"}`, "message"), func(a map[string]any) string {
