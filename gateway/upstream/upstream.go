@@ -63,6 +63,9 @@ const (
 	DefaultTerminateWait  = 2 * time.Second
 )
 
+// maxIdleConns bounds the idle connections kept to an HTTP upstream.
+const maxIdleConns = 512
+
 // maxPages bounds the pages of one listing: a server that hands out
 // cursors forever must not keep the gateway listing.
 const maxPages = 1000
@@ -369,7 +372,12 @@ func (u *Upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 // cleans up after it.
 func (u *Upstream) transport() (mcp.Transport, func(), error) {
 	if u.cfg.URL != "" {
-		hc := &http.Client{Transport: &bearer{base: http.DefaultTransport, token: u.cfg.Token}}
+		// Calls run concurrently, each a POST: keep as many idle
+		// connections as there may be calls (net/http keeps 2 per host by
+		// default; every further call would open and close one).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, maxIdleConns
+		hc := &http.Client{Transport: &bearer{base: tr, token: u.cfg.Token}}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}, func() {}, nil
 	}
 	cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
