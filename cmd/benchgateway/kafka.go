@@ -45,7 +45,9 @@ func kafkaAudit() (gateway.Auditor, func(), error) {
 
 type auditorFunc func(ctx context.Context, recs ...*gateway.Record) error
 
-func (f auditorFunc) Produce(ctx context.Context, recs ...*gateway.Record) error { return f(ctx, recs...) }
+func (f auditorFunc) Produce(ctx context.Context, recs ...*gateway.Record) error {
+	return f(ctx, recs...)
+}
 
 // trim deletes the audit records produced so far, twice a second.
 func trim(ctx context.Context, cl *kgo.Client) {
