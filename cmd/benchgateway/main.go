@@ -5,12 +5,14 @@
 // their differences.
 //
 // Everything runs in this process, on loopback: the upstream is the
-// tests' fixture server (gateway/gatewaytest) over Streamable HTTP, the
-// gateway is the real one (decision, audit, forwarding) served over
-// Streamable HTTP; with -audit every decision is first produced to an
-// embedded Kafka-protocol broker (kfake) and acknowledged, as in
-// production. The client opens -sessions sessions to each and spreads
-// the calls over them. Direct and gateway runs alternate, -rounds times
+// tests' fixture server (gateway/gatewaytest, the Go SDK's server) over
+// Streamable HTTP, the gateway is the real one (decision, audit,
+// forwarding) served over Streamable HTTP; with -audit every decision is
+// first produced to an embedded Kafka-protocol broker (kfake) and
+// acknowledged, as in production. The load generator opens -sessions
+// sessions to each and spreads the calls over them; it speaks Streamable
+// HTTP itself, with little work per call, since on a small machine the
+// Go SDK's client would take as much CPU as the servers measured. Direct and gateway runs alternate, -rounds times
 // per rate, so that the machine's noise falls on both alike.
 //
 //	go run ./cmd/benchgateway -rates 1000,5000 -duration 10s -rounds 3
@@ -65,6 +67,7 @@ type options struct {
 	sessions         int
 	workers          int
 	audit            bool
+	only             string
 }
 
 func run(args []string, out io.Writer) error {
@@ -77,6 +80,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&o.sessions, "sessions", 16, "client sessions to each of the upstream and the gateway")
 	fs.IntVar(&o.workers, "workers", 2048, "most calls in flight from the generator")
 	fs.BoolVar(&o.audit, "audit", true, "audit every decision to an embedded Kafka broker before acting on it")
+	fs.StringVar(&o.only, "only", "", "run only `target` (direct or gateway), to profile it")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,6 +120,12 @@ func run(args []string, out io.Writer) error {
 		sums[rate] = &added{}
 		for round := 1; round <= o.rounds; round++ {
 			order := []*target{env.direct, env.gateway}
+			if o.only != "" {
+				order = []*target{env.direct}
+				if o.only == "gateway" {
+					order[0] = env.gateway
+				}
+			}
 			if round%2 == 0 {
 				order[0], order[1] = order[1], order[0]
 			}
@@ -147,20 +157,12 @@ func run(args []string, out io.Writer) error {
 type target struct {
 	name     string
 	tool     string
-	sessions []*mcp.ClientSession
+	sessions []*session
 	next     atomic.Uint64
 }
 
 func (t *target) call(ctx context.Context, args json.RawMessage) error {
-	cs := t.sessions[t.next.Add(1)%uint64(len(t.sessions))]
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.tool, Arguments: args})
-	if err != nil {
-		return err
-	}
-	if res.IsError {
-		return errors.New("tool error")
-	}
-	return nil
+	return t.sessions[t.next.Add(1)%uint64(len(t.sessions))].call(ctx, t.tool, args)
 }
 
 // env is the upstream, the gateway and the client sessions.
@@ -233,16 +235,11 @@ func setUp(o options) (_ *env, err error) {
 		url string
 	}{{e.direct, upURL}, {e.gateway, gwURL}} {
 		for range o.sessions {
-			cl := mcp.NewClient(&mcp.Implementation{Name: "benchgateway", Version: "1"}, nil)
-			cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: tg.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+			s, err := dial(context.Background(), hc, tg.url)
 			if err != nil {
 				return nil, fmt.Errorf("connect to %s: %w", tg.t.name, err)
 			}
-			e.closers = append(e.closers, func() { cs.Close() })
-			if _, err := cs.ListTools(context.Background(), nil); err != nil {
-				return nil, err
-			}
-			tg.t.sessions = append(tg.t.sessions, cs)
+			tg.t.sessions = append(tg.t.sessions, s)
 		}
 		if err := tg.t.call(context.Background(), json.RawMessage(`{"message":"warm"}`)); err != nil {
 			return nil, fmt.Errorf("first call to %s: %w", tg.t.name, err)
