@@ -6,6 +6,7 @@
 //
 //	check    resolve a calls file against a listings file (offline)
 //	run      consume Kafka, resolve, write decisions to ClickHouse
+//	gateway  MCP gateway: merge MCP servers, decide every tools/call
 //	migrate  create or upgrade the ClickHouse schema
 //	report   decisions per class, read back from ClickHouse
 //	stack    run only the embedded Kafka broker and ClickHouse engine
@@ -78,7 +79,7 @@ func rootCommand(std stdio) *ffcli.Command {
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet:     rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), migrateCommand(std), reportCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},
