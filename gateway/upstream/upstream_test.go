@@ -167,7 +167,7 @@ type logs struct {
 }
 
 func (l *logs) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.Write(p) }
-func (l *logs) String() string             { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+func (l *logs) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
 
 // TestCommandFailures: a command that exits, one that does not exist and
 // one that never answers are restarted with a backoff, what the first
