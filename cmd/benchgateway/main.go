@@ -22,8 +22,12 @@
 // client to its answer; "lag p99" is how late the generator was in
 // sending, which says whether the rate was really offered. "added" is the
 // gateway's quantile minus the direct one, per round; the summary gives
-// the median of the rounds. "CPU/call" is the process's CPU time per call
-// (client, gateway, upstream and broker together).
+// the median of the rounds. "CPU/call" is the process's CPU time per
+// answered call (client, gateway, upstream and broker together, warm-up
+// included): on shared cores the figure that does not depend on the
+// neighbours; the gateway's row minus the direct one is what the gateway
+// costs, and its inverse times the cores bounds the rate a machine can
+// serve.
 package main
 
 import (
@@ -316,7 +320,13 @@ func measure(tg *target, rate int, o options) result {
 		}
 	}
 	wg.Wait()
-	r := result{cpu: (cpuTime() - cpu0) / time.Duration(total)}
+	answered := 0
+	for i := range total {
+		if !failed[i] {
+			answered++
+		}
+	}
+	r := result{cpu: (cpuTime() - cpu0) / time.Duration(max(answered, 1))}
 	var ok, lg []time.Duration
 	for i := warm; i < total; i++ {
 		r.sent++
