@@ -277,6 +277,12 @@ func TestLimits(t *testing.T) {
 	})
 	// Last: the SDK client closes its session after a 413.
 	t.Run("request bytes", func(t *testing.T) {
+		defer func() {
+			// The closed session leaves the table: a new one is let in.
+			c.cs.Close()
+			waitFor(t, 10*time.Second, "the session table emptied", func() bool { return st.gw.sessions.len() == 0 })
+			connect(t, st.url, nil).list(t)
+		}()
 		before := len(st.rec.recs())
 		big := `{"message":"` + strings.Repeat("x", 8192) + `"}`
 		if _, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__echo", Arguments: json.RawMessage(big)}); err == nil {
