@@ -39,6 +39,7 @@ var Topics = map[string]int32{
 	"tool-calls":     DefaultCallPartitions,
 	"tool-listings":  3,
 	"tool-calls-dlq": 1,
+	"tool-audit":     DefaultCallPartitions, // the API's audit trail (package audit)
 }
 
 // Options of Start. Dir is required.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,19 +12,57 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
+	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/promutil"
+	"github.com/toolaudit/toolaudit/internal/ratelog"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
-	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
 
-// MaxBody is the largest call event the resolve API accepts.
-const MaxBody = 1 << 20
+// Defaults of Config's limits.
+const (
+	DefaultMaxBody          = 1 << 20  // bytes of one request's body
+	DefaultMaxBatch         = 100      // call events in one request
+	DefaultMaxInFlight      = 512      // requests being answered at once
+	DefaultMaxInFlightBytes = 64 << 20 // body bytes held at once
+)
 
 // Config of the handler. Store is required; the rest may be zero.
 type Config struct {
-	Store    *registryversions.Store
+	Store *registryversions.Store
+	// Resolver decides the calls; a request's ?mode= overrides its Mode.
 	Resolver resolve.Resolver
+	// Suggester computes the hints of rejections; nil makes one.
+	Suggester *suggest.Suggester
+	// Audit receives every decision before it is answered: with it, a
+	// request is answered only once the broker has acknowledged its
+	// records, and with 503 when it did not (fail closed). Nil answers
+	// without an audit trail.
+	Audit audit.Producer
+	// ResolverBuild stamps every decision (resolver_build).
+	ResolverBuild string
+
+	// Tokens, when set, are required on /v1/* (Authorization: Bearer),
+	// and on /metrics, /healthz and /readyz too with AuthProbes.
+	Tokens     *bearer.Tokens
+	AuthProbes bool
+
+	// MaxBody bounds a request's body (default DefaultMaxBody); MaxBatch
+	// the call events of one request (default DefaultMaxBatch).
+	MaxBody  int64
+	MaxBatch int
+	// MaxInFlight bounds the resolve requests being answered at once, and
+	// MaxInFlightBytes the bytes of their bodies (a request reserves its
+	// Content-Length, or MaxBody when it has none, before it reads):
+	// beyond either, a request is answered 503 at once. Defaults
+	// DefaultMaxInFlight, DefaultMaxInFlightBytes.
+	MaxInFlight      int
+	MaxInFlightBytes int64
+
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (the answer's body). A nil Ready means always ready.
 	Ready func() error
@@ -36,12 +75,39 @@ type Config struct {
 	Pprof bool
 }
 
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Suggester == nil {
+		c.Suggester = suggest.New()
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxInFlightBytes <= 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	c.MaxInFlightBytes = max(c.MaxInFlightBytes, c.MaxBody)
+}
+
 type handler struct {
 	cfg      Config
-	decoders sync.Pool
-	bufs     sync.Pool
-	decided  *prometheus.CounterVec
-	latency  prometheus.Histogram
+	requests *semaphore.Weighted // MaxInFlight
+	bytes    *semaphore.Weighted // MaxInFlightBytes
+	work     sync.Pool           // *work
+	logEvery ratelog.Every
+
+	decided   *prometheus.CounterVec
+	answered  *prometheus.CounterVec
+	latency   prometheus.Histogram
+	authFails *prometheus.CounterVec
 }
 
 // New returns the daemon's HTTP handler. It is safe for concurrent use.
@@ -49,39 +115,56 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("httpapi: Config.Store is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.defaults()
+	h := &handler{
+		cfg:      cfg,
+		requests: semaphore.NewWeighted(int64(cfg.MaxInFlight)),
+		bytes:    semaphore.NewWeighted(cfg.MaxInFlightBytes),
+		logEvery: ratelog.Every{Interval: 10 * time.Second},
 	}
-	h := &handler{cfg: cfg}
-	h.decoders.New = func() any { return new(schema.CallDecoder) }
-	h.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.work.New = func() any { return newWork() }
 	h.decided = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolaudit_api_decisions_total",
 		Help: "Decisions returned by POST /v1/resolve, by class and verdict.",
 	}, []string{"class", "verdict"})
+	h.answered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolaudit_api_requests_total",
+		Help: "POST /v1/resolve requests answered, by HTTP status and error code (\"\" for 200).",
+	}, []string{"status", "error"})
 	h.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "toolaudit_api_resolve_seconds",
-		Help:    "Time to read, decode, resolve and answer one POST /v1/resolve.",
+		Help:    "Time to read, decode, resolve, audit and answer one POST /v1/resolve.",
 		Buckets: prometheus.ExponentialBuckets(10e-6, 4, 8),
 	})
-	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{h.decided, h.latency} {
-			if err := cfg.Registerer.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	h.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolaudit_api_auth_failures_total",
+		Help: "Requests refused for their bearer token, by reason (missing, invalid, no_tokens).",
+	}, []string{"reason"})
+	if err := promutil.Register(cfg.Registerer, h.decided, h.answered, h.latency, h.authFails); err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/resolve", h.resolve)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.Handle("GET /readyz", Readiness(cfg.Ready))
+	// Every method and path under /v1/ is routed here so that the errors
+	// (405, 404) are JSON like the API's others.
+	mux.Handle("/v1/resolve", h.auth(http.HandlerFunc(h.resolve)))
+	mux.Handle("/v1/", h.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, codeNotFound, "no such endpoint: "+r.URL.Path)
+	})))
+	probe := func(hf http.HandlerFunc) http.Handler {
+		if cfg.AuthProbes {
+			return h.auth(hf)
+		}
+		return hf
+	}
+	mux.Handle("GET /healthz", probe(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
+	mux.Handle("GET /readyz", probe(Readiness(cfg.Ready).ServeHTTP))
 	if cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", probe(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP))
 	}
 	if cfg.Pprof {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.Handle("GET /debug/pprof/", probe(pprof.Index))
+		mux.Handle("GET /debug/pprof/profile", probe(pprof.Profile))
+		mux.Handle("GET /debug/pprof/trace", probe(pprof.Trace))
 	}
 	return mux, nil
 }
@@ -100,48 +183,27 @@ func Readiness(ready func() error) http.Handler {
 	})
 }
 
-// resolve answers with the decision as JSON, status 200 for every
-// decision (a rejection is an answer, not an error). Only a body that
-// cannot be read is an HTTP error.
-func (h *handler) resolve(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	bp := h.bufs.Get().(*[]byte)
-	defer h.bufs.Put(bp)
-	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxBody), (*bp)[:0])
-	*bp = body
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			http.Error(w, "call event larger than 1 MiB", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "cannot read body: "+err.Error(), http.StatusBadRequest)
-		return
+// auth requires a valid bearer token when tokens are configured.
+func (h *handler) auth(next http.Handler) http.Handler {
+	if h.cfg.Tokens == nil {
+		return next
 	}
-	dec := h.decoders.Get().(*schema.CallDecoder)
-	defer h.decoders.Put(dec)
-	var c schema.Call
-	var d schema.Decision
-	h.cfg.Resolver.Decide(h.cfg.Store.Snapshot(), dec, body, &c, &d)
-	out := d.AppendJSON(body[len(body):])
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(out, '\n'))
-	h.decided.WithLabelValues(string(d.Class), string(d.Verdict)).Inc()
-	h.latency.Observe(time.Since(start).Seconds())
-}
-
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := h.cfg.Tokens.Authorize(r)
+		switch {
+		case err == nil:
+			next.ServeHTTP(w, r)
+		case errors.Is(err, bearer.ErrNoTokens):
+			h.authFails.WithLabelValues("no_tokens").Inc()
+			writeError(w, http.StatusForbidden, codeForbidden, err.Error())
+		default:
+			reason, challenge := "missing", `Bearer realm="toolaudit"`
+			if errors.Is(err, bearer.ErrInvalid) {
+				reason, challenge = "invalid", `Bearer realm="toolaudit", error="invalid_token"`
+			}
+			h.authFails.WithLabelValues(reason).Inc()
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, http.StatusUnauthorized, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
 		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
+	})
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,25 +18,41 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func server(t *testing.T, ready func() error) (*httptest.Server, *prometheus.Registry) {
+var (
+	storeOnce sync.Once
+	theStore  *registryversions.Store
+)
+
+// sampleStore is the shared sample's registry history, loaded once.
+func sampleStore(t testing.TB) *registryversions.Store {
 	t.Helper()
-	store := registryversions.New()
-	f, err := os.Open("../testdata/corpus/sample/listings.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := offline.LoadListings(f, store, nil); err != nil {
-		t.Fatal(err)
-	}
+	storeOnce.Do(func() {
+		s := registryversions.New()
+		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
+			t.Fatal(err)
+		}
+		theStore = s
+	})
+	return theStore
+}
+
+// server serves the handler of cfg (Store set to the sample's) on a test
+// server, with its own metrics registry.
+func server(t testing.TB, cfg Config) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	h, err := New(Config{Store: store, Ready: ready, Gatherer: reg, Registerer: reg})
+	if cfg.Store == nil {
+		cfg.Store = sampleStore(t)
+	}
+	cfg.Gatherer, cfg.Registerer = reg, reg
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,107 +61,194 @@ func server(t *testing.T, ready func() error) (*httptest.Server, *prometheus.Reg
 	return s, reg
 }
 
-func post(t *testing.T, url, body string) (int, map[string]any) {
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) decision(t testing.TB) map[string]any {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/resolve", "application/json", strings.NewReader(body))
+	var d map[string]any
+	if err := json.Unmarshal(r.body, &d); err != nil {
+		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
+	}
+	return d
+}
+
+func (r response) decisions(t testing.TB) []map[string]any {
+	t.Helper()
+	var ds []map[string]any
+	if err := json.Unmarshal(r.body, &ds); err != nil {
+		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
+	}
+	return ds
+}
+
+func do(t testing.TB, req *http.Request) response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var d map[string]any
-	if resp.StatusCode == 200 {
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("bad decision %q: %v", b, err)
-		}
-	}
-	return resp.StatusCode, d
-}
-
-// TestResolveAPIMatchesCheck: every sample call posted one by one, eight at
-// a time, gets the class `resolverd check` gives it.
-func TestResolveAPIMatchesCheck(t *testing.T) {
-	s, reg := server(t, nil)
-	calls, _ := os.ReadFile("../testdata/corpus/sample/calls.jsonl")
-	exp, _ := os.ReadFile("../testdata/corpus/sample/expected.jsonl")
-	want := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(exp))
-	for sc.Scan() {
-		var e struct{ EventID, Class string }
-		var raw map[string]any
-		json.Unmarshal(sc.Bytes(), &raw)
-		e.EventID, e.Class = raw["event_id"].(string), raw["class"].(string)
-		want[e.EventID] = e.Class
-	}
-	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	var wg sync.WaitGroup
-	var bad atomic.Int64
-	sem := make(chan struct{}, 8)
-	for _, l := range lines {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			code, d := post(t, s.URL, l)
-			if code != 200 || d["class"] != want[d["event_id"].(string)] {
-				bad.Add(1)
-				t.Errorf("%s: status %d class %v, want %s", d["event_id"], code, d["class"], want[d["event_id"].(string)])
-			}
-		}()
-	}
-	wg.Wait()
-	if bad.Load() == 0 {
-		mfs, _ := reg.Gather()
-		var total float64
-		for _, mf := range mfs {
-			if mf.GetName() == "toolaudit_api_decisions_total" {
-				for _, m := range mf.GetMetric() {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-		if int(total) != len(lines) {
-			t.Fatalf("metric counted %v decisions, want %d", total, len(lines))
-		}
-	}
-}
-
-func TestResolveAPIErrors(t *testing.T) {
-	s, _ := server(t, nil)
-	code, d := post(t, s.URL, `{"event_id":"x","tool":""}`)
-	if code != 200 || d["class"] != "MALFORMED" || d["verdict"] != "reject" {
-		t.Fatalf("status %d decision %v", code, d)
-	}
-	if code, _ := post(t, s.URL, `{"pad":"`+strings.Repeat("x", MaxBody)+`"}`); code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("oversized body: status %d", code)
-	}
-	resp, err := http.Get(s.URL + "/v1/resolve")
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Fatalf("GET /v1/resolve: status %d", resp.StatusCode)
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+func post(t testing.TB, url, query, body string) response {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+"/v1/resolve"+query, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return do(t, req)
+}
+
+// sample returns the sample's call lines and the class `resolverd check`
+// gives each (expected.jsonl is check's output, scored 100%).
+func sample(t testing.TB) ([]string, map[string]string) {
+	t.Helper()
+	calls, err := os.ReadFile("../testdata/corpus/sample/calls.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := os.ReadFile("../testdata/corpus/sample/expected.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(exp))
+	for sc.Scan() {
+		var e struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		want[e.EventID] = e.Class
+	}
+	return strings.Split(strings.TrimSpace(string(calls)), "\n"), want
+}
+
+// recorder is an audit.Producer that keeps what it is given.
+type recorder struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (r *recorder) Produce(_ context.Context, recs ...*audit.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range recs {
+		c := *x
+		c.Call = bytes.Clone(x.Call)
+		r.recs = append(r.recs, c)
+	}
+	return nil
+}
+
+// TestResolveAPIMatchesCheck: every sample call, posted alone (eight
+// requests at a time) and in batches of ten, gets the class `resolverd
+// check` gives it, with source api, and one audit record each whose
+// decision is the answer's.
+func TestResolveAPIMatchesCheck(t *testing.T) {
+	lines, want := sample(t)
+	rec := &recorder{}
+	s, reg := server(t, Config{Audit: rec, ResolverBuild: "test"})
+	var bad atomic.Int64
+	check := func(d map[string]any) {
+		id, _ := d["event_id"].(string)
+		if d["class"] != want[id] || d["source"] != "api" || d["action"] != "" || d["resolver_build"] != "test" || d["policy_version"] != "strict" {
+			if bad.Add(1) < 5 {
+				t.Errorf("%s: %v, want class %s", id, d, want[id])
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, l := range lines {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := post(t, s.URL, "", l)
+			if r.status != 200 {
+				t.Errorf("status %d: %s", r.status, r.body)
+				return
+			}
+			check(r.decision(t))
+		})
+	}
+	wg.Wait()
+	for i := 0; i < len(lines); i += 10 {
+		batch := lines[i:min(i+10, len(lines))]
+		r := post(t, s.URL, "", "[\n"+strings.Join(batch, ",\n")+"\n]")
+		ds := r.decisions(t)
+		if r.status != 200 || len(ds) != len(batch) {
+			t.Fatalf("batch: status %d, %d answers for %d calls", r.status, len(ds), len(batch))
+		}
+		for j, d := range ds {
+			check(d)
+			var e struct {
+				EventID string `json:"event_id"`
+			}
+			json.Unmarshal([]byte(batch[j]), &e)
+			if e.EventID != "" && d["event_id"] != e.EventID {
+				t.Fatalf("batch answer %d is %v, call %s: out of order", j, d["event_id"], e.EventID)
+			}
+		}
+	}
+	if bad.Load() > 0 {
+		t.Fatalf("%d answers differ from check", bad.Load())
+	}
+	if got := metricSum(t, reg, "toolaudit_api_decisions_total"); int(got) != 2*len(lines) {
+		t.Fatalf("toolaudit_api_decisions_total %v, want %d", got, 2*len(lines))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.recs) != 2*len(lines) {
+		t.Fatalf("%d audit records for %d answers", len(rec.recs), 2*len(lines))
+	}
+	for _, r := range rec.recs {
+		if r.Source != "api" || want[r.Decision.EventID] != string(r.Decision.Class) || r.DecidedAt.IsZero() || r.ResolverBuild != "test" {
+			t.Fatalf("audit record %+v", r)
+		}
+	}
+}
+
+func metricSum(t testing.TB, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 func TestProbesAndMetrics(t *testing.T) {
 	var ready atomic.Bool
-	s, _ := server(t, func() error {
+	s, _ := server(t, Config{Ready: func() error {
 		if !ready.Load() {
 			return errors.New("registry history not caught up")
 		}
 		return nil
-	})
+	}})
 	get := func(path string) (int, string) {
-		resp, err := http.Get(s.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		req, _ := http.NewRequest("GET", s.URL+path, nil)
+		r := do(t, req)
+		return r.status, string(r.body)
 	}
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("healthz %d", code)
@@ -156,8 +260,9 @@ func TestProbesAndMetrics(t *testing.T) {
 	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
 		t.Fatalf("readyz after ready: %d %q", code, body)
 	}
-	post(t, s.URL, `{"event_id":"x"}`)
-	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `toolaudit_api_decisions_total{class="MALFORMED",verdict="reject"} 1`) {
+	post(t, s.URL, "", `{"event_id":"x"}`)
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `toolaudit_api_decisions_total{class="MALFORMED",verdict="reject"} 1`) ||
+		!strings.Contains(body, `toolaudit_api_requests_total{error="",status="200"} 1`) {
 		t.Fatalf("metrics %d:\n%s", code, body)
 	}
 }

@@ -18,6 +18,7 @@ import (
 type Signature struct {
 	root        *node
 	unsupported []Unsupported
+	schema      []byte // the inputSchema compiled, for Schema
 }
 
 // Unsupported is a keyword of the schema that the checker does not enforce,
@@ -163,10 +164,17 @@ func Compile(schema []byte) (*Signature, error) {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrSchema)
 	}
 	c := &compiler{doc: m, refs: map[string]*node{}}
-	s := &Signature{root: c.node(m, "", true)}
+	s := &Signature{root: c.node(m, "", true), schema: bytes.Clone(schema)}
 	s.unsupported = c.unsupported
 	return s, nil
 }
+
+// Schema returns the inputSchema this signature was compiled from, as
+// given to Compile (a copy). Do not modify. It is read only when a call
+// fails, to tell the caller what the schema expects (package
+// resolve/suggest): the compiled form keeps what checking needs, not the
+// schema's wording.
+func (s *Signature) Schema() []byte { return s.schema }
 
 type compiler struct {
 	slab        []node // nodes are carved from slabs: a schema's nodes sit together in memory

@@ -7,7 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
 
 // Config configures a [Pipeline]. Start from [DefaultConfig]; the zero value
@@ -30,6 +32,13 @@ type Config struct {
 	// error, source-topic, source-partition and source-offset. Default
 	// "tool-calls-dlq".
 	DLQTopic string
+	// AuditTopic holds the decisions taken in the call path (package
+	// audit: POST /v1/resolve, the gateway). It is consumed by the same
+	// group as CallsTopic, and each record's decision becomes a row as it
+	// is, with the record's source (not decided again, not held for
+	// listings); an undecodable record goes to DLQTopic only. Empty: not
+	// consumed. Default audit.DefaultTopic ("tool-audit").
+	AuditTopic string
 
 	// BatchRows is about the most rows of one sink write, gathered from
 	// every assigned partition (a write may exceed it by a worker's
@@ -99,6 +108,10 @@ type Config struct {
 	KeepRawArgs bool
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
+	// Suggester names, for H1 and M1 rows, the valid tool nearest to the
+	// emitted one (Row.SuggestedTool). Nil: the pipeline makes its own;
+	// share one with the HTTP API to share its caches.
+	Suggester *suggest.Suggester
 	// Passthrough switches resolution off: calls are decoded and stored
 	// with their identity, context and argument summary, but not resolved
 	// (no class, verdict, resolved tool, registry version or digests) and
@@ -153,6 +166,7 @@ func DefaultConfig() Config {
 		CallsTopic:         "tool-calls",
 		ListingsTopic:      "tool-listings",
 		DLQTopic:           "tool-calls-dlq",
+		AuditTopic:         audit.DefaultTopic,
 		BatchRows:          100000,
 		BatchBytes:         64 << 20,
 		BatchWait:          time.Second,
@@ -190,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if c.CheckpointEvery < 0 {
 		bad("checkpoint every %v, want >= 0", c.CheckpointEvery)
+	}
+	if a := c.AuditTopic; a != "" && (a == c.CallsTopic || a == c.ListingsTopic || a == c.DLQTopic || a == c.CheckpointTopic) {
+		bad("the audit topic %q must differ from the calls, listings, DLQ and checkpoint topics", a)
 	}
 	if c.BatchRows <= 0 {
 		bad("batch rows %d, want > 0", c.BatchRows)
@@ -231,6 +248,14 @@ func (c Config) Validate() error {
 		bad("drain timeout %v, want > 0", c.DrainTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// topics are the topics the group consumes.
+func (c Config) topics() []string {
+	if c.AuditTopic == "" {
+		return []string{c.CallsTopic}
+	}
+	return []string{c.CallsTopic, c.AuditTopic}
 }
 
 // policyVersion is the PolicyVersion stamped on rows.

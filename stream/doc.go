@@ -24,6 +24,23 @@
 // Config.KeepRawArgs. An undecodable record becomes a MALFORMED row and is
 // also produced, unchanged, to the DLQ topic (default "tool-calls-dlq")
 // with headers error, source-topic, source-partition and source-offset.
+// An H1 or M1 row names the valid tool nearest to the emitted one
+// (Row.SuggestedTool, package resolve/suggest).
+//
+// The audit topic (Config.AuditTopic, default "tool-audit") holds the
+// decisions taken in the call path (package audit: POST /v1/resolve, the
+// MCP gateway), each produced before its caller was answered. The same
+// group consumes it beside the calls topic, with the same workers and
+// writer, so its rows are stored exactly once like the stream's. A
+// record is not decided again and not held for listings: its decision,
+// source, action, resolver build, policy version and decided_at become
+// the row; the call bytes it carries give the row the call's identity,
+// context and argument summary; its Kafka position is the row's. The
+// store keeps one row per (analysis, call key, source), so the stream's
+// own decision of the same event, when it arrives through the calls
+// topic, is a second row: comparing the two shows what changed between
+// enforcement and the stream (sink.TOCTOU). A record that does not decode
+// (package audit's strict rules) is dead-lettered and makes no row.
 //
 // # Acks travel with the data
 //

@@ -57,7 +57,7 @@ func newListings(cfg Config, cl *kgo.Client, clientOpts []kgo.Opt, store *regist
 		start:     time.Now(),
 		restored:  make(chan struct{}),
 		consumed:  map[int32]bool{},
-		fetchErrs: every{interval: 10 * time.Second},
+		fetchErrs: every{Interval: 10 * time.Second},
 	}
 }
 
@@ -94,7 +94,7 @@ func (l *listings) fetch(ctx context.Context) {
 		}
 		now := time.Now()
 		fs.EachError(func(topic string, p int32, err error) {
-			if ok, n := l.fetchErrs.allow(); ok {
+			if ok, n := l.fetchErrs.Allow(); ok {
 				l.log.Warn("listings fetch failed", "topic", topic, "partition", p, "err", err, "suppressed", n)
 			}
 		})

@@ -3,36 +3,16 @@ package stream
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/internal/ratelog"
 )
 
 // every lets one log line through per interval and counts the rest, so a
 // stalled partition does not flood the log with the same retry.
-type every struct {
-	interval time.Duration
-
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
-
-// allow reports whether to log now and how many were suppressed since the
-// last line that was let through.
-func (e *every) allow() (bool, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := time.Now()
-	if !e.last.IsZero() && now.Sub(e.last) < e.interval {
-		e.suppressed++
-		return false, 0
-	}
-	n := e.suppressed
-	e.last, e.suppressed = now, 0
-	return true, n
-}
+type every = ratelog.Every
 
 // kgoLogger passes franz-go's warnings and errors to slog, and everything
 // it logs (group joins, assignments, commits) when slog is at debug level.

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
 
 // Pipeline is the engine of `resolverd run`: it reads the listings topic
@@ -43,8 +44,10 @@ type Pipeline struct {
 	joined atomic.Bool
 	live   atomic.Bool // between start and the beginning of shutdown
 
+	sugg *suggest.Suggester
+
 	mu      sync.Mutex
-	workers map[int32]*worker
+	workers map[topicPartition]*worker
 	closing bool
 	fatal   error
 
@@ -73,8 +76,12 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		reg:      reg,
 		wm:       newWatermark(),
 		arr:      newArrivals(),
-		workers:  map[int32]*worker{},
-		pollErrs: every{interval: 10 * time.Second},
+		workers:  map[topicPartition]*worker{},
+		sugg:     cfg.Suggester,
+		pollErrs: every{Interval: 10 * time.Second},
+	}
+	if p.sugg == nil {
+		p.sugg = suggest.New()
 	}
 	m, err := newMetrics(reg, store, func() float64 { return ageSeconds(p.wm.time()) }, p.lags)
 	if err != nil {
@@ -128,7 +135,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	})
 	p.live.Store(true)
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
-		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic,
+		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic, "audit", p.cfg.AuditTopic,
 		"listing_hold", p.cfg.ListingHold, "batch_rows", p.cfg.BatchRows, "batch_wait", p.cfg.BatchWait,
 		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
 
@@ -138,7 +145,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		kgo.WithLogger(kgoLogger{p.log}), kgo.FetchMaxBytes(p.cfg.FetchMaxBytes)}, p.cfg.KafkaOpts...)
 	l := newListings(p.cfg, lcl, ckptOpts, p.store, p.wm, p.log, p.m)
 	pr := &prober{cfg: p.cfg, adm: kadm.NewClient(lcl), wm: p.wm, arr: p.arr, log: p.log,
-		errs: every{interval: 10 * time.Second}, caughtUp: l.caughtUp, listed: l.consume}
+		errs: every{Interval: 10 * time.Second}, caughtUp: l.caughtUp, listed: l.consume}
 	var wg sync.WaitGroup
 	wg.Go(func() { l.run(lctx) })
 	wg.Go(func() { pr.run(lctx) })
@@ -204,7 +211,7 @@ func (p *Pipeline) listingsOpts() []kgo.Opt {
 func (p *Pipeline) callsOpts() []kgo.Opt {
 	opts := append(p.commonOpts("-calls"),
 		kgo.ConsumerGroup(p.cfg.Group),
-		kgo.ConsumeTopics(p.cfg.CallsTopic),
+		kgo.ConsumeTopics(p.cfg.topics()...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -228,7 +235,7 @@ func (p *Pipeline) poll(ctx context.Context) {
 		}
 		at := time.Now()
 		fs.EachError(func(topic string, part int32, err error) {
-			if ok, n := p.pollErrs.allow(); ok {
+			if ok, n := p.pollErrs.Allow(); ok {
 				p.log.Warn("calls fetch failed", "topic", topic, "partition", part, "err", err, "suppressed", n)
 			}
 		})
@@ -237,7 +244,7 @@ func (p *Pipeline) poll(ctx context.Context) {
 				return
 			}
 			p.mu.Lock()
-			w := p.workers[fp.Partition]
+			w := p.workers[topicPartition{fp.Topic, fp.Partition}]
 			p.mu.Unlock()
 			if w == nil {
 				// Not reachable with BlockRebalanceOnPoll: assignment
@@ -252,59 +259,82 @@ func (p *Pipeline) poll(ctx context.Context) {
 	}
 }
 
+// topicPartition names a partition of one of the consumed topics.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
 // assigned starts a worker per newly assigned partition. kgo calls it
 // before fetching them, and also on joins that assign nothing new.
 func (p *Pipeline) assigned(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 	p.joined.Store(true)
-	parts := m[p.cfg.CallsTopic]
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closing || len(parts) == 0 {
+	if p.closing {
 		return
 	}
-	for _, part := range parts {
-		if p.workers[part] != nil {
+	for _, topic := range p.cfg.topics() {
+		parts := m[topic]
+		if len(parts) == 0 {
 			continue
 		}
-		w := newWorker(p, cl, p.cfg.CallsTopic, part)
-		p.workers[part] = w
-		go w.run()
+		for _, part := range parts {
+			tp := topicPartition{topic, part}
+			if p.workers[tp] != nil {
+				continue
+			}
+			w := newWorker(p, cl, topic, part)
+			p.workers[tp] = w
+			go w.run()
+		}
+		p.log.Info("partitions assigned", "topic", topic, "added", sorted(parts), "now", p.ownedLocked(topic))
 	}
 	p.m.assigned.Set(float64(len(p.workers)))
-	p.log.Info("partitions assigned", "topic", p.cfg.CallsTopic, "added", sorted(parts), "now", p.ownedLocked())
 }
 
 func (p *Pipeline) revoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-	if parts := m[p.cfg.CallsTopic]; len(parts) > 0 {
-		p.stopWorkers(parts, true, false)
+	if tps := p.ours(m); len(tps) > 0 {
+		p.stopWorkers(tps, true, false)
 	}
 }
 
 func (p *Pipeline) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	p.joined.Store(false)
-	if parts := m[p.cfg.CallsTopic]; len(parts) > 0 {
-		p.stopWorkers(parts, false, false)
+	if tps := p.ours(m); len(tps) > 0 {
+		p.stopWorkers(tps, false, false)
 	}
 }
 
-// stopWorkers stops the workers of parts (all of them when parts is nil),
+// ours returns the partitions of m of the consumed topics.
+func (p *Pipeline) ours(m map[string][]int32) []topicPartition {
+	var tps []topicPartition
+	for _, topic := range p.cfg.topics() {
+		for _, part := range m[topic] {
+			tps = append(tps, topicPartition{topic, part})
+		}
+	}
+	return tps
+}
+
+// stopWorkers stops the workers of tps (all of them with closing),
 // draining them or not, and waits until they have exited. closing keeps
 // new ones from starting.
-func (p *Pipeline) stopWorkers(parts []int32, drain, closing bool) {
+func (p *Pipeline) stopWorkers(tps []topicPartition, drain, closing bool) {
 	start := time.Now()
 	p.mu.Lock()
 	if closing {
 		p.closing = true
-		parts = nil
-		for part := range p.workers {
-			parts = append(parts, part)
+		tps = nil
+		for tp := range p.workers {
+			tps = append(tps, tp)
 		}
 	}
 	var ws []*worker
-	for _, part := range parts {
-		if w := p.workers[part]; w != nil {
+	for _, tp := range tps {
+		if w := p.workers[tp]; w != nil {
 			ws = append(ws, w)
-			delete(p.workers, part)
+			delete(p.workers, tp)
 		}
 	}
 	p.m.assigned.Set(float64(len(p.workers)))
@@ -326,10 +356,19 @@ func (p *Pipeline) stopWorkers(parts []int32, drain, closing bool) {
 		how = "partitions lost"
 	}
 	p.mu.Lock()
-	now := p.ownedLocked()
-	p.mu.Unlock()
-	p.log.Info(how, "topic", p.cfg.CallsTopic, "removed", sorted(parts), "now", now,
-		"drained", drain, "took", time.Since(start).Round(time.Millisecond))
+	defer p.mu.Unlock()
+	for _, topic := range p.cfg.topics() {
+		var removed []int32
+		for _, tp := range tps {
+			if tp.topic == topic {
+				removed = append(removed, tp.partition)
+			}
+		}
+		if len(removed) > 0 {
+			p.log.Info(how, "topic", topic, "removed", sorted(removed), "now", p.ownedLocked(topic),
+				"drained", drain, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
 }
 
 // lags returns the lag of every partition with a worker (consumer_lag).
@@ -345,19 +384,23 @@ func (p *Pipeline) lags() []partitionLag {
 	return out
 }
 
-func (p *Pipeline) ownedLocked() []int32 {
+// ownedLocked returns the partitions of topic with a worker.
+func (p *Pipeline) ownedLocked(topic string) []int32 {
 	var parts []int32
-	for part := range p.workers {
-		parts = append(parts, part)
+	for tp := range p.workers {
+		if tp.topic == topic {
+			parts = append(parts, tp.partition)
+		}
 	}
 	return sorted(parts)
 }
 
-// assignedPartitions returns the partitions with a worker (for tests).
+// assignedPartitions returns the calls partitions with a worker (for
+// tests).
 func (p *Pipeline) assignedPartitions() []int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ownedLocked()
+	return p.ownedLocked(p.cfg.CallsTopic)
 }
 
 func sorted(parts []int32) []int32 {

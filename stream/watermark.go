@@ -232,7 +232,7 @@ func (p *prober) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := p.probe(ctx); err != nil && ctx.Err() == nil {
-			if ok, n := p.errs.allow(); ok {
+			if ok, n := p.errs.Allow(); ok {
 				p.log.Warn("listing end offsets failed; calls wait", "err", err, "suppressed", n)
 			}
 		}

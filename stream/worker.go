@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -55,6 +56,8 @@ type worker struct {
 	hwm  atomic.Int64 // from the latest fetch; -1 before
 	from atomic.Int64 // the first offset fetched: where the group stood; -1 before
 
+	audit bool // the partition is the audit topic's: records carry their decision
+
 	// Owned by the worker goroutine.
 	cur      chunk
 	idx      int
@@ -62,6 +65,7 @@ type worker struct {
 	dec      schema.CallDecoder
 	args     schema.ArgsSummarizer
 	call     schema.Call
+	rec      audit.Record
 	res      resolve.Resolver
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
@@ -86,6 +90,7 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		wake:   make(chan struct{}, 1),
 		res:    p.cfg.Resolver,
 		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		audit:  topic == p.cfg.AuditTopic,
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
@@ -271,8 +276,8 @@ func (w *worker) finish() {
 // calls topic's end offsets, whichever is earlier: a backlog fetched long
 // after it arrived waits for the hold once, not once per fetch.
 func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
-	if w.p.cfg.Passthrough {
-		return true, nil
+	if w.p.cfg.Passthrough || w.audit {
+		return true, nil // an audit record was decided before it was produced
 	}
 	asOf, ch := w.p.wm.state()
 	if asOf == 0 {
@@ -297,6 +302,10 @@ func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
 
 // decide turns r into the next row of the hand-off.
 func (w *worker) decide(r *kgo.Record) {
+	if w.audit {
+		w.store(r)
+		return
+	}
 	cfg := &w.p.cfg
 	h := &w.out
 	h.rows = append(h.rows, schema.Row{})
@@ -310,25 +319,66 @@ func (w *worker) decide(r *kgo.Record) {
 		vs = w.p.store.Snapshot()
 	}
 	if w.res.Decide(vs, &w.dec, r.Value, &w.call, &row.Decision) {
-		row.FillCall(&w.call)
-		row.ArgsShape = w.args.Shape(w.call.Arguments)
-		row.ArgsHash = w.args.Hash(w.call.Arguments)
-		if cfg.KeepRawArgs {
-			row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
+		w.fillCall(row)
+		if c := row.Class; c == schema.H1 || c == schema.M1 {
+			row.SuggestedTool = w.p.sugg.Tool(vs, &w.call, &row.Decision)
 		}
 	} else {
 		row.FillCall(&w.call) // what was read before the failure
 		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
 	}
 	row.DecidedAt = time.Now()
+	w.finishRow(row, r)
+}
+
+// fillCall copies the decoded call's identity, context and argument
+// summary into row.
+func (w *worker) fillCall(row *schema.Row) {
+	row.FillCall(&w.call)
+	row.ArgsShape = w.args.Shape(w.call.Arguments)
+	row.ArgsHash = w.args.Hash(w.call.Arguments)
+	if w.p.cfg.KeepRawArgs {
+		row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
+	}
+}
+
+// finishRow sets the row's key and counts its class.
+func (w *worker) finishRow(row *schema.Row, r *kgo.Record) {
 	if row.EventID != "" {
 		row.CallKey = row.EventID
 	} else {
 		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
 	}
 	if i := row.Class.Index(); i >= 0 {
-		h.counts[i]++
+		w.out.counts[i]++
 	}
+}
+
+// store turns audit record r into the next row: the record's decision,
+// source and action as they are (the call is not decided again), the
+// call's identity, context and arguments' summary from the call bytes it
+// carries, the audit record's own Kafka position. A record that does not
+// decode goes to the DLQ and makes no row: it holds no decision to keep.
+func (w *worker) store(r *kgo.Record) {
+	cfg := &w.p.cfg
+	h := &w.out
+	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
+	if err := audit.Decode(r.Value, &w.rec); err != nil {
+		h.dlq = append(h.dlq, w.dlqRecord(r, err.Error()))
+		return
+	}
+	h.rows = append(h.rows, schema.Row{})
+	row := &h.rows[len(h.rows)-1]
+	w.rec.Fill(row)
+	row.AnalysisID = cfg.AnalysisID
+	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
+	if err := w.dec.Decode(w.rec.Call, &w.call); err == nil {
+		w.fillCall(row)
+	} else {
+		row.FillCall(&w.call) // what was read before the failure
+	}
+	w.rec.Call = nil
+	w.finishRow(row, r)
 }
 
 // dlqRecord is r for the DLQ topic: key, value, timestamp and headers as

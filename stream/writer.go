@@ -135,7 +135,7 @@ func newWriter(cfg Config, sink Sink, log *slog.Logger, m *metrics) *writer {
 		cfg: cfg, sink: sink, log: log, m: m,
 		cur:      &batch{done: make(chan struct{})},
 		changed:  make(chan struct{}),
-		logEvery: every{interval: time.Minute},
+		logEvery: every{Interval: time.Minute},
 	}
 }
 
@@ -364,7 +364,11 @@ func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) erro
 			}
 			r := res.Record
 			wr.m.dlqRecords.Inc()
-			wr.log.Warn("undecodable call sent to the DLQ",
+			msg := "undecodable call sent to the DLQ"
+			if a := wr.cfg.AuditTopic; a != "" && headerValue(r, "source-topic") == a {
+				msg = "undecodable audit record sent to the DLQ"
+			}
+			wr.log.Warn(msg,
 				"topic", headerValue(r, "source-topic"), "partition", headerValue(r, "source-partition"),
 				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
 				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
@@ -446,7 +450,7 @@ func (wr *writer) commit(ctx context.Context, cl kafkaClient, b *batch) error {
 // backoff.
 func (wr *writer) retryWait(ctx context.Context, attempt int, what string, rows int, err error) error {
 	d := backoff(attempt, wr.cfg.RetryMin, wr.cfg.RetryMax)
-	if ok, n := wr.logEvery.allow(); ok {
+	if ok, n := wr.logEvery.Allow(); ok {
 		wr.log.Warn(what+" failed; partitions stalled, retrying", "rows", rows,
 			"attempt", attempt+1, "retry_in", d, "err", err, "suppressed", n)
 	}

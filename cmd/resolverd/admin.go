@@ -111,14 +111,21 @@ func reportCommand(std stdio) *ffcli.Command {
 	expect := fs.Int("expect", 0, "wait until at least `N` decisions are stored (0: do not wait)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often --expect counts the stored decisions (benchmarks poll faster to time the end closely)")
+	toctou := fs.Bool("toctou", false, "list the calls whose decision in the call path (api, gateway) and from the stream differ, instead of the counts")
+	limit := fs.Int("limit", 100, "most calls --toctou lists")
 	return &ffcli.Command{
 		Name:       "report",
-		ShortUsage: "resolverd report [--analysis ID] [--expect N] [--clickhouse ADDR]",
+		ShortUsage: "resolverd report [--analysis ID] [--expect N | --toctou [--limit N]] [--clickhouse ADDR]",
 		ShortHelp:  "print decisions per class, read back from ClickHouse",
 		LongHelp: `Reads the decisions of one analysis from ClickHouse, deduplicated
 (FINAL), and prints the count per class and verdict. With --expect N it
 first waits until N decisions are stored: the demo's way of knowing that
-every call was decided.`,
+every call was decided.
+
+With --toctou it lists instead the calls decided in the call path (POST
+/v1/resolve, the gateway: source api or gateway) whose class differs from
+the stream's decision of the same event, newest first, with both
+registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -137,6 +144,9 @@ every call was decided.`,
 				return fmt.Errorf("clickhouse: %w", err)
 			}
 			defer c.Close()
+			if *toctou {
+				return printTOCTOU(ctx, std, c, *analysis, *limit)
+			}
 			deadline := time.Now().Add(*timeout)
 			for {
 				// Polling with FINAL would cost the server a merge of the

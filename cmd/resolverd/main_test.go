@@ -110,6 +110,12 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--clickhouse-password", "x"}, "flag provided but not defined"},
 		{[]string{"--connect-timeout", "0s"}, "--connect-timeout"},
 		{[]string{"--cluster", "two shards"}, "--cluster"},
+		{[]string{"--http-tls-cert", "c.pem"}, "--http-tls-key"},
+		{[]string{"--http-auth-probes"}, "--http-tokens-file"},
+		{[]string{"--http-max-inflight", "0"}, "--http-max-*"},
+		{[]string{"--http-max-inflight-mb", "1", "--http-max-body-kb", "2048"}, "less than one body"},
+		{[]string{"--audit-timeout", "100ms"}, "--audit-timeout"},
+		{[]string{"--audit-topic", "tool-calls"}, "audit topic"},
 	} {
 		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
 		code, _, stderr := runCmd(t, "", args...)

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -20,11 +18,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
-	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/stream"
@@ -81,7 +80,14 @@ log is DIR/clickhouse/log/engine.log), the restart counted in
 toolaudit_engine_restarts_total, and /readyz answers 503 meanwhile.
 
 HTTP (--http): POST /v1/resolve (synchronous decision for enforcement
-points), GET /metrics, /healthz, /readyz.
+points: one call event or an array, with hints; api/openapi.yaml), GET
+/metrics, /healthz, /readyz. Each answered decision is first produced to
+--audit-topic and acknowledged (503 when it cannot be: fail closed); run
+consumes that topic in its group and stores those decisions with source
+api, exactly once. --http-tls-cert/--http-tls-key serve HTTPS;
+--http-tokens-file requires bearer tokens on /v1/*. SIGHUP reloads the
+tokens and the certificate. --decisions-topic also produces every stored
+decision to Kafka.
 
 Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
 Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
@@ -126,8 +132,8 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP listen `address` (empty: no HTTP)")
-	pprofOn := fs.Bool("pprof", false, "serve runtime profiles under /debug/pprof/ on --http")
+	var hf httpFlags
+	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	var ports portFlags
 	ports.register(fs, "embedded-")
@@ -150,6 +156,10 @@ func runCommand(std stdio) *ffcli.Command {
 			if err := ports.validate(); err != nil {
 				return err
 			}
+			if err := hf.validate(); err != nil {
+				return err
+			}
+			sc.AuditTopic = hf.auditTopic
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
 			var lvl slog.Level
@@ -193,7 +203,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
-				cluster: cluster, http: *httpAddr, pprof: *pprofOn, embedded: *embed, ports: ports, migrate: *migrate})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -212,8 +222,7 @@ type daemonArgs struct {
 	kafkaOpts      []kgo.Opt // kafka's, for the start-up check
 	connectTimeout time.Duration
 	cluster        *sink.Cluster // nil: one server
-	http           string
-	pprof          bool
+	http           httpFlags
 	embedded       string
 	ports          portFlags // of the embedded stack
 	migrate        bool
@@ -244,6 +253,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		a.stream.Brokers = st.Brokers
 		a.ch.Addr = []string{st.ClickHouse.Addr()}
 		a.migrate = true
+		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic); err != nil {
+			return err
+		}
 	}
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
@@ -266,13 +278,24 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
 
 	store := registryversions.New()
-	p, err := stream.New(a.stream, store, chSink{ch}, log, reg)
+	a.stream.Suggester = suggest.New()
+	var out stream.Sink = chSink{ch}
+	if a.http.decisionsTopic != "" {
+		dk, err := decisions.NewKafka(decisions.Config{Brokers: a.stream.Brokers, Topic: a.http.decisionsTopic, Opts: a.stream.KafkaOpts}, reg)
+		if err != nil {
+			return err
+		}
+		defer dk.Close()
+		out = stream.Tee(out, dk)
+		log.Info("decisions topic on", "topic", a.http.decisionsTopic)
+	}
+	p, err := stream.New(a.stream, store, out, log, reg)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
-	if a.http != "" {
+	if a.http.addr != "" {
 		ready := func() error {
 			if st != nil {
 				if err := st.Ready(); err != nil {
@@ -284,29 +307,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 			}
 			return nil
 		}
-		h, err := httpapi.New(httpapi.Config{Store: store, Resolver: a.stream.Resolver, Ready: ready,
-			Gatherer: reg, Registerer: reg, Logger: log, Pprof: a.pprof})
-		if err != nil {
+		if err := serveHTTP(gctx, g, log, reg, a, store, ready); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", a.http)
-		if err != nil {
-			return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for no HTTP)", a.http, err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		log.Info("http listening", "addr", ln.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -1,0 +1,47 @@
+// Package audit owns the audit record: one decision taken in the call path
+// (POST /v1/resolve, the MCP gateway), produced to Kafka before the caller
+// is answered, and stored by `resolverd run` as a decision row through the
+// same exactly-once writer as the stream's (the row's source is the
+// record's; the call is not decided again).
+//
+// # The record
+//
+// One JSON object per Kafka record, topic DefaultTopic ("tool-audit"),
+// keyed by the call's session (schema.CallKey):
+//
+//		{"type":"audit","source":"api","action":"enforced",
+//		 "call":{...the call event as received...},
+//		 "decision":{"event_id":"c-1","verdict":"reject","class":"H1",...,
+//		   "suggested_tool":"create_issue","resolver_build":"...",
+//		   "policy_version":"strict","decided_at":"2026-11-29T10:00:05.251Z"}}
+//
+//	  - source: "api" or "gateway" (a record cannot claim "stream" or
+//	    "reanalysis": those rows are the pipeline's own).
+//	  - action: what the host reports it did with the verdict: "enforced",
+//	    "observed", or "" (unknown).
+//	  - call: the call event exactly as received when it is valid JSON in
+//	    valid UTF-8 without surrounding whitespace; otherwise "call_base64",
+//	    its bytes in standard base64,
+//	    so that the row of a MALFORMED call is derived from the very bytes
+//	    that were decided.
+//	  - decision: the decision as answered (schema.Decision.AppendJSON's
+//	    members), plus suggested_tool, resolver_build, policy_version and
+//	    decided_at; its member names and types are those of the decision
+//	    row's columns (schema.Columns). Hints are answered, never stored.
+//
+// Decoding is strict, as for every event from outside: the record must be
+// valid JSON in valid UTF-8; a member repeated at the top level or in the
+// decision is refused (two readers must not see two records); type must
+// be "audit"; source, action, class and verdict must be known values and
+// agree (the verdict is the class's); decided_at is required. Members not
+// listed are ignored (forward compatibility). The call's own members are
+// the call decoder's business: a call that repeats a key is still a valid
+// record, whose decision says MALFORMED.
+//
+// # Producing
+//
+// Producer is what a front end needs: Produce(ctx, records...) returns
+// nil once the broker has acknowledged every record (acks=all), so the
+// front end answers only decisions that are in Kafka and fails closed
+// (HTTP 503) otherwise. Kafka implements it with franz-go.
+package audit

@@ -1,0 +1,45 @@
+// Package suggest tells the caller of a rejected tool call how to correct
+// it (wire contract v1.1, "hints"): for H1 and M1 the valid names of the
+// registry version nearest to the emitted one, qualified server__tool
+// where a pin is needed; for H2 the declared keys nearest to an
+// undeclared one and the required keys missing; for H3 what the schema
+// expects at the failing path (type, enum, range, length, pattern); for
+// M2 and M3 the qualified names to pin. The nearest name of an H1 or M1
+// call is also stored with its decision (schema.Row.SuggestedTool), which
+// tells a near miss from an invention.
+//
+// It is the one home of suggestions: the HTTP API's hints, the stream's
+// suggested_tool and the MCP gateway's errors all come from here.
+//
+// # Names
+//
+// Names are compared after normalisation: case folded; the prefixes
+// "functions.", "default_api.", "mcp__" and "mcp_" and a connected server's
+// "server__" or "server/" dropped; words split at separators (_ - . /
+// space) and camelCase, each made singular (a trailing s, es or ies),
+// and joined without separators. Two names match within an edit distance
+// (insertions, deletions, substitutions and transpositions of adjacent
+// characters, on the normalised forms) of a quarter of the name's
+// length, at least 1 and at most 3, so "create_issues", "CreateIssue" and
+// "functions.create_isue" all find "create_issue", while "wipe_disk"
+// finds nothing in a registry of file tools. At most MaxNames names are
+// returned, nearest first.
+//
+// # Cost
+//
+// Suggestions are computed only for rejected calls, and a storm of them
+// must not cost much more than the calls it rejects. Per registry version
+// an index of its normalised names is built once (kept in an LRU by
+// version id, which is content-addressed); a query scans only the names
+// whose length is within the distance, skips those whose character
+// counts differ by more than the distance allows (an edit changes them by
+// at most one up and one down), and computes the distance in a band of its
+// bound, stopping as soon as a row exceeds it. Answers are kept in an LRU
+// by (version id, pin, name), so a repeated wrong name costs one lookup.
+// Schemas are parsed once per tool digest (another LRU), their property
+// names normalised once; the walk to a failing path follows at most 16
+// schema nodes at a time and 32 $refs, so a recursive or combinatorial
+// schema costs no more. The measured costs are in BenchmarkStorm.
+//
+// A Suggester is safe for concurrent use.
+package suggest

@@ -1,0 +1,177 @@
+package suggest
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/hints.golden.jsonl")
+
+func loadStore(t testing.TB, path string) *registryversions.Store {
+	t.Helper()
+	store := registryversions.New()
+	if _, err := offline.LoadListingsFile(path, store, nil); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// TestHintsGolden decides every call of testdata/calls.jsonl and compares
+// its class and hints with the reviewed golden file.
+func TestHintsGolden(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	s := New()
+	var got bytes.Buffer
+	calls, err := os.ReadFile("testdata/calls.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r resolve.Resolver
+	var dec schema.CallDecoder
+	for _, line := range bytes.Split(bytes.TrimSpace(calls), []byte("\n")) {
+		var c schema.Call
+		var d schema.Decision
+		if !r.Decide(store.Snapshot(), &dec, line, &c, &d) {
+			t.Fatalf("%s: %s", line, d.Reason)
+		}
+		h := s.Hints(store.Snapshot(), &c, &d)
+		b := append([]byte(`{"event_id":`), schema.AppendString(nil, c.EventID)...)
+		b = append(b, `,"class":`...)
+		b = schema.AppendString(b, string(d.Class))
+		b = append(b, `,"hints":`...)
+		b = h.AppendJSON(b)
+		got.Write(append(b, "}\n"...))
+		if (d.Class == schema.H1 || d.Class == schema.M1) && s.Tool(store.Snapshot(), &c, &d) != first(h.Tools) {
+			t.Errorf("%s: Tool %q, Hints %v", c.EventID, s.Tool(store.Snapshot(), &c, &d), h.Tools)
+		}
+	}
+	const golden = "testdata/hints.golden.jsonl"
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, wl := lines(got.String()), lines(string(want))
+	if len(gl) != len(wl) {
+		t.Fatalf("%d hint lines, golden has %d", len(gl), len(wl))
+	}
+	for i := range gl {
+		if gl[i] != wl[i] {
+			t.Errorf("got  %s\nwant %s", gl[i], wl[i])
+		}
+	}
+}
+
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
+}
+
+func lines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"create_issue", "createissue"},
+		{"CreateIssue", "createissue"},
+		{"create-issues", "createissue"},
+		{"createIssues", "createissue"},
+		{"list.branches", "listbranch"},
+		{"get_policies", "getpolici"},
+		{"get_policy", "getpolicy"}, // ies and y differ by one edit: close, not equal
+		{"gas", "gas"},
+		{"address", "address"},
+		{"HTTPServer", "httpserver"},
+		{"getV2Items", "getv2item"},
+		{"", ""},
+		{"___", ""},
+	} {
+		if got := normalize(tc.in); got != tc.want {
+			t.Errorf("normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// osa is the textbook full-matrix optimal string alignment distance, the
+// oracle of within.
+func osa(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			c := d[i-1][j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			c = min(c, d[i-1][j]+1, d[i][j-1]+1)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				c = min(c, d[i-2][j-2]+1)
+			}
+			d[i][j] = c
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// TestWithin checks the banded, early-exit distance against the full one
+// on random strings over a small alphabet (so that distances are small).
+func TestWithin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = "abc"[rng.IntN(3)]
+		}
+		return string(b)
+	}
+	row := make([]int, 3*13)
+	for i := 0; i < 20000; i++ {
+		a, b := word(), word()
+		k := rng.IntN(5)
+		want := osa(a, b)
+		d, ok := within(a, b, k, row)
+		if ok != (want <= k) || (ok && d != want) {
+			t.Fatalf("within(%q, %q, %d) = %d, %v; distance %d", a, b, k, d, ok, want)
+		}
+	}
+}
+
+// TestLongNames: a name far longer than any valid one is not compared.
+func TestLongNames(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	s := New()
+	c := schema.Call{Registry: "single", Tool: strings.Repeat("create_issue", 1000)}
+	c.EmittedAt, _ = schema.ParseTime("2026-02-01T00:00:00Z")
+	d := schema.Decision{Class: schema.H1}
+	if h := s.Hints(store.Snapshot(), &c, &d); !h.Empty() {
+		t.Fatalf("hints %v", h)
+	}
+}
