@@ -12,8 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -37,7 +39,7 @@ type callWork struct {
 	call  schema.Call
 	args  bytes.Buffer
 	event []byte
-	rec   Record
+	rec   audit.Record
 	data  []byte
 }
 
@@ -62,13 +64,13 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	vs := g.store.Snapshot()
 	rec := g.decide(w, s, p.Name, args, vs)
 	d := &rec.Decision
-	var hints Hints
+	var hints suggest.Hints
 	if d.Verdict == schema.Reject && g.opts.Hints != nil {
 		hints = g.opts.Hints.Hints(vs, &w.call, d)
 		if (d.Class == schema.H1 || d.Class == schema.M1) && len(hints.Tools) > 0 {
 			rec.SuggestedTool = hints.Tools[0]
 		}
-		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), hints.Tools)
+		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), w.call.Server, hints.Tools)
 	}
 	if g.opts.Audit != nil {
 		if err := g.opts.Audit.Produce(ctx, rec); err != nil {
@@ -83,7 +85,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	if d.Verdict == schema.Reject {
 		if !g.cfg.Observe || server == "" {
 			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
-			w.data = appendAnswer(w.data[:0], rec, &hints)
+			w.data = rec.AppendAnswer(w.data[:0], &hints)
 			return nil, &jsonrpc.Error{Code: CodeRejected, Message: rejection(d), Data: json.RawMessage(bytes.Clone(w.data))}
 		}
 	}
@@ -109,7 +111,7 @@ func (g *Gateway) putWork(w *callWork) {
 		w.event = nil
 	}
 	w.call = schema.Call{}
-	w.rec = Record{}
+	w.rec = audit.Record{}
 	g.work.Put(w)
 }
 
@@ -130,7 +132,7 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 }
 
 // decide builds the call event and decides it.
-func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *registryversions.Snapshot) *Record {
+func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	c := schema.Call{
 		EventID:   g.ids.next('c'),
 		EmittedAt: g.clock.call(),
@@ -143,7 +145,7 @@ func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *
 	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
 	w.event = schema.AppendCall(w.event[:0], &c, schema.CallArgs{JSON: args})
 	rec := &w.rec
-	*rec = Record{
+	*rec = audit.Record{
 		Source: schema.SourceGateway, Action: g.action, Call: w.event, Key: c.Key(),
 		ResolverBuild: g.opts.ResolverBuild, PolicyVersion: g.policy,
 	}
@@ -170,15 +172,20 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 }
 
 // clientNames turns the names hints give (tool, or server__tool) into
-// the names clients call: qualified with the gateway's separator.
-func (g *Gateway) clientNames(v *registryversions.Version, names []string) []string {
+// the names clients call: qualified with the gateway's separator. A bare
+// name is the pinned server's tool when the call had a pin, else its one
+// provider's.
+func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []string) []string {
 	if v == nil || len(names) == 0 {
 		return names
 	}
+	has := func(srv, tool string) bool { s := v.Server(srv); return s != nil && s.Tool(tool) != nil }
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if srv, t, ok := strings.Cut(n, "__"); ok && v.Server(srv) != nil && v.Server(srv).Tool(t) != nil {
+		if srv, t, ok := strings.Cut(n, "__"); ok && has(srv, t) {
 			n = srv + g.cfg.Separator + t
+		} else if pin != "" && has(pin, n) {
+			n = pin + g.cfg.Separator + n
 		} else if ps := v.Providers(n); len(ps) == 1 {
 			n = ps[0].Server + g.cfg.Separator + n
 		}
@@ -199,36 +206,6 @@ func rejection(d *schema.Decision) string {
 		b.WriteString(d.Path)
 	}
 	return b.String()
-}
-
-// appendAnswer appends the decision as answered: the audited decision
-// plus source, action and hints (as POST /v1/resolve answers it).
-func appendAnswer(b []byte, rec *Record, h *Hints) []byte {
-	b = rec.Decision.AppendJSON(b)
-	b = b[:len(b)-1]
-	b = append(b, `,"suggested_tool":`...)
-	b = schema.AppendString(b, rec.SuggestedTool)
-	b = append(b, `,"resolver_build":`...)
-	b = schema.AppendString(b, rec.ResolverBuild)
-	b = append(b, `,"policy_version":`...)
-	b = schema.AppendString(b, rec.PolicyVersion)
-	b = append(b, `,"decided_at":"`...)
-	b = schema.AppendTime(b, rec.DecidedAt)
-	b = append(b, `","source":`...)
-	b = schema.AppendString(b, string(rec.Source))
-	b = append(b, `,"action":`...)
-	b = schema.AppendString(b, string(rec.Action))
-	b = append(b, `,"hints":`...)
-	hb, _ := json.Marshal(hintsJSON{h.Tools, h.Keys, h.Missing, h.Expected})
-	b = append(b, hb...)
-	return append(b, '}')
-}
-
-type hintsJSON struct {
-	Tools    []string        `json:"tools,omitempty"`
-	Keys     []string        `json:"keys,omitempty"`
-	Missing  []string        `json:"missing,omitempty"`
-	Expected json.RawMessage `json:"expected,omitempty"`
 }
 
 // upstreamError is the error answered when a forwarded call failed: the

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"time"
 
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -25,45 +25,21 @@ func (f PublisherFunc) Publish(ctx context.Context, l *schema.Listing, event []b
 	return f(ctx, l, event)
 }
 
-// Record is one decision the gateway took, as the audit trail records it.
-type Record struct {
-	Source schema.Source
-	Action schema.Action
-	// Call is the call event as decided.
-	Call []byte
-	// Key is the Kafka key: the call's session.
-	Key string
-
-	Decision      schema.Decision
-	SuggestedTool string
-	ResolverBuild string
-	PolicyVersion string
-	DecidedAt     time.Time
-}
-
-// Auditor produces decisions to the audit trail; Produce returns nil
-// only once the broker acknowledged every record.
-type Auditor interface {
-	Produce(ctx context.Context, recs ...*Record) error
-}
-
-// Hints tell a client how to correct a rejected call.
-type Hints struct {
-	Tools    []string
-	Keys     []string
-	Missing  []string
-	Expected json.RawMessage
-}
-
-// Hinter computes the hints of a rejected call.
+// Hinter computes the hints of a rejected call (*suggest.Suggester).
 type Hinter interface {
-	Hints(vs resolve.Versions, c *schema.Call, d *schema.Decision) Hints
+	Hints(vs resolve.Versions, c *schema.Call, d *schema.Decision) suggest.Hints
 }
 
 // Authorizer authenticates a client's HTTP request and names it (the
-// name becomes the agent_id of its calls).
+// name becomes the agent_id of its calls): *bearer.Tokens. Its errors are
+// answered 401, bearer.ErrNoTokens 403.
 type Authorizer interface {
 	Authorize(r *http.Request) (string, error)
 }
+
+var (
+	_ Hinter     = (*suggest.Suggester)(nil)
+	_ Authorizer = (*bearer.Tokens)(nil)
+)
 
 var _ Publisher = PublisherFunc(nil)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/internal/connsec"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -29,12 +30,14 @@ type Options struct {
 	// Listings produces the listing events; nil: they are only applied
 	// to the gateway's own registry (no Kafka).
 	Listings Publisher
-	// Audit records every decision before it is acted on; nil: decisions
-	// are not audited (no Kafka).
-	Audit Auditor
-	// Hints computes the hints of rejections; nil: none.
+	// Audit records every decision before it is acted on (*audit.Kafka);
+	// nil: decisions are not audited (no Kafka).
+	Audit audit.Producer
+	// Hints computes the hints of rejections (*suggest.Suggester); nil:
+	// none.
 	Hints Hinter
-	// Auth authenticates clients; nil: every client is let in.
+	// Auth authenticates clients (*bearer.Tokens); nil: every client is
+	// let in.
 	Auth Authorizer
 	// ResolverBuild stamps every decision (resolver_build).
 	ResolverBuild string

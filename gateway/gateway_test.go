@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,13 +42,15 @@ func TestCalls(t *testing.T) {
 		{name: "no arguments back", tool: "fx__change_schema", args: "", want: "transfer changed"},
 		{name: "fabricated qualified", tool: "fx__wipe_disk", args: `{}`, class: "M1"},
 		{name: "fabricated bare", tool: "wipe_disk", args: `{}`, class: "M1"},
+		{name: "misspelt", tool: "fx__ecoh", args: `{"message":"hi"}`, class: "M1", hint: "fx__echo"},
+		{name: "misspelt bare", tool: "trasnfer", args: `{"to":"a","amount":1}`, class: "M1", hint: "fx__transfer"},
 		{name: "undeclared argument", tool: "fx__echo", args: `{"message":"hi","override":true}`, class: "H2", path: "/override"},
-		{name: "misnamed argument", tool: "web__echo", args: `{"msg":"hi"}`, class: "H2"},
+		{name: "misnamed argument", tool: "web__echo", args: `{"msg":"hi"}`, class: "H2", hint: "message"},
 		{name: "arguments of another tool", tool: "web__echo", args: `{}`, class: "H5"},
-		{name: "wrong type", tool: "fx__add", args: `{"a":"2","b":3}`, class: "H3", path: "/a"},
+		{name: "wrong type", tool: "fx__add", args: `{"a":"2","b":3}`, class: "H3", path: "/a", hint: `"integer"`},
 		{name: "repeated key", tool: "fx__echo", args: `{"message":"a","message":"b"}`, class: "MALFORMED"},
 		{name: "arguments not an object", tool: "fx__echo", args: `["hi"]`, class: "MALFORMED"},
-		{name: "same name on two servers", tool: "echo", args: `{"message":"hi"}`, class: "M2"},
+		{name: "same name on two servers", tool: "echo", args: `{"message":"hi"}`, class: "M2", hint: "web__echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(st.rec.recs())
@@ -91,8 +94,9 @@ func TestCalls(t *testing.T) {
 			if string(rec.Decision.Class) != tc.class {
 				t.Errorf("audited class %s", rec.Decision.Class)
 			}
-			if tc.hint != "" && !strings.Contains(strings.Join(a.Hints.Tools, " "), tc.hint) {
-				t.Errorf("hints %v lack %s", a.Hints.Tools, tc.hint)
+			h := a.Hints
+			if all := strings.Join(slices.Concat(h.Tools, h.Keys, h.Missing), " ") + string(h.Expected); tc.hint != "" && !strings.Contains(all, tc.hint) {
+				t.Errorf("hints %s lack %s", all, tc.hint)
 			}
 		})
 	}

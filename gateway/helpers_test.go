@@ -15,8 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -58,7 +60,7 @@ type recorder struct {
 	mu       sync.Mutex
 	listings []*schema.Listing
 	events   [][]byte
-	records  []Record
+	records  []audit.Record
 	fail     error // returned by Publish and Produce while set
 }
 
@@ -80,7 +82,7 @@ func (r *recorder) Publish(_ context.Context, l *schema.Listing, ev []byte) erro
 	return nil
 }
 
-func (r *recorder) Produce(_ context.Context, recs ...*Record) error {
+func (r *recorder) Produce(_ context.Context, recs ...*audit.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -100,10 +102,10 @@ func (r *recorder) setFail(err error) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) recs() []Record {
+func (r *recorder) recs() []audit.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Record(nil), r.records...)
+	return append([]audit.Record(nil), r.records...)
 }
 
 func (r *recorder) lists() []*schema.Listing {
@@ -133,6 +135,9 @@ func start(t *testing.T, cfg Config, opts Options) *started {
 	}
 	if opts.Audit == nil {
 		opts.Audit = rec
+	}
+	if opts.Hints == nil {
+		opts.Hints = suggest.New()
 	}
 	if opts.Upstream.MinBackoff == 0 {
 		opts.Upstream = fastUpstreams
@@ -261,7 +266,10 @@ type answer struct {
 	SeenDigest     string `json:"seen_digest"`
 	CurrentDigest  string `json:"current_digest"`
 	Hints          struct {
-		Tools []string `json:"tools"`
+		Tools    []string        `json:"tools"`
+		Keys     []string        `json:"keys"`
+		Missing  []string        `json:"missing"`
+		Expected json.RawMessage `json:"expected"`
 	} `json:"hints"`
 }
 

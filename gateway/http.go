@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
 )
 
 // sessionHeader is the Streamable HTTP transport's session header.
@@ -44,10 +47,15 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, err := g.opts.Auth.Authorize(r)
-		if err != nil {
+		switch {
+		case errors.Is(err, bearer.ErrNoTokens):
+			g.m.refused.WithLabelValues("unauthorized").Inc()
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		case err != nil:
 			g.m.refused.WithLabelValues("unauthorized").Inc()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolaudit-gateway"`)
-			writeError(w, http.StatusUnauthorized, err.Error())
+			writeError(w, http.StatusUnauthorized, err.Error()+": send Authorization: Bearer <token>")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), name)))

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,30 +11,22 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
 	"github.com/toolaudit/toolaudit/schema"
 )
-
-// tokens is an Authorizer of fixed tokens.
-type tokens map[string]string
-
-func (tk tokens) Authorize(r *http.Request) (string, error) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return "", errors.New("missing bearer token")
-	}
-	if name, ok := tk[tok]; ok {
-		return name, nil
-	}
-	return "", errors.New("invalid bearer token")
-}
 
 // TestAuth: without a valid token nothing is served; a client's calls
 // carry its name as agent_id; a session cannot be used with another
 // client's token.
 func TestAuth(t *testing.T) {
 	_, url := httpFixture(t, "web")
-	st := start(t, Config{Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}},
-		Options{Auth: tokens{"token-of-alice-0123456789": "alice", "token-of-bob-0123456789": "bob"}})
+	file := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(file, []byte("# the API's tokens file\nalice: token-of-alice-0123456789\nbob: token-of-bob-0123456789\n"), 0o600)
+	tokens, err := bearer.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := start(t, Config{Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{Auth: tokens})
 	for _, h := range []string{"", "Bearer nope", "Basic token-of-alice-0123456789"} {
 		req, _ := http.NewRequest(http.MethodPost, st.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -75,6 +66,20 @@ func TestAuth(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("another client's session: HTTP %d", resp.StatusCode)
+	}
+	// A tokens file without tokens refuses everyone: 403.
+	os.WriteFile(file, []byte("# nobody\n"), 0o600)
+	if err := tokens.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, st.url, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer token-of-alice-0123456789")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("no tokens configured: HTTP %d", resp.StatusCode)
 	}
 }
 

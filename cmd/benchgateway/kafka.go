@@ -2,51 +2,41 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/gateway"
+	"github.com/toolaudit/toolaudit/audit"
 )
 
 const auditTopic = "tool-audit"
 
-// kafkaAudit is an audit trail on an embedded broker: every record
-// produced with acks=all and waited for, as the gateway's audit producer
-// does; the records are deleted as the run goes (nothing consumes them,
-// and the broker keeps them in memory).
-func kafkaAudit() (gateway.Auditor, func(), error) {
+// kafkaAudit is an audit trail on an embedded broker through the
+// gateway's own producer (audit.Kafka: acks=all, waited for before each
+// call is acted on); the records are deleted as the run goes (nothing
+// consumes them, and the broker keeps them in memory).
+func kafkaAudit() (audit.Producer, func(), error) {
 	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, auditTopic))
 	if err != nil {
 		return nil, nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...), kgo.DefaultProduceTopic(auditTopic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	p, err := audit.NewKafka(audit.KafkaConfig{Brokers: k.ListenAddrs(), Topic: auditTopic}, nil, nil)
 	if err != nil {
+		k.Close()
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...))
+	if err != nil {
+		p.Close()
 		k.Close()
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); trim(ctx, cl) }()
-	produce := func(ctx context.Context, recs ...*gateway.Record) error {
-		rs := make([]*kgo.Record, len(recs))
-		for i, r := range recs {
-			v, _ := json.Marshal(r)
-			rs[i] = &kgo.Record{Key: []byte(r.Key), Value: v}
-		}
-		return cl.ProduceSync(ctx, rs...).FirstErr()
-	}
-	return auditorFunc(produce), func() { cancel(); <-done; cl.Close(); k.Close() }, nil
-}
-
-type auditorFunc func(ctx context.Context, recs ...*gateway.Record) error
-
-func (f auditorFunc) Produce(ctx context.Context, recs ...*gateway.Record) error {
-	return f(ctx, recs...)
+	return p, func() { cancel(); <-done; cl.Close(); p.Close(); k.Close() }, nil
 }
 
 // trim deletes the audit records produced so far, twice a second.

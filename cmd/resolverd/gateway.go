@@ -22,8 +22,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway"
+	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
 	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
 
 const gatewayHelp = `Serves an MCP endpoint (Streamable HTTP, at /mcp on --listen) that merges
@@ -51,9 +55,13 @@ unaudited.
 --brokers "" runs without Kafka (no listing events, no audit trail): for
 development only.
 
-Clients authenticate with the bearer tokens of --http-tokens-file, as
-POST /v1/resolve's. /metrics, /healthz and /readyz (200 once every
-upstream has been listed) are open.
+Clients authenticate with the bearer tokens of --http-tokens-file (the
+file of resolverd run's --http-tokens-file: one per line, optional
+"name:" prefix); the token's name is the agent_id of the client's calls,
+and a session is bound to the token that opened it. SIGHUP reloads the
+tokens and the TLS certificate (--http-tls-cert, --http-tls-key).
+/metrics, /healthz and /readyz (200 once every upstream has been listed)
+are open.
 
 The configuration file (YAML or JSON) holds the registry name, the
 separator, the mode (strict or pin-assisted), observe (forward rejected
@@ -68,6 +76,10 @@ type gatewayFlags struct {
 	config, listen, brokers, listingsTopic, logLevel string
 	kafka                                            kafkaconf.Config
 	connectTimeout                                   time.Duration
+	auditTopic                                       string
+	auditTimeout                                     time.Duration
+	tlsCert, tlsKey, tokensFile                      string
+	maxConns                                         int
 	memLimit                                         int64
 	gcPercent                                        int
 }
@@ -82,6 +94,12 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	f.kafka.Register(fs)
 	fs.StringVar(&f.listingsTopic, "listings-topic", "tool-listings", "listings `topic` the upstreams' listings are produced to")
 	fs.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
+	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
+	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the call is refused (at least 1s)")
+	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
+	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
+	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
+	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.Int64Var(&f.memLimit, "memory-limit-mb", 256, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
 	fs.IntVar(&f.gcPercent, "gc-percent", 400, "garbage collection target `percent` (GOGC) unless GOGC is set: the MCP SDK allocates much per message, and collecting less often spares CPU while the memory limit bounds the heap")
@@ -103,8 +121,15 @@ func gatewayCommand(std stdio) *ffcli.Command {
 			if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 				return usageError{fmt.Errorf("bad --log-level: %w", err)}
 			}
-			if f.connectTimeout <= 0 {
+			switch {
+			case f.connectTimeout <= 0:
 				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", f.connectTimeout)}
+			case f.auditTimeout < time.Second:
+				return usageError{fmt.Errorf("--audit-timeout %v: at least 1s", f.auditTimeout)}
+			case (f.tlsCert == "") != (f.tlsKey == ""):
+				return usageError{errors.New("--http-tls-cert and --http-tls-key go together")}
+			case f.maxConns <= 0:
+				return usageError{errors.New("--http-max-conns must be positive")}
 			}
 			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
 			cfg, err := gateway.LoadConfig(f.config)
@@ -131,7 +156,8 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	log.Info("gateway starting", "build", build(), "registry", cfg.Registry, "mode", cfg.Mode, "upstreams", len(cfg.Upstreams), "observe", cfg.Observe)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	opts := gateway.Options{Config: cfg, ResolverBuild: build(), Getenv: os.Getenv, Logger: log, Registerer: reg}
+	opts := gateway.Options{Config: cfg, Hints: suggest.New(), ResolverBuild: build(), Getenv: os.Getenv, Logger: log, Registerer: reg}
+	closeAudit := func() {}
 
 	brokers := splitList(f.brokers)
 	if len(brokers) == 0 {
@@ -149,10 +175,36 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 			return fmt.Errorf("kafka: %w", err)
 		}
 		defer cl.Close()
-		if err := checkTopics(ctx, log, f, cl, f.listingsTopic); err != nil {
+		topics := []string{f.listingsTopic}
+		if f.auditTopic != "" {
+			topics = append(topics, f.auditTopic)
+		}
+		if err := checkTopics(ctx, log, f, cl, topics...); err != nil {
 			return err
 		}
 		opts.Listings = gateway.NewKafkaPublisher(cl, f.listingsTopic)
+		if f.auditTopic != "" {
+			k, err := audit.NewKafka(audit.KafkaConfig{Brokers: brokers, Topic: f.auditTopic, Timeout: f.auditTimeout,
+				MaxRecordBytes: int32(cfg.Limits.MaxRequestBytes + 64<<10), ClientID: "resolverd-gateway-audit", Opts: kopts}, log, reg)
+			if err != nil {
+				return err
+			}
+			closeAudit = k.Close
+			opts.Audit = k
+		} else {
+			log.Warn("no --audit-topic: the gateway acts on decisions that leave no audit trail")
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var tokens *bearer.Tokens
+	if f.tokensFile != "" {
+		var err error
+		if tokens, err = bearer.Load(f.tokensFile, log); err != nil {
+			return usageError{err}
+		}
+		opts.Auth = tokens
+		g.Go(func() error { tokens.Watch(gctx, 2*time.Second); return nil })
+		log.Info("bearer tokens required on /mcp", "file", f.tokensFile, "tokens", tokens.Len())
 	}
 
 	gw, err := gateway.New(opts)
@@ -165,39 +217,32 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, down := gw.Ready()
-		msg := "ready"
-		if len(down) > 0 {
-			msg += "; upstreams not connected now: " + strings.Join(down, ", ")
-		}
-		if !ok {
+		switch {
+		case !ok:
 			w.WriteHeader(http.StatusServiceUnavailable)
-			msg = "not every upstream has been listed yet; not connected: " + strings.Join(down, ", ")
+			fmt.Fprintln(w, "not every upstream has been listed yet; not connected:", strings.Join(down, ", "))
+		case len(down) > 0:
+			fmt.Fprintln(w, "ready; upstreams not connected now:", strings.Join(down, ", "))
+		default:
+			fmt.Fprintln(w, "ready")
 		}
-		fmt.Fprintln(w, msg)
 	})
+	// No read or write timeout: a session's event stream (GET /mcp) stays
+	// open, and net/http would cancel it. Headers are bounded in time,
+	// bodies by limits.max_request_bytes, calls by the upstream timeout,
+	// connections by --http-max-conns.
+	srv, err := httpapi.NewServer(mux, httpapi.ServerConfig{ReadTimeout: -1, WriteTimeout: -1, IdleTimeout: 2 * time.Minute,
+		MaxConns: f.maxConns, TLSCert: f.tlsCert, TLSKey: f.tlsKey}, log, reg)
+	if err != nil {
+		return usageError{err}
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	// No write timeout: a session's event stream (GET /mcp) stays open;
-	// calls are bounded by the upstream timeout, bodies by the limits.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	log.Info("gateway listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
-
-	g, gctx := errgroup.WithContext(ctx)
+	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", srv.TLS())
 	g.Go(func() error { return gw.Run(gctx) })
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	runServer(gctx, g, log, srv, ln, tokens, closeAudit)
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil
