@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/htb"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -30,6 +31,7 @@ import (
 var resolverd string // the binary under test
 
 func TestMain(m *testing.M) {
+	gatewaytest.ServeFixtureIfChild() // the gateway's tests run this binary as an MCP server
 	dir, err := os.MkdirTemp("", "e2e-bin")
 	if err != nil {
 		panic(err)
