@@ -26,9 +26,13 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Run each fuzz target for FUZZTIME (default 60s).
+# Run each fuzz target for FUZZTIME (default 60s). FuzzParse: the strict
+# parser against encoding/json; FuzzCheck: arbitrary listings and calls
+# files through check, for crashes and for time per byte.
 FUZZTIME ?= 60s
 fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./jsontape/
+	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./offline/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCall -fuzztime $(FUZZTIME) ./schema/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeListing -fuzztime $(FUZZTIME) ./schema/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./resolve/

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/valyala/fastjson"
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Risk is the effect tier of a tool, read from its contract.
@@ -127,22 +127,22 @@ func agentFor(r Risk) string {
 
 // checkPreconditions is the contract verifier: it returns the first
 // violated precondition, or "".
-func (c *Contract) checkPreconditions(args *fastjson.Value) string {
+func (c *Contract) checkPreconditions(args jsontape.Value) string {
 	for _, s := range c.Scopes {
 		v := args.Get(s.Arg)
-		if v == nil || v.Type() != fastjson.TypeString {
+		if v.Kind() != jsontape.String {
 			continue
 		}
-		if !strings.HasPrefix(string(v.GetStringBytes()), s.Prefix) {
+		if !strings.HasPrefix(string(v.Str()), s.Prefix) {
 			return "argument " + s.Arg + " is outside the tenant scope " + s.Prefix
 		}
 	}
 	for _, l := range c.Limits {
 		v := args.Get(l.Arg)
-		if v == nil || v.Type() != fastjson.TypeNumber {
+		if v.Kind() != jsontape.Number {
 			continue
 		}
-		if v.GetFloat64() > l.Max {
+		if v.Float64() > l.Max {
 			return "argument " + l.Arg + " exceeds its contract limit"
 		}
 	}

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/valyala/fastjson"
-
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -53,13 +52,13 @@ func (g *gen) fill(kind string, n int, try func() bool) {
 	}
 }
 
-// fv parses arguments for the signature checker.
-func fv(a obj) *fastjson.Value {
-	v, err := fastjson.ParseBytes(mustJSON(a))
-	if err != nil {
+// fv parses arguments for the signature checker (a tape of their own).
+func fv(a obj) jsontape.Value {
+	tp := new(jsontape.Tape)
+	if err := tp.Parse(mustJSON(a)); err != nil {
 		panic(err)
 	}
-	return v
+	return tp.Root()
 }
 
 func accepts(t *toolDef, a obj) bool { return t.Sig.Accepts(fv(a)) }

@@ -304,7 +304,7 @@ func (SchemaValidator) Decide(e *Env, c *schema.Call) Outcome {
 	if err != nil {
 		return blocked("validator", "schema does not compile: "+err.Error())
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.Arguments.MarshalTo(nil)))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.Arguments.Raw()))
 	if err != nil {
 		return blocked("validator", "arguments: "+err.Error())
 	}

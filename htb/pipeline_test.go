@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fastjson"
-
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -170,11 +169,11 @@ func TestNearMiss(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, b []byte) *fastjson.Value {
+func mustParse(t *testing.T, b []byte) jsontape.Value {
 	t.Helper()
-	v, err := fastjson.ParseBytes(b)
-	if err != nil {
+	tp := new(jsontape.Tape)
+	if err := tp.Parse(b); err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return tp.Root()
 }

@@ -8,26 +8,49 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// Defaults of Config.
+// Defaults and limits of Config.
 const (
 	DefaultMaxLine    = 16 << 20 // a longer line is one MALFORMED decision
 	DefaultChunkBytes = 256 << 10
+	// DefaultMaxInFlight bounds the bytes of input in flight: read and
+	// waiting for a worker, being decided, or decided and waiting for
+	// their turn to be written. A chunk larger than it (one long line)
+	// waits until nothing else is in flight.
+	DefaultMaxInFlight = 32 << 20
+	// LongLine is the length above which a line is decided by the one
+	// decoder that all workers share, one line at a time: a line's tape
+	// costs up to 8 bytes per byte (package jsontape), so long lines must
+	// not be decoded on every core at once, and the shared decoder keeps
+	// its tape from one long line to the next instead of leaving garbage.
+	LongLine = 256 << 10
+	// MaxWorkers bounds Workers: the work is CPU-bound, and each worker
+	// holds its buffers (up to 8 bytes per byte of a LongLine).
+	MaxWorkers = 256
 )
 
 // Config of a Check run. Zero fields take the defaults.
 type Config struct {
-	Resolver   resolve.Resolver
-	Workers    int // default runtime.GOMAXPROCS(0)
-	MaxLine    int // default DefaultMaxLine
-	ChunkBytes int // default DefaultChunkBytes
+	Resolver    resolve.Resolver
+	Workers     int   // default runtime.GOMAXPROCS(0); at most MaxWorkers
+	MaxLine     int   // default DefaultMaxLine
+	ChunkBytes  int   // default DefaultChunkBytes
+	MaxInFlight int64 // default DefaultMaxInFlight
+	// ArgsKey, when set, adds "args_hash" to every decision of a decoded
+	// call: the keyed hash of its arguments (schema.ArgsKey), as the
+	// pipeline stores it, so that offline decisions can be joined with
+	// stored ones. Unset, decision lines have no args_hash.
+	ArgsKey *schema.ArgsKey
 }
 
 // Summary counts decisions per class.
@@ -45,6 +68,7 @@ type line struct{ start, end int } // end < 0: the line was too long
 // decisions. Chunks are recycled through a free list, which bounds memory.
 type chunk struct {
 	seq    int
+	cost   int64 // of MaxInFlight, held while the chunk is in flight
 	in     []byte
 	lines  []line
 	out    []byte
@@ -56,9 +80,23 @@ type chunk struct {
 // any other line gets exactly one decision (a line that is not a usable
 // call is MALFORMED). It returns early only when ctx is done, a read fails
 // or out fails.
+//
+// Memory is bounded whatever the input: lines longer than MaxLine are not
+// held, at most MaxInFlight bytes of lines are in flight (plus the line
+// being read), lines longer than LongLine are decoded one at a time by a
+// shared decoder (its tape: up to 8 bytes per byte of MaxLine), and each
+// of at most MaxWorkers workers keeps a decoder sized for LongLine. With
+// the defaults, the heap stays under about 200 MiB plus 6 MiB per worker
+// (the shared tape 128, lines in flight 32, the line being read up to 32;
+// per worker a LongLine's tape and its chunks' buffers). A UTF-8 byte
+// order mark at the start of calls is skipped, as ingest does.
 func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, calls io.Reader, out io.Writer) (Summary, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	cfg.Workers = min(cfg.Workers, MaxWorkers)
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultMaxLine
@@ -70,6 +108,8 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 	defer cancel(nil)
 
 	nChunks := 4 * cfg.Workers
+	budget := semaphore.NewWeighted(cfg.MaxInFlight)
+	long := &longDecoder{}
 	free := make(chan *chunk, nChunks)
 	for range nChunks {
 		free <- &chunk{}
@@ -82,7 +122,9 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := worker{res: cfg.Resolver, snap: snap, maxLine: cfg.MaxLine}
+			w := worker{res: cfg.Resolver, snap: snap, maxLine: cfg.MaxLine, long: long, hash: cfg.ArgsKey != nil}
+			w.own.args = schema.NewArgsSummarizer(cfg.ArgsKey)
+			long.once.Do(func() { long.d.args = schema.NewArgsSummarizer(cfg.ArgsKey) })
 			for c := range work {
 				w.run(c)
 				done <- c
@@ -91,7 +133,7 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 	}
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- read(ctx, cfg, calls, free, work)
+		readErr <- read(ctx, cfg, calls, free, work, budget)
 		close(work)
 		wg.Wait()
 		close(done)
@@ -120,6 +162,13 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 			for i, n := range c.counts {
 				counts[i] += n
 			}
+			budget.Release(c.cost)
+			if cap(c.in) > 4*cfg.ChunkBytes { // a long line's buffer is not kept
+				c.in = nil
+			}
+			if cap(c.out) > 4*cfg.ChunkBytes {
+				c.out = nil
+			}
 			free <- c
 		}
 	}
@@ -135,9 +184,11 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 	return sum, werr
 }
 
-// read splits the input into chunks of whole lines.
-func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work chan<- *chunk) error {
+// read splits the input into chunks of whole lines, each sent to the
+// workers once the budget admits it.
+func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work chan<- *chunk, budget *semaphore.Weighted) error {
 	br := bufio.NewReaderSize(r, 1<<20)
+	SkipBOM(br)
 	seq := 0
 	var c *chunk
 	get := func() bool {
@@ -152,6 +203,10 @@ func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work
 		return true
 	}
 	flush := func() bool {
+		c.cost = min(int64(len(c.in)), cfg.MaxInFlight)
+		if budget.Acquire(ctx, c.cost) != nil {
+			return false
+		}
 		select {
 		case work <- c:
 			c = nil
@@ -175,6 +230,12 @@ func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work
 					tooLong = true
 					c.in = c.in[:start]
 				} else {
+					if len(c.in)+len(frag) > cap(c.in) {
+						// Double: a long line arrives 1 MiB at a time, and
+						// append's growth of large slices (1.25x) would
+						// leave four times the line behind as garbage.
+						c.in = slices.Grow(c.in, max(len(frag), cap(c.in)))
+					}
 					c.in = append(c.in, frag...)
 				}
 			}
@@ -185,7 +246,7 @@ func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work
 		switch {
 		case tooLong:
 			c.lines = append(c.lines, line{start, -1})
-		case len(bytes.TrimSpace(c.in[start:])) > 0:
+		case !blank(c.in[start:]):
 			c.lines = append(c.lines, line{start, len(c.in)})
 		default:
 			c.in = c.in[:start]
@@ -210,9 +271,25 @@ type worker struct {
 	res     resolve.Resolver
 	snap    *registryversions.Snapshot
 	maxLine int
-	dec     schema.CallDecoder
-	call    schema.Call
+	hash    bool // add args_hash
+	own     decider
+	long    *longDecoder
 	d       schema.Decision
+}
+
+// decider is what deciding a line needs: a decoder (its tape), the call
+// and the arguments' summarizer.
+type decider struct {
+	dec  schema.CallDecoder
+	call schema.Call
+	args schema.ArgsSummarizer
+}
+
+// longDecoder decides the lines longer than LongLine, one at a time.
+type longDecoder struct {
+	mu   sync.Mutex
+	once sync.Once
+	d    decider
 }
 
 func (w *worker) run(c *chunk) {
@@ -220,11 +297,53 @@ func (w *worker) run(c *chunk) {
 		if l.end < 0 {
 			w.d.Reset()
 			w.d.Set(schema.Malformed, "line longer than "+strconv.Itoa(w.maxLine)+" bytes")
-		} else {
-			w.res.Decide(w.snap, &w.dec, c.in[l.start:l.end], &w.call, &w.d)
+			c.counts[w.d.Class.Index()]++
+			c.out = append(w.d.AppendJSON(c.out), '\n')
+			continue
 		}
-		c.counts[w.d.Class.Index()]++
-		c.out = w.d.AppendJSON(c.out)
-		c.out = append(c.out, '\n')
+		line := c.in[l.start:l.end]
+		if len(line) <= LongLine {
+			c.out = w.decide(&w.own, line, c)
+			continue
+		}
+		w.long.mu.Lock()
+		c.out = w.decide(&w.long.d, line, c)
+		w.long.mu.Unlock()
+	}
+}
+
+// decide appends the decision line of one call line.
+func (w *worker) decide(x *decider, line []byte, c *chunk) []byte {
+	decoded := w.res.Decide(w.snap, &x.dec, line, &x.call, &w.d)
+	c.counts[w.d.Class.Index()]++
+	out := w.d.AppendJSON(c.out)
+	if w.hash && decoded {
+		// One more member before the closing brace.
+		out = append(out[:len(out)-1], `,"args_hash":`...)
+		out = schema.AppendString(out, x.args.Hash(x.call.Arguments))
+		out = append(out, '}')
+	}
+	return append(out, '\n')
+}
+
+// blank reports whether line holds only JSON whitespace: a line with
+// anything else gets a decision.
+func blank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+var bom = []byte{0xef, 0xbb, 0xbf}
+
+// SkipBOM skips a UTF-8 byte order mark at the start of a file: editors
+// on some systems write one, and ingest accepts it too. Anywhere else it
+// is not JSON.
+func SkipBOM(br *bufio.Reader) {
+	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
+		_, _ = br.Discard(len(bom))
 	}
 }

@@ -248,3 +248,95 @@ func TestPinAssistedMode(t *testing.T) {
 		t.Fatalf("pin-assisted summary %v", sum.ByClass)
 	}
 }
+
+// TestCheckBOMAndLongLines: a byte order mark at the start of the calls
+// and of the listings is skipped; lines longer than LongLine go through
+// the shared decoder and keep their place; with a key, decisions carry
+// the keyed args_hash.
+func TestCheckBOMAndLongLines(t *testing.T) {
+	bom := "\xef\xbb\xbf"
+	listing := `{"type":"listing","event_id":"l1","observed_at":"2026-01-01T00:00:00Z","registry":"r1","server":"","op":"snapshot","tools":[{"name":"t","inputSchema":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}}}}]}`
+	s := registryversions.New()
+	st, err := LoadListings(strings.NewReader(bom+listing+"\n"), s, nil)
+	if err != nil || st.Applied != 1 || st.Bad != 0 {
+		t.Fatalf("LoadListings = %+v, %v", st, err)
+	}
+	long := func(id string, last string) string {
+		return `{"type":"call","event_id":"` + id + `","emitted_at":"2026-06-01T00:00:00Z","registry":"r1","tool":"t","arguments":{"a":[` +
+			strings.Repeat("1,", LongLine/2) + last + `]}}`
+	}
+	short := `{"type":"call","event_id":"s%d","emitted_at":"2026-06-01T00:00:00Z","registry":"r1","tool":"t","arguments":{"a":[1]}}`
+	var in strings.Builder
+	in.WriteString(bom)
+	var want []string
+	for i := range 12 {
+		switch i % 4 {
+		case 1:
+			in.WriteString(long(fmt.Sprintf("l%d", i), "1") + "\n")
+			want = append(want, fmt.Sprintf("OK:l%d", i))
+		case 3:
+			in.WriteString(long(fmt.Sprintf("l%d", i), `"x"`) + "\n")
+			want = append(want, fmt.Sprintf("H3:l%d", i))
+		default:
+			fmt.Fprintf(&in, short+"\n", i)
+			want = append(want, fmt.Sprintf("OK:s%d", i))
+		}
+	}
+	key, err := schema.NewArgsKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := Check(context.Background(), Config{Workers: 3, ChunkBytes: 1000, ArgsKey: key}, s.Snapshot(), strings.NewReader(in.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	ds := decisions(t, out.Bytes())
+	if len(ds) != len(want) {
+		t.Fatalf("%d decisions, want %d", len(ds), len(want))
+	}
+	for i, d := range ds {
+		if got := fmt.Sprintf("%s:%s", d["class"], d["event_id"]); got != want[i] {
+			t.Errorf("decision %d = %s, want %s", i, got, want[i])
+		}
+		if h, _ := d["args_hash"].(string); !strings.HasPrefix(h, "hmac-sha256:"+key.ID()+":") {
+			t.Errorf("decision %d args_hash %q", i, h)
+		}
+	}
+	if ds[0]["args_hash"] != ds[2]["args_hash"] || ds[0]["args_hash"] == ds[1]["args_hash"] {
+		t.Error("args_hash does not follow the arguments")
+	}
+}
+
+// TestCheckBoundsWorkers: an absurd worker count is cut to MaxWorkers
+// instead of starting millions of goroutines.
+func TestCheckBoundsWorkers(t *testing.T) {
+	snap := load(t, corpus("sample", "listings.jsonl"))
+	before := runtime.NumGoroutine()
+	var peak atomic.Int64
+	w := writerFunc(func(p []byte) (int, error) {
+		peak.Store(max(peak.Load(), int64(runtime.NumGoroutine())))
+		return len(p), nil
+	})
+	sum, err := Check(context.Background(), Config{Workers: 3_000_000}, snap, &synthetic{n: 2000}, w)
+	if err != nil || sum.Calls != 2000 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if p := peak.Load(); p > int64(before+MaxWorkers+8) {
+		t.Fatalf("%d goroutines", p)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestLoadListingsLongLine: a listing line longer than DefaultMaxLine is
+// a bad line, not a read of unbounded size.
+func TestLoadListingsLongLine(t *testing.T) {
+	good := `{"type":"listing","event_id":"l1","observed_at":"2026-01-01T00:00:00Z","registry":"r1","tools":[]}`
+	in := good + "\n" + `{"pad":"` + strings.Repeat("x", DefaultMaxLine) + `"}` + "\n" + strings.Replace(good, "l1", "l2", 1)
+	st, err := LoadListings(strings.NewReader(in), registryversions.New(), nil)
+	if err != nil || st.Lines != 3 || st.Applied != 2 || st.Bad != 1 {
+		t.Fatalf("LoadListings = %+v, %v", st, err)
+	}
+}

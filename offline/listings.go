@@ -2,11 +2,11 @@ package offline
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -26,8 +26,10 @@ const loadBatchBytes = 8 << 20
 
 // LoadListings reads JSONL listing events from r and applies them to the
 // store, a batch at a time (the store applies them in event time whatever
-// the order, so batching changes nothing but memory). A bad line is logged
-// with its line number and skipped; an unreadable input is an error.
+// the order, so batching changes nothing but memory). A bad line (not a
+// usable listing, or longer than DefaultMaxLine) is logged with its line
+// number and skipped; an unreadable input is an error. A UTF-8 byte order
+// mark at the start is skipped.
 func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) (LoadStats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -57,11 +59,31 @@ func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) 
 		lines, nums, size = lines[:0], nums[:0], 0
 	}
 	br := bufio.NewReaderSize(r, 1<<20)
+	SkipBOM(br)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+		var line []byte // its own: the batch keeps it until flush
+		tooLong := false
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			if !tooLong && len(line)+len(frag) > DefaultMaxLine {
+				tooLong, line = true, nil
+			}
+			if !tooLong {
+				line = append(line, frag...)
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				break
+			}
+		}
+		if len(line) > 0 || tooLong {
 			st.Lines++
-			if len(bytes.TrimSpace(line)) > 0 {
+			switch {
+			case tooLong:
+				st.Bad++
+				log.Warn("bad listing skipped", "line", st.Lines, "err", "line longer than "+strconv.Itoa(DefaultMaxLine)+" bytes")
+			case !blank(line):
 				lines = append(lines, line)
 				nums = append(nums, st.Lines)
 				if size += len(line); size >= loadBatchBytes {

@@ -1,8 +1,7 @@
 package resolve
 
 import (
-	"github.com/valyala/fastjson"
-
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registryversions"
 )
 
@@ -17,7 +16,7 @@ const smallScan = 32
 // rejected calls costs a few OK calls each, not a check against every
 // tool of a 5,000-tool catalogue; the answer is the exhaustive search's
 // (TestCandidatesDifferential).
-func otherAccepting(v *registryversions.Version, name string, args *fastjson.Value) *registryversions.Tool {
+func otherAccepting(v *registryversions.Version, name string, args jsontape.Value) *registryversions.Tool {
 	all := v.Tools()
 	if len(all) <= smallScan {
 		for _, o := range all {
@@ -43,16 +42,16 @@ func otherAccepting(v *registryversions.Version, name string, args *fastjson.Val
 			}
 		}
 	}
-	obj, _ := args.Object()
 	var closed []int32 // the shortest list of closed tools declaring a key
 	n := 0
-	obj.Visit(func(k []byte, _ *fastjson.Value) {
+	for m := args.Members(); m.Next(); {
+		k := m.Name()
 		if l := x.Declaring(k); n == 0 || len(l) < len(closed) {
 			closed = l
 		}
 		n++
 		try(x.Requiring(k))
-	})
+	}
 	if n == 0 {
 		closed = x.NoneRequired()
 	}

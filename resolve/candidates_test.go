@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fastjson"
-
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 // exhaustive is the H5 search as it was: every other tool of the version.
-func exhaustive(v *registryversions.Version, name string, args *fastjson.Value) *registryversions.Tool {
+func exhaustive(v *registryversions.Version, name string, args jsontape.Value) *registryversions.Tool {
 	for _, o := range v.Tools() {
 		if o.Name != name && o.Sig.Accepts(args) {
 			return o
@@ -71,10 +70,15 @@ func argsFor(rng *rand.Rand, ks []string, wrongType bool) string {
 	vals := []string{`"s"`, `7`, `true`, `1.5`}
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, k := range ks {
-		if i > 0 {
+	seen := map[string]bool{} // a repeated key is MALFORMED before any search
+	for _, k := range ks {
+		if seen[k] {
+			continue
+		}
+		if len(seen) > 0 {
 			b.WriteByte(',')
 		}
+		seen[k] = true
 		var w int
 		fmt.Sscanf(k, "k%d", &w)
 		v := vals[w%len(vals)]
@@ -137,7 +141,7 @@ func TestCandidatesDifferential(t *testing.T) {
 		open bool // open tools without required keys accept nearly anything
 	}{{"mcp", mcp, mcpKeys, false}, {"synthetic", synV, synKeys, true}, {"synthetic-closed", closedV, closedKeys, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var p fastjson.Parser
+			var p jsontape.Tape
 			checked, found := 0, 0
 			all := tc.v.Tools()
 			for i := range all {
@@ -151,10 +155,10 @@ func TestCandidatesDifferential(t *testing.T) {
 					variants = append(variants, argsFor(rng, append(append([]string{}, ks...), o[0]), false))
 				}
 				for _, a := range variants {
-					args, err := p.Parse(a)
-					if err != nil {
+					if err := p.Parse([]byte(a)); err != nil {
 						t.Fatal(err)
 					}
+					args := p.Root()
 					for _, name := range []string{all[i].Name, all[rng.IntN(len(all))].Name, "not-a-tool"} {
 						want, got := exhaustive(tc.v, name, args), otherAccepting(tc.v, name, args)
 						if got != want {
@@ -186,11 +190,11 @@ func toolName(t *registryversions.Tool) string {
 // nothing, like the exhaustive scan it replaces.
 func TestCandidatesDoNotAllocate(t *testing.T) {
 	v := mcpVersion(t)
-	var p fastjson.Parser
-	args, err := p.Parse(`{"owner":"o","repo":"r","override":true}`)
-	if err != nil {
+	var p jsontape.Tape
+	if err := p.Parse([]byte(`{"owner":"o","repo":"r","override":true}`)); err != nil {
 		t.Fatal(err)
 	}
+	args := p.Root()
 	otherAccepting(v, "create_issue", args)
 	if n := testing.AllocsPerRun(100, func() { otherAccepting(v, "create_issue", args) }); n > 0 {
 		t.Fatalf("%.1f allocations per search", n)

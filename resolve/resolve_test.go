@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fastjson"
-
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -84,11 +83,11 @@ func (c call) build(t testing.TB) *schema.Call {
 	if c.args == "" {
 		c.args = `{}`
 	}
-	v, err := fastjson.Parse(c.args)
-	if err != nil {
+	tp := new(jsontape.Tape)
+	if err := tp.Parse([]byte(c.args)); err != nil {
 		t.Fatal(err)
 	}
-	sc.Arguments = v
+	sc.Arguments = tp.Root()
 	return sc
 }
 

@@ -8,6 +8,12 @@
 //
 // Decoding never panics and never guesses: an event that cannot be used is
 // reported as a *MalformedError whose Reason becomes the reason of a
-// MALFORMED decision. The package uses no Kafka or ClickHouse client: it
-// states what the other packages send and store.
+// MALFORMED decision. Every event is parsed once, strictly, by package
+// jsontape: one reading per event (a member name repeated anywhere is
+// MALFORMED, with its JSON pointer), valid UTF-8, at most
+// jsontape.MaxDepth levels, and times within [MinTime, EndTime) (wire
+// contract rules 9 and 10); cost linear in the event.
+//
+// The package uses no Kafka or ClickHouse client: it states what the
+// other packages send and store.
 package schema

@@ -3,7 +3,7 @@ package schema
 import (
 	"time"
 
-	"github.com/valyala/fastjson"
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Class is the first failing check of a decision (spec v1, "Decision").
@@ -105,8 +105,9 @@ type Call struct {
 	Surface   string
 	Tool      string // the name exactly as emitted
 	Server    string // optional pin; "" when absent
-	// Arguments is the emitted argument object (never nil on a decoded call).
-	Arguments  *fastjson.Value
+	// Arguments is the emitted argument object (an Object on a decoded
+	// call), a view of the decoder's tape.
+	Arguments  jsontape.Value
 	SeenDigest string   // optional
 	Visible    []string // optional frontier; nil when absent
 	HasVisible bool     // visible was present (an empty list is a frontier too)

@@ -2,15 +2,16 @@ package schema
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 	"unsafe"
 
-	"github.com/valyala/fastjson"
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Row is one decision as the pipeline stores it (the ClickHouse row of
@@ -96,41 +97,56 @@ func (r *Row) FillCall(c *Call) {
 // with the shape of each value, arrays as the distinct shapes of their
 // items, scalars as their JSON type. {"q":"x","n":[1,2]} gives
 // {"n":["number"],"q":"string"}.
-func ArgsShape(v *fastjson.Value) string {
+func ArgsShape(v jsontape.Value) string {
 	var s ArgsSummarizer
 	return s.Shape(v)
 }
 
-// ArgsHash is "sha256:" and the hex SHA-256 of the arguments' compact JSON
-// (key order as emitted): equal for the same emitted arguments, whatever
-// whitespace the producer used, without storing them.
-func ArgsHash(v *fastjson.Value) string {
+// ArgsHash is the hash of the arguments that an ArgsSummarizer without a
+// key gives: "sha256:" and the hex SHA-256 of their compact JSON.
+func ArgsHash(v jsontape.Value) string {
 	var s ArgsSummarizer
 	return s.Hash(v)
 }
 
-// ArgsSummarizer computes ArgsShape and ArgsHash call after call with
-// reused buffers, and returns one string per distinct shape (the calls of
-// a tool mostly share theirs), so that summarizing a call's arguments
-// allocates only the hash. The zero value is ready to use; it is not safe
-// for concurrent use.
+// ArgsSummarizer computes ArgsShape and the arguments' hash call after
+// call with reused buffers, and returns one string per distinct short
+// shape (the calls of a tool mostly share theirs), so that summarizing a
+// call's arguments allocates only the hash. The zero value hashes without
+// a key; NewArgsSummarizer sets one. It is not safe for concurrent use.
 type ArgsSummarizer struct {
+	key    *ArgsKey
+	mac    hash.Hash // HMAC-SHA-256 under key, made on first use
 	buf    []byte
 	kvs    []shapeKV
+	seen   []string // distinct item shapes of the arrays being described
 	shapes map[string]string
 }
 
+// NewArgsSummarizer returns a summarizer whose hashes are keyed with k;
+// nil k hashes without a key.
+func NewArgsSummarizer(k *ArgsKey) ArgsSummarizer { return ArgsSummarizer{key: k} }
+
 type shapeKV struct {
 	k []byte
-	v *fastjson.Value
+	v jsontape.Value
 }
 
-// maxShapes bounds the shapes remembered; past it they are forgotten.
-const maxShapes = 1 << 14
+// maxShapes bounds the shapes remembered, and maxSharedShape the length of
+// one: past them, a shape costs an allocation per call, and a stream of
+// huge distinct shapes cannot grow the memory.
+const (
+	maxShapes      = 1 << 14
+	maxSharedShape = 1 << 10
+)
 
 // Shape is ArgsShape(v).
-func (s *ArgsSummarizer) Shape(v *fastjson.Value) string {
+func (s *ArgsSummarizer) Shape(v jsontape.Value) string {
 	s.buf = s.appendShape(s.buf[:0], v, 0)
+	defer s.trim()
+	if len(s.buf) > maxSharedShape {
+		return string(s.buf)
+	}
 	if sh, ok := s.shapes[string(s.buf)]; ok {
 		return sh
 	}
@@ -144,29 +160,60 @@ func (s *ArgsSummarizer) Shape(v *fastjson.Value) string {
 	return sh
 }
 
-const hashPrefix = "sha256:"
+// trim drops scratch buffers that large arguments grew.
+func (s *ArgsSummarizer) trim() {
+	if cap(s.buf) > 1<<20 {
+		s.buf = nil
+	}
+	if cap(s.kvs) > 1<<14 {
+		s.kvs = nil
+	}
+	if cap(s.seen) > 1<<14 {
+		s.seen = nil
+	}
+}
 
-// Hash is ArgsHash(v).
-func (s *ArgsSummarizer) Hash(v *fastjson.Value) string {
-	s.buf = v.MarshalTo(s.buf[:0])
-	sum := sha256.Sum256(s.buf)
-	out := make([]byte, len(hashPrefix)+hex.EncodedLen(len(sum)))
-	copy(out, hashPrefix)
-	hex.Encode(out[len(hashPrefix):], sum[:])
+// Hash returns the hash of v's compact JSON (member order, escapes and
+// number spelling as emitted; whitespace removed): equal for the same
+// emitted arguments, whatever the producer's layout, without storing
+// them. Without a key it is "sha256:" and the hex SHA-256; with a key,
+// "hmac-sha256:", the key's ID, ":" and the hex HMAC-SHA-256 (see ArgsKey).
+func (s *ArgsSummarizer) Hash(v jsontape.Value) string {
+	s.buf = v.AppendCompact(s.buf[:0])
+	defer s.trim()
+	var sum [sha256.Size]byte
+	prefix := hashPrefix
+	if s.key == nil {
+		sum = sha256.Sum256(s.buf)
+	} else {
+		if s.mac == nil {
+			s.mac = hmac.New(sha256.New, s.key.secret)
+		}
+		s.mac.Reset()
+		s.mac.Write(s.buf)
+		s.mac.Sum(sum[:0])
+		prefix = s.key.prefix
+	}
+	out := make([]byte, len(prefix)+hex.EncodedLen(len(sum)))
+	copy(out, prefix)
+	hex.Encode(out[len(prefix):], sum[:])
 	return unsafe.String(&out[0], len(out)) // out is never written again
 }
 
-func (s *ArgsSummarizer) appendShape(b []byte, v *fastjson.Value, depth int) []byte {
+const hashPrefix = "sha256:"
+
+func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []byte {
 	if depth > 32 {
 		return append(b, `"…"`...)
 	}
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
+	switch v.Kind() {
+	case jsontape.Object:
 		// This object's keys go on top of s.kvs and come off at the end,
 		// so nested objects share the slice.
 		start := len(s.kvs)
-		o.Visit(func(k []byte, e *fastjson.Value) { s.kvs = append(s.kvs, shapeKV{k, e}) })
+		for m := v.Members(); m.Next(); {
+			s.kvs = append(s.kvs, shapeKV{m.Name(), m.Value()})
+		}
 		mine := s.kvs[start:]
 		slices.SortFunc(mine, func(a, b shapeKV) int { return bytes.Compare(a.k, b.k) })
 		b = append(b, '{')
@@ -181,29 +228,51 @@ func (s *ArgsSummarizer) appendShape(b []byte, v *fastjson.Value, depth int) []b
 		clear(s.kvs[start:])
 		s.kvs = s.kvs[:start]
 		return append(b, '}')
-	case fastjson.TypeArray:
-		arr, _ := v.Array()
-		var seen []string
-		for _, e := range arr {
-			sh := string(s.appendShape(nil, e, depth+1))
-			if !slices.Contains(seen, sh) {
-				seen = append(seen, sh)
+	case jsontape.Array:
+		// Each item's shape is written after b, kept in s.seen when it is
+		// new, and cut off again; then the distinct shapes, sorted.
+		start := len(s.seen)
+		var index map[string]bool // for arrays of many distinct shapes
+		for it := v.Items(); it.Next(); {
+			mark := len(b)
+			b = s.appendShape(b, it.Value(), depth+1)
+			sh := b[mark:]
+			b = b[:mark]
+			if index != nil {
+				if index[string(sh)] {
+					continue
+				}
+			} else if slices.Contains(s.seen[start:], string(sh)) {
+				continue
+			}
+			str := string(sh)
+			s.seen = append(s.seen, str)
+			if index == nil && len(s.seen)-start > 8 {
+				index = make(map[string]bool, 16)
+				for _, x := range s.seen[start:] {
+					index[x] = true
+				}
+			} else if index != nil {
+				index[str] = true
 			}
 		}
-		sort.Strings(seen)
+		mine := s.seen[start:]
+		slices.Sort(mine)
 		b = append(b, '[')
-		for i, sh := range seen {
+		for i, sh := range mine {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, sh...)
 		}
+		clear(s.seen[start:])
+		s.seen = s.seen[:start]
 		return append(b, ']')
-	case fastjson.TypeString:
+	case jsontape.String:
 		return append(b, `"string"`...)
-	case fastjson.TypeNumber:
+	case jsontape.Number:
 		return append(b, `"number"`...)
-	case fastjson.TypeTrue, fastjson.TypeFalse:
+	case jsontape.True, jsontape.False:
 		return append(b, `"boolean"`...)
 	}
 	return append(b, `"null"`...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 func TestDecodeCall(t *testing.T) {
@@ -27,9 +30,22 @@ func TestDecodeCall(t *testing.T) {
 		{"raw only", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments_raw":"{oops"}`, "arguments are not JSON (only arguments_raw)"},
 		{"no arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t"}`, "arguments missing"},
 		{"string arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":"{}"}`, "arguments is not an object"},
-		{"repeated key", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"q":{"a":1,"a~/b":1,"a~/b":2}}}`, "arguments repeat the key /q/a~0~1b"},
-		{"not json", `{"event_id":"c",`, "not valid JSON"},
-		{"NaN", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"a":NaN}}`, "not valid JSON"},
+		{"repeated key", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"q":{"a":1,"a~/b":1,"a~/b":2}}}`, "repeated member name at /arguments/q/a~0~1b"},
+		{"repeated tool", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","tool":"wipe_disk","arguments":{}}`, "repeated member name at /tool"},
+		{"repeated arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"arguments":{"x":1}}`, "repeated member name at /arguments"},
+		{"repeated escaped", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","\u0074ool":"u","arguments":{}}`, "repeated member name at /tool"},
+		{"repeated event_id", `{"event_id":"c","event_id":"d","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, "repeated member name at /event_id"},
+		{"repeated visible", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"visible":["t"],"visible":[]}`, "repeated member name at /visible"},
+		{"not json", `{"event_id":"c",`, "not valid JSON: unexpected end of input at byte 16"},
+		{"NaN", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"a":NaN}}`, "not valid JSON: unexpected character \"N\" at byte 95"},
+		{"invalid UTF-8 id", "{\"event_id\":\"c\xff\",\"emitted_at\":\"2026-12-01T00:00:00Z\",\"registry\":\"r\",\"tool\":\"t\",\"arguments\":{}}", "invalid UTF-8 at byte 14"},
+		{"invalid UTF-8 args", "{\"event_id\":\"c\",\"emitted_at\":\"2026-12-01T00:00:00Z\",\"registry\":\"r\",\"tool\":\"t\",\"arguments\":{\"a\":\"\xfe\"}}", "invalid UTF-8 at byte 96"},
+		{"deep", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}}`, "nesting deeper than 128 levels at byte 221"},
+		{"year 3000", `{"event_id":"c","emitted_at":"3000-01-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, "emitted_at outside the supported range [1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"},
+		{"end of range", `{"event_id":"c","emitted_at":"2262-04-11T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, "emitted_at outside the supported range [1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"},
+		{"last instant", `{"event_id":"c","emitted_at":"2262-04-10T23:59:59.999999999Z","registry":"r","tool":"t","arguments":{}}`, ""},
+		{"year 1899", `{"event_id":"c","emitted_at":"1899-12-31T23:59:59.999Z","registry":"r","tool":"t","arguments":{}}`, "emitted_at outside the supported range [1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"},
+		{"year 1900", `{"event_id":"c","emitted_at":"1900-01-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, ""},
 		{"array", `[]`, "event is not a JSON object"},
 		{"listing", `{"type":"listing","event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, `type is not "call"`},
 		{"blank", "  \n", "empty line"},
@@ -43,7 +59,7 @@ func TestDecodeCall(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Decode: %v", err)
 				}
-				if c.Arguments == nil || c.EventID != "c" || c.Tool != "t" {
+				if c.Arguments.Kind() != jsontape.Object || c.EventID != "c" || c.Tool != "t" {
 					t.Fatalf("decoded %+v", c)
 				}
 				return
@@ -55,7 +71,8 @@ func TestDecodeCall(t *testing.T) {
 			if me.Reason != tt.reason {
 				t.Fatalf("reason = %q, want %q", me.Reason, tt.reason)
 			}
-			if strings.Contains(tt.line, `"event_id":"c"`) && tt.name != "not json" && tt.name != "NaN" && me.EventID != "c" {
+			if strings.Contains(tt.line, `"event_id":"c"`) && tt.name != "repeated event_id" && me.EventID != "c" && !strings.HasPrefix(me.Reason, "not valid JSON") &&
+				!strings.HasPrefix(me.Reason, "invalid UTF-8") && !strings.HasPrefix(me.Reason, "nesting") {
 				t.Fatalf("event id lost: %q", me.EventID)
 			}
 		})
@@ -75,7 +92,7 @@ func TestDecodeCallFields(t *testing.T) {
 	if !c.EmittedAt.Equal(want) || c.Registry != "fleet-a" || c.AgentID != "a-7" || c.Key() != "s-19" ||
 		c.Model != "m" || c.Provider != "bedrock" || c.Surface != "raw_json" || c.Server != "github" ||
 		c.SeenDigest != "sha256:00" || !c.HasVisible || len(c.Visible) != 2 || c.Visible[1] != "search_code" ||
-		string(c.Arguments.GetStringBytes("owner")) != "o" {
+		!c.Arguments.Get("owner").StrIs("o") {
 		t.Fatalf("decoded %+v", c)
 	}
 }
@@ -261,5 +278,38 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(AppendString(nil, s), &got); err != nil || got != s {
 			t.Errorf("AppendString(%q) round trip = %q, %v", s, got, err)
 		}
+	}
+}
+
+// TestDecodeListingRejectsWhole: a listing that can be read two ways, or
+// whose time is out of range, is rejected whole, with a reason saying
+// where (wire contract rules 9 and 10).
+func TestDecodeListingRejectsWhole(t *testing.T) {
+	const head = `{"type":"listing","event_id":"l","observed_at":"2026-12-01T00:00:00Z","registry":"r","server":"s",`
+	tests := []struct{ name, line, reason string }{
+		{"ok", head + `"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{}}]}`, ""},
+		{"repeated top-level", head + `"registry":"r2","tools":[]}`, "repeated member name at /registry"},
+		{"repeated tools", head + `"tools":[],"tools":[{"name":"x","inputSchema":{}}]}`, "repeated member name at /tools"},
+		{"repeated tool member", head + `"tools":[{"name":"a","name":"b","inputSchema":{}}]}`, "repeated member name at /tools/0/name"},
+		{"repeated in inputSchema", head + `"tools":[{"name":"a","inputSchema":{}},{"name":"b","inputSchema":{"type":"object","properties":{"x":{"type":"string","type":"integer"}}}}]}`,
+			"repeated member name at /tools/1/inputSchema/properties/x/type"},
+		{"tool named twice", head + `"tools":[{"name":"a","inputSchema":{}},{"name":"a","inputSchema":{}}]}`, `tools[1]: tool name "a" appears twice`},
+		{"year 3000", `{"event_id":"l","observed_at":"3000-01-01T00:00:00Z","registry":"r","tools":[]}`, "observed_at outside the supported range [1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"},
+		{"invalid UTF-8", head + "\"tools\":[{\"name\":\"a\",\"description\":\"\xff\",\"inputSchema\":{}}]}", "invalid UTF-8 at byte 134"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := DecodeListing([]byte(tt.line))
+			if tt.reason == "" {
+				if err != nil || len(l.Tools) != 2 || string(l.Tools[0].InputSchema) != `{"type":"object"}` {
+					t.Fatalf("DecodeListing = %+v, %v", l, err)
+				}
+				return
+			}
+			var me *MalformedError
+			if !errors.As(err, &me) || me.Reason != tt.reason {
+				t.Fatalf("err = %v, want reason %q", err, tt.reason)
+			}
+		})
 	}
 }

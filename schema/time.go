@@ -75,3 +75,20 @@ func wellFormed(s string) bool {
 func AppendTime(b []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 }
+
+// The supported range of event times (wire contract rule 10): from
+// MinTime up to, not including, EndTime. It is the store's range
+// (DateTime64(3): 1900 to 2299) cut before the end of Go's int64
+// nanoseconds (2262-04-11T23:47:16Z), through which times are compared
+// and sent to the store. An event outside it is MALFORMED with a reason
+// that names the range, never decided against the wrong version.
+var (
+	MinTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	EndTime = time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)
+)
+
+// TimeRange names the supported range in MALFORMED reasons.
+const TimeRange = "[1900-01-01T00:00:00Z, 2262-04-11T00:00:00Z)"
+
+// InTimeRange reports whether t is within the supported range.
+func InTimeRange(t time.Time) bool { return !t.Before(MinTime) && t.Before(EndTime) }

@@ -1,13 +1,13 @@
 package signature
 
 import (
-	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Kind is the outcome of a check.
@@ -43,22 +43,52 @@ var (
 	quietVal = &fail{kind: ValueFail}
 )
 
-// mode is the checking mode: loud failures carry a reason and a path.
-type mode bool
+// walk is the state of one check: its mode (loud failures carry a reason
+// and a path) and the work it may still do.
+//
+// Checking a value against a schema costs, in the worst case, the product
+// of their sizes (an anyOf of many branches over a long array) or more (a
+// recursive $ref with two branches descending into the same data: 2^depth).
+// Every node visited costs a step, and so does every unit of work on a
+// string (32 bytes counted, 4 bytes matched per instruction of a pattern)
+// or on a value compared or hashed (an entry); when the steps run out the
+// check fails (H3, "too costly"), so that no call costs more than a
+// constant times its size: about a second for a megabyte at worst. The
+// budget, budgetBase plus budgetPerByte per byte of the arguments, is far
+// above what real schemas need (a few steps per value, a value taking
+// several bytes).
+type walk struct {
+	quiet bool
+	steps int
+}
 
 const (
-	loud  mode = false
-	quiet mode = true
+	budgetBase    = 1 << 16
+	budgetPerByte = 16
 )
 
-func (m mode) fail(k Kind, reason string) *fail {
-	if m == quiet {
+func newWalk(args jsontape.Value, quiet bool) walk {
+	return walk{quiet: quiet, steps: budgetBase + budgetPerByte*len(args.Raw())}
+}
+
+// tooCostly is the reason of a check that ran out of steps.
+var tooCostly = "arguments too costly to check against this schema (more than " +
+	strconv.Itoa(budgetPerByte) + " steps per byte)"
+
+func (w *walk) fail(k Kind, reason string) *fail {
+	if w.quiet {
 		if k == KeyFail {
 			return quietKey
 		}
 		return quietVal
 	}
 	return &fail{kind: k, reason: reason}
+}
+
+// spend takes n steps and reports whether the budget still holds.
+func (w *walk) spend(n int) bool {
+	w.steps -= n
+	return w.steps >= 0
 }
 
 func (f *fail) quiet() bool { return f == quietKey || f == quietVal }
@@ -85,8 +115,9 @@ func (f *fail) atIndex(i int) *fail {
 }
 
 // Check checks the arguments of a call. It does not allocate when they pass.
-func (s *Signature) Check(args *fastjson.Value) Result {
-	f := check(s.root, args, loud)
+func (s *Signature) Check(args jsontape.Value) Result {
+	w := newWalk(args, false)
+	f := check(s.root, args, &w)
 	if f == nil {
 		return Result{}
 	}
@@ -99,58 +130,64 @@ func (s *Signature) Check(args *fastjson.Value) Result {
 }
 
 // Accepts reports whether the arguments pass.
-func (s *Signature) Accepts(args *fastjson.Value) bool { return check(s.root, args, quiet) == nil }
+func (s *Signature) Accepts(args jsontape.Value) bool {
+	w := newWalk(args, true)
+	return check(s.root, args, &w) == nil
+}
 
-func check(n *node, v *fastjson.Value, m mode) *fail {
+func check(n *node, v jsontape.Value, w *walk) *fail {
+	if !w.spend(1) {
+		return w.fail(ValueFail, tooCostly)
+	}
 	if n.has&(cNever|cRef) != 0 {
 		if n.never {
-			return m.fail(ValueFail, "no value is allowed here")
+			return w.fail(ValueFail, n.why)
 		}
-		if f := check(n.ref, v, m); f != nil {
+		if f := check(n.ref, v, w); f != nil {
 			return f
 		}
 	}
-	t := v.Type()
+	t := v.Kind()
 	if n.types != 0 && !n.types.has(v, t) {
-		if m == quiet {
+		if w.quiet {
 			return quietVal
 		}
-		f := m.fail(ValueFail, "wrong type: want "+n.types.String()+", got "+typeOf(v, t))
+		f := w.fail(ValueFail, "wrong type: want "+n.types.String()+", got "+typeOf(v, t))
 		f.coercible = coercible(n.types, v, t)
 		return f
 	}
-	if n.has&cEnum != 0 && !n.inEnum(v, t) {
-		return m.fail(ValueFail, "value not in enum")
+	if n.has&cEnum != 0 && !n.inEnum(v, t, w) {
+		return w.fail(ValueFail, "value not in enum")
 	}
-	if n.has&cConst != 0 && !equal(v, n.constVal) {
-		return m.fail(ValueFail, "value is not the const")
+	if n.has&cConst != 0 && !(w.spend(v.Size()) && jsontape.Equal(v, n.constVal)) {
+		return w.fail(ValueFail, "value is not the const")
 	}
 	var f *fail
 	switch {
-	case t == fastjson.TypeObject && n.has&cObject != 0:
-		f = n.object(v, m)
-	case t == fastjson.TypeArray && n.has&cArray != 0:
-		f = n.array(v, m)
-	case t == fastjson.TypeString && n.has&cString != 0:
-		f = n.string(v, m)
-	case t == fastjson.TypeNumber && n.has&cNumber != 0:
-		f = n.number(v, m)
+	case t == jsontape.Object && n.has&cObject != 0:
+		f = n.object(v, w)
+	case t == jsontape.Array && n.has&cArray != 0:
+		f = n.array(v, w)
+	case t == jsontape.String && n.has&cString != 0:
+		f = n.string(v, w)
+	case t == jsontape.Number && n.has&cNumber != 0:
+		f = n.number(v, w)
 	}
 	if f != nil && f.kind == KeyFail || n.has&cComb == 0 {
 		return f
 	}
 	// Combinators: a key failure found in them still outranks a value
 	// failure found above.
-	if g := n.combinators(v, m); g != nil && (f == nil || g.kind > f.kind) {
+	if g := n.combinators(v, w); g != nil && (f == nil || g.kind > f.kind) {
 		return g
 	}
 	return f
 }
 
-func (n *node) combinators(v *fastjson.Value, m mode) *fail {
+func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 	var worst *fail
 	for _, s := range n.allOf {
-		if f := check(s, v, m); f != nil {
+		if f := check(s, v, w); f != nil {
 			if f.kind == KeyFail {
 				return f
 			}
@@ -163,104 +200,140 @@ func (n *node) combinators(v *fastjson.Value, m mode) *fail {
 		return worst
 	}
 	if n.anyOf != nil {
-		if f := anyOf(n.anyOf, v, "anyOf", m); f != nil {
-			return f
+		passed, key := branches(n.anyOf, v, w, true)
+		if passed == 0 {
+			return explain(n.anyOf, key, v, "anyOf", w)
 		}
 	}
 	if n.oneOf != nil {
-		passed := 0
-		for _, s := range n.oneOf {
-			if check(s, v, m) == nil {
-				passed++
-			}
-		}
-		switch {
+		switch passed, key := branches(n.oneOf, v, w, false); {
 		case passed == 0:
-			return anyOf(n.oneOf, v, "oneOf", m)
+			return explain(n.oneOf, key, v, "oneOf", w)
 		case passed > 1:
-			return m.fail(ValueFail, "matches more than one branch of oneOf")
+			return w.fail(ValueFail, "matches more than one branch of oneOf")
 		}
 	}
-	if n.not != nil && check(n.not, v, m) == nil {
-		return m.fail(ValueFail, "matches the schema of not")
+	if n.not != nil {
+		f := w.quietly(n.not, v)
+		if w.steps < 0 {
+			return w.fail(ValueFail, tooCostly)
+		}
+		if f == nil {
+			return w.fail(ValueFail, "matches the schema of not")
+		}
 	}
 	return nil
 }
 
-// anyOf passes when a branch passes. When none does, a branch that failed on
-// keys (the value had the branch's type but an undeclared or missing key)
-// explains the failure better than a type mismatch of another branch.
-func anyOf(subs []*node, v *fastjson.Value, kw string, m mode) *fail {
-	var key *fail
-	for _, s := range subs {
-		f := check(s, v, m)
-		if f == nil {
-			return nil
-		}
-		if f.kind == KeyFail && key == nil {
-			key = f
-		}
-	}
-	if key != nil {
-		return key
-	}
-	if m == quiet {
-		return quietVal
-	}
-	return m.fail(ValueFail, "matches no branch of "+kw)
+// quietly checks v against s without building failures: the branches of
+// anyOf, oneOf and not are checked this way, their failures being mostly
+// discarded, and only a branch that explains a failure is checked again,
+// loud (explain).
+func (w *walk) quietly(s *node, v jsontape.Value) *fail {
+	q := w.quiet
+	w.quiet = true
+	f := check(s, v, w)
+	w.quiet = q
+	return f
 }
 
-func (n *node) object(v *fastjson.Value, m mode) *fail {
-	o, _ := v.Object()
-	var val, key *fail
-	var seen uint64 // bit i: props[i] is present and required
-	o.Visit(func(k []byte, e *fastjson.Value) {
-		if key != nil {
-			return
+// branches counts the subs that v passes (stopping at the first when
+// first is set) and returns the index of the first that failed on keys,
+// or -1.
+func branches(subs []*node, v jsontape.Value, w *walk, first bool) (passed, key int) {
+	key = -1
+	for i, s := range subs {
+		f := w.quietly(s, v)
+		if f == nil {
+			passed++
+			if first {
+				return passed, key
+			}
+		} else if f.kind == KeyFail && key < 0 {
+			key = i
 		}
+	}
+	return passed, key
+}
+
+// explain is the failure of a value that passes no branch of subs. A
+// branch that failed on keys (the value had the branch's type but an
+// undeclared or missing key) explains it better than a type mismatch of
+// another branch.
+func explain(subs []*node, key int, v jsontape.Value, kw string, w *walk) *fail {
+	switch {
+	case w.steps < 0:
+		return w.fail(ValueFail, tooCostly)
+	case key >= 0 && w.quiet:
+		return quietKey
+	case key >= 0:
+		return check(subs[key], v, w)
+	case w.quiet:
+		return quietVal
+	}
+	return w.fail(ValueFail, "matches no branch of "+kw)
+}
+
+func (n *node) object(v jsontape.Value, w *walk) *fail {
+	var val *fail
+	nReq := 0 // required names present (an object has no repeated names)
+	for m := v.Members(); m.Next(); {
+		k := m.Name()
 		var p *node
 		if i := n.prop(k); i >= 0 {
 			p = n.props[i].n
-			if n.props[i].req && i < 64 {
-				seen |= 1 << i
+			if n.props[i].req {
+				nReq++
 			}
 		} else {
 			if n.closed {
-				key = m.fail(KeyFail, "undeclared argument").atKey(k)
-				return
+				return w.fail(KeyFail, "undeclared argument").atKey(k)
+			}
+			if n.reqOther != nil && n.reqOther[string(k)] {
+				nReq++
 			}
 			if p = n.addl; p == nil {
-				return // free-form
+				continue // free-form
 			}
 		}
-		if f := check(p, e, m); f != nil {
+		if f := check(p, m.Value(), w); f != nil {
 			f.atKey(k)
 			if f.kind == KeyFail {
-				key = f
-			} else if val == nil {
+				return f
+			}
+			if val == nil {
 				val = f
 			}
 		}
-	})
-	if key != nil {
-		return key
 	}
-	if !n.reqFast || seen != n.reqMask {
-		// Some required key is missing, or not a declared prop: report the
-		// first missing one in "required" order.
-		for _, r := range n.required {
-			if o.Get(r) == nil {
-				return m.fail(KeyFail, "required argument missing").at(r)
-			}
+	if nReq != len(n.required) {
+		if w.quiet {
+			return quietKey
 		}
+		return w.fail(KeyFail, "required argument missing").at(n.missing(v))
 	}
 	if val != nil {
 		return val
 	}
-	if l := o.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
-		return m.fail(ValueFail, "number of properties out of range")
+	if l := v.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
+		return w.fail(ValueFail, "number of properties out of range")
 	}
 	return nil
+}
+
+// missing returns the first required name, in "required" order, that
+// object v lacks (a failure path: it may allocate).
+func (n *node) missing(v jsontape.Value) string {
+	keys := make(map[string]bool, v.Len())
+	for m := v.Members(); m.Next(); {
+		keys[string(m.Name())] = true
+	}
+	for _, r := range n.required {
+		if !keys[r] {
+			return r
+		}
+	}
+	return ""
 }
 
 // prop finds the index in props of a declared key, or -1. Small property
@@ -284,26 +357,27 @@ func (n *node) prop(k []byte) int {
 	return -1
 }
 
-func (n *node) array(v *fastjson.Value, m mode) *fail {
-	arr, _ := v.Array()
-	if len(arr) < n.minItems {
-		return m.fail(ValueFail, "too few items")
+func (n *node) array(v jsontape.Value, w *walk) *fail {
+	l := v.Len()
+	if l < n.minItems {
+		return w.fail(ValueFail, "too few items")
 	}
-	if n.maxItems >= 0 && len(arr) > n.maxItems {
-		return m.fail(ValueFail, "too many items")
+	if n.maxItems >= 0 && l > n.maxItems {
+		return w.fail(ValueFail, "too many items")
 	}
 	var val *fail
-	for i, e := range arr {
+	i := 0
+	for it := v.Items(); it.Next(); i++ {
 		s := n.items
 		if i < len(n.tuple) {
 			s = n.tuple[i]
 		} else if n.tuple != nil && n.items == nil {
-			s = nil // items beyond a tuple are free unless items says otherwise
+			break // items beyond a tuple are free unless items says otherwise
 		}
 		if s == nil {
-			continue
+			break
 		}
-		if f := check(s, e, m); f != nil {
+		if f := check(s, it.Value(), w); f != nil {
 			f.atIndex(i)
 			if f.kind == KeyFail {
 				return f
@@ -317,99 +391,178 @@ func (n *node) array(v *fastjson.Value, m mode) *fail {
 		return val
 	}
 	if n.unique {
-		for i := 1; i < len(arr); i++ {
+		if !w.spend(v.Size()) {
+			return w.fail(ValueFail, tooCostly)
+		}
+		if i := firstRepeat(v); i >= 0 {
+			return w.fail(ValueFail, "items are not unique").atIndex(i)
+		}
+	}
+	return nil
+}
+
+// firstRepeat returns the smallest index of an item of array v equal to
+// an earlier one, or -1. Small arrays are compared pairwise; larger ones
+// by a keyed hash of each item (jsontape.Hash: numbers by value, members
+// in any order): the hashes are sorted, and only items whose hash occurs
+// twice are compared exactly, in order. n log n, where pairwise
+// comparison took 8 minutes of CPU for 200,000 distinct integers.
+func firstRepeat(v jsontape.Value) int {
+	const small = 16
+	if v.Len() <= small {
+		var items [small]jsontape.Value
+		i := 0
+		for it := v.Items(); it.Next(); i++ {
+			items[i] = it.Value()
 			for j := 0; j < i; j++ {
-				if equalValues(arr[i], arr[j]) {
-					return m.fail(ValueFail, "items are not unique").atIndex(i)
+				if jsontape.Equal(items[i], items[j]) {
+					return i
 				}
 			}
 		}
+		return -1
 	}
-	return nil
+	hs := make([]uint64, 0, v.Len())
+	for it := v.Items(); it.Next(); {
+		hs = append(hs, jsontape.Hash(it.Value()))
+	}
+	sorted := slices.Clone(hs)
+	slices.Sort(sorted)
+	var twice map[uint64][]jsontape.Value // hashes seen twice -> the items so far
+	for k := 1; k < len(sorted); k++ {
+		if sorted[k] == sorted[k-1] {
+			if twice == nil {
+				twice = map[uint64][]jsontape.Value{}
+			}
+			twice[sorted[k]] = nil
+		}
+	}
+	if twice == nil {
+		return -1
+	}
+	i := 0
+	for it := v.Items(); it.Next(); i++ {
+		earlier, ok := twice[hs[i]]
+		if !ok {
+			continue
+		}
+		for _, e := range earlier {
+			if jsontape.Equal(it.Value(), e) {
+				return i
+			}
+		}
+		twice[hs[i]] = append(earlier, it.Value())
+	}
+	return -1
 }
 
-func (n *node) string(v *fastjson.Value, m mode) *fail {
+func (n *node) string(v jsontape.Value, w *walk) *fail {
 	if n.minLen == 0 && n.maxLen < 0 && n.pattern == nil {
 		return nil
 	}
-	b := v.GetStringBytes()
+	b := v.Str()
 	if n.minLen > 0 || n.maxLen >= 0 {
+		if !w.spend(len(b)>>5 + 1) {
+			return w.fail(ValueFail, tooCostly)
+		}
 		l := utf8.RuneCount(b)
 		if l < n.minLen {
-			return m.fail(ValueFail, "string shorter than minLength")
+			return w.fail(ValueFail, "string shorter than minLength")
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
-			return m.fail(ValueFail, "string longer than maxLength")
+			return w.fail(ValueFail, "string longer than maxLength")
 		}
 	}
-	if n.pattern != nil && !n.pattern.Match(b) {
-		return m.fail(ValueFail, "string does not match pattern")
+	if n.pattern != nil {
+		// Matching costs up to the program's size per byte.
+		if !w.spend(n.patInsts * (len(b) + 4) / 4) {
+			return w.fail(ValueFail, tooCostly)
+		}
+		if !n.pattern.Match(b) {
+			return w.fail(ValueFail, "string does not match pattern")
+		}
 	}
 	return nil
 }
 
-func (n *node) number(v *fastjson.Value, m mode) *fail {
+func (n *node) number(v jsontape.Value, w *walk) *fail {
 	if !n.hasMin && !n.hasMax && !n.hasExMin && !n.hasExMax && n.multipleOf == 0 {
 		return nil
 	}
-	x := v.GetFloat64()
+	x := v.Float64()
 	switch {
 	case n.hasMin && x < n.min:
-		return m.fail(ValueFail, "below minimum")
+		return w.fail(ValueFail, "below minimum")
 	case n.hasMax && x > n.max:
-		return m.fail(ValueFail, "above maximum")
+		return w.fail(ValueFail, "above maximum")
 	case n.hasExMin && x <= n.exMin:
-		return m.fail(ValueFail, "not above exclusiveMinimum")
+		return w.fail(ValueFail, "not above exclusiveMinimum")
 	case n.hasExMax && x >= n.exMax:
-		return m.fail(ValueFail, "not below exclusiveMaximum")
+		return w.fail(ValueFail, "not below exclusiveMaximum")
 	}
 	if n.multipleOf > 0 {
 		q := x / n.multipleOf
 		if math.IsInf(q, 0) || math.Abs(q-math.Round(q)) > 1e-9*math.Max(1, math.Abs(q)) {
-			return m.fail(ValueFail, "not a multiple of multipleOf")
+			return w.fail(ValueFail, "not a multiple of multipleOf")
 		}
 	}
 	return nil
 }
 
-func (n *node) inEnum(v *fastjson.Value, t fastjson.Type) bool {
-	if n.strEnum != nil {
-		if t != fastjson.TypeString {
+func (n *node) inEnum(v jsontape.Value, t jsontape.Kind, w *walk) bool {
+	e := n.enum
+	if e.values == nil {
+		if t != jsontape.String {
 			return false
 		}
-		b := v.GetStringBytes()
-		for _, s := range n.strEnum {
+		b := v.Str()
+		if e.strSet != nil {
+			_, ok := e.strSet[string(b)]
+			return ok
+		}
+		for _, s := range e.strs {
 			if s == string(b) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, e := range n.enum {
-		if equal(v, e) {
+	if !w.spend(v.Size()) {
+		return false
+	}
+	if e.hashes != nil {
+		for _, i := range e.hashes[jsontape.Hash(v)] {
+			if jsontape.Equal(v, e.values[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range e.values {
+		if jsontape.Equal(v, x) {
 			return true
 		}
 	}
 	return false
 }
 
-func (ts typeSet) has(v *fastjson.Value, t fastjson.Type) bool {
+func (ts typeSet) has(v jsontape.Value, t jsontape.Kind) bool {
 	switch t {
-	case fastjson.TypeNull:
+	case jsontape.Null:
 		return ts&tNull != 0
-	case fastjson.TypeTrue, fastjson.TypeFalse:
+	case jsontape.True, jsontape.False:
 		return ts&tBoolean != 0
-	case fastjson.TypeObject:
+	case jsontape.Object:
 		return ts&tObject != 0
-	case fastjson.TypeArray:
+	case jsontape.Array:
 		return ts&tArray != 0
-	case fastjson.TypeString:
+	case jsontape.String:
 		return ts&tString != 0
-	case fastjson.TypeNumber:
+	case jsontape.Number:
 		if ts&tNumber != 0 {
 			return true
 		}
-		return ts&tInteger != 0 && isInteger(v.GetFloat64())
+		return ts&tInteger != 0 && isInteger(v.Float64())
 	}
 	return false
 }
@@ -431,20 +584,20 @@ func (ts typeSet) String() string {
 	return strings.Join(names, " or ")
 }
 
-func typeOf(v *fastjson.Value, t fastjson.Type) string {
+func typeOf(v jsontape.Value, t jsontape.Kind) string {
 	switch t {
-	case fastjson.TypeNull:
+	case jsontape.Null:
 		return "null"
-	case fastjson.TypeTrue, fastjson.TypeFalse:
+	case jsontape.True, jsontape.False:
 		return "boolean"
-	case fastjson.TypeObject:
+	case jsontape.Object:
 		return "object"
-	case fastjson.TypeArray:
+	case jsontape.Array:
 		return "array"
-	case fastjson.TypeString:
+	case jsontape.String:
 		return "string"
 	}
-	if isInteger(v.GetFloat64()) {
+	if isInteger(v.Float64()) {
 		return "integer"
 	}
 	return "number"
@@ -452,11 +605,11 @@ func typeOf(v *fastjson.Value, t fastjson.Type) string {
 
 // coercible reports whether a lenient host would have converted the value
 // losslessly: "5" for an integer, "true" for a boolean, 5 for a string.
-func coercible(want typeSet, v *fastjson.Value, t fastjson.Type) bool {
+func coercible(want typeSet, v jsontape.Value, t jsontape.Kind) bool {
 	switch t {
-	case fastjson.TypeString:
-		s := string(v.GetStringBytes())
-		if want&(tNumber|tInteger) != 0 {
+	case jsontape.String:
+		s := string(v.Str())
+		if want&(tNumber|tInteger) != 0 && len(s) < 1<<10 {
 			if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 				if want&tNumber != 0 || isInteger(f) {
 					return true
@@ -464,88 +617,8 @@ func coercible(want typeSet, v *fastjson.Value, t fastjson.Type) bool {
 			}
 		}
 		return want&tBoolean != 0 && (s == "true" || s == "false")
-	case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
+	case jsontape.Number, jsontape.True, jsontape.False:
 		return want&tString != 0
 	}
 	return false
-}
-
-// equal compares a parsed value with a schema constant (decoded with
-// UseNumber) under JSON Schema equality: numbers by value.
-func equal(v *fastjson.Value, c any) bool {
-	switch c := c.(type) {
-	case nil:
-		return v.Type() == fastjson.TypeNull
-	case bool:
-		return (c && v.Type() == fastjson.TypeTrue) || (!c && v.Type() == fastjson.TypeFalse)
-	case string:
-		return v.Type() == fastjson.TypeString && string(v.GetStringBytes()) == c
-	case json.Number:
-		f, err := c.Float64()
-		return err == nil && v.Type() == fastjson.TypeNumber && v.GetFloat64() == f
-	case []any:
-		arr, err := v.Array()
-		if err != nil || len(arr) != len(c) {
-			return false
-		}
-		for i := range arr {
-			if !equal(arr[i], c[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		o, err := v.Object()
-		if err != nil || o.Len() != len(c) {
-			return false
-		}
-		ok := true
-		o.Visit(func(k []byte, e *fastjson.Value) {
-			want, found := c[string(k)]
-			ok = ok && found && equal(e, want)
-		})
-		return ok
-	}
-	return false
-}
-
-// equalValues compares two parsed values under JSON Schema equality.
-func equalValues(a, b *fastjson.Value) bool {
-	ta, tb := a.Type(), b.Type()
-	if ta != tb {
-		return false
-	}
-	switch ta {
-	case fastjson.TypeString:
-		return string(a.GetStringBytes()) == string(b.GetStringBytes())
-	case fastjson.TypeNumber:
-		return a.GetFloat64() == b.GetFloat64()
-	case fastjson.TypeArray:
-		x, _ := a.Array()
-		y, _ := b.Array()
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalValues(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case fastjson.TypeObject:
-		x, _ := a.Object()
-		y, _ := b.Object()
-		if x.Len() != y.Len() {
-			return false
-		}
-		ok := true
-		x.Visit(func(k []byte, e *fastjson.Value) {
-			if ok {
-				f := y.Get(string(k))
-				ok = f != nil && equalValues(e, f)
-			}
-		})
-		return ok
-	}
-	return true // null, true, false: same type is same value
 }

@@ -2,15 +2,17 @@ package signature
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Signature is a compiled inputSchema. It is immutable and safe for
@@ -18,11 +20,13 @@ import (
 type Signature struct {
 	root        *node
 	unsupported []Unsupported
-	schema      []byte // the inputSchema compiled, for Schema
+	schema      []byte         // the inputSchema compiled, for Schema
+	values      *jsontape.Tape // the enum and const values, copied out of the schema
 }
 
 // Unsupported is a keyword of the schema that the checker does not enforce,
-// or a keyword whose value is not valid JSON Schema.
+// a keyword whose value is not valid JSON Schema, or a part of the schema
+// that matches no value for a reason worth reporting (a $ref cycle).
 type Unsupported struct {
 	Path    string // JSON pointer into the schema
 	Keyword string
@@ -34,7 +38,8 @@ func (u Unsupported) String() string {
 }
 
 // Unsupported lists what the checker ignores in this schema; empty for the
-// schemas of every real manifest in the corpus.
+// schemas of every real manifest in the corpus. At most maxReports entries
+// are listed, the last one saying how many more there were.
 func (s *Signature) Unsupported() []Unsupported { return s.unsupported }
 
 // ErrSchema is returned by Compile for a schema it cannot use at all.
@@ -93,17 +98,18 @@ const (
 type node struct {
 	has   checks
 	types typeSet // 0: any type
-	never bool    // the false schema
+	never bool    // the false schema, or a node of a $ref cycle
+	why   string  // why never: the failure's reason
 
 	// objects
 	props     []prop         // sorted by name; nil when "properties" is absent
 	propIndex map[string]int // name -> index in props
-	required  []string
-	// reqMask has bit i set for each required props[i]; reqFast says that
-	// every required key is one of the first 64 props, so that an object
-	// has them all exactly when the keys it has set every bit of reqMask.
-	reqMask    uint64
-	reqFast    bool
+	// required lists the distinct required names in schema order; nReq
+	// counts them. Those that are props are flagged (prop.req); the others
+	// are in reqOther, so that an object's keys are counted against
+	// required in one pass (an object has no repeated names).
+	required   []string
+	reqOther   map[string]bool
 	closed     bool  // undeclared keys fail (H2)
 	addl       *node // schema for undeclared keys when open with a schema
 	minProps   int
@@ -120,6 +126,7 @@ type node struct {
 	// strings
 	minLen, maxLen int // maxLen -1: none
 	pattern        *regexp.Regexp
+	patInsts       int // the pattern's program size: matching costs up to this per byte
 
 	// numbers
 	min, max, exMin, exMax             float64
@@ -127,15 +134,21 @@ type node struct {
 	multipleOf                         float64
 
 	// values
-	enum     []any // decoded with UseNumber
-	strEnum  []string
-	hasEnum  bool
-	constVal any
+	enum     *enumSpec // nil: no enum
+	constVal jsontape.Value
 	hasConst bool
 
 	anyOf, oneOf, allOf []*node
 	not                 *node
 	ref                 *node
+}
+
+// enumSpec is a compiled enum, apart from the node: few nodes have one.
+type enumSpec struct {
+	values []jsontape.Value    // nil when all are strings
+	hashes map[uint64][]int32  // large enums: jsontape.Hash -> indices in values
+	strs   []string            // the values when all are strings
+	strSet map[string]struct{} // large string enums
 }
 
 // unsupportedKeywords are JSON Schema validation keywords this checker does
@@ -149,23 +162,45 @@ var unsupportedKeywords = map[string]bool{
 	"$recursiveAnchor": true, "nullable": true,
 }
 
+// Limits of Compile.
+const (
+	// maxReports bounds the Unsupported entries of one schema: a hostile
+	// schema can hold an unsupported keyword in every node.
+	maxReports = 64
+	// maxPatternInsts bounds a pattern's program: matching costs up to
+	// its size per byte of the string, and a 14-byte pattern can compile
+	// to 400 instructions ((?s).*a.{400}c). Larger ones are reported and
+	// not enforced.
+	maxPatternInsts = 1000
+	// smallEnum is the largest enum scanned; larger ones are looked up in
+	// a hash table.
+	smallEnum = 8
+)
+
 // Compile compiles an inputSchema (a JSON object). It fails only when the
-// schema is not a JSON object; problems inside it are reported by
-// Unsupported and the offending keyword is ignored.
+// schema is not a JSON object (or not JSON); problems inside it are
+// reported by Unsupported and the offending keyword is ignored.
+//
+// Compiling costs time and memory linear in the schema, whatever its
+// shape: a large object is indexed once when $ref pointers look into it,
+// paths of reports are spelled only for the reported ones.
 func Compile(schema []byte) (*Signature, error) {
-	d := json.NewDecoder(bytes.NewReader(schema))
-	d.UseNumber()
-	var doc any
-	if err := d.Decode(&doc); err != nil {
+	tape := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(tape) // the signature keeps copies of what it needs (copyValues)
+	if err := tape.Parse(schema); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
 	}
-	m, ok := doc.(map[string]any)
-	if !ok {
+	root := tape.Root()
+	if root.Kind() != jsontape.Object {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrSchema)
 	}
-	c := &compiler{doc: m, refs: map[string]*node{}}
-	s := &Signature{root: c.node(m, "", true), schema: bytes.Clone(schema)}
-	s.unsupported = c.unsupported
+	c := &compiler{doc: root, refs: map[string]*node{}, index: map[jsontape.Value]*objIndex{}, at: map[*node]*seg{}}
+	s := &Signature{root: c.alloc(nil)}
+	c.compile(s.root, root, nil, true)
+	c.cycles()
+	s.unsupported = c.reports()
+	s.values = c.copyValues()
+	s.schema = bytes.Clone(schema)
 	return s, nil
 }
 
@@ -176,58 +211,156 @@ func Compile(schema []byte) (*Signature, error) {
 // schema's wording.
 func (s *Signature) Schema() []byte { return s.schema }
 
+// tapes are the parse buffers of Compile, which goroutines call
+// concurrently.
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
+
+// seg is one token of a JSON pointer into the schema, linked to its
+// parent: a node's path costs one seg, and a path is spelled only when
+// it is reported.
+type seg struct {
+	parent *seg
+	tok    string
+	raw    bool // tok is already an escaped pointer ("/$defs/a")
+}
+
+func (s *seg) child(tok string) *seg { return &seg{parent: s, tok: tok} }
+
+func (s *seg) String() string {
+	var toks []*seg
+	for ; s != nil; s = s.parent {
+		toks = append(toks, s)
+	}
+	var b strings.Builder
+	for i := len(toks) - 1; i >= 0; i-- {
+		if toks[i].raw {
+			b.WriteString(toks[i].tok)
+			continue
+		}
+		b.WriteByte('/')
+		b.WriteString(escape(toks[i].tok))
+	}
+	return b.String()
+}
+
+type report struct {
+	at      *seg
+	keyword string
+	why     string
+}
+
 type compiler struct {
-	slab        []node // nodes are carved from slabs: a schema's nodes sit together in memory
-	doc         map[string]any
-	refs        map[string]*node
-	unsupported []Unsupported
+	slab     []node // nodes are carved from slabs: a schema's nodes sit together in memory
+	all      []*node
+	at       map[*node]*seg
+	doc      jsontape.Value
+	refs     map[string]*node
+	index    map[jsontape.Value]*objIndex
+	reported []report
+	nReports int
+	kept     []*jsontape.Value // enum and const values, to copy out of the schema's tape
+}
+
+// copyValues moves the enum and const values to a tape of their own, so
+// that a compiled signature holds those values, not the whole schema's
+// tape (16 bytes per value of the schema).
+func (c *compiler) copyValues() *jsontape.Tape {
+	if len(c.kept) == 0 {
+		return nil
+	}
+	var buf []byte
+	buf = append(buf, '[')
+	for i, v := range c.kept {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = v.AppendCompact(buf)
+	}
+	buf = append(buf, ']')
+	t := new(jsontape.Tape)
+	if err := t.Parse(buf); err != nil {
+		panic("signature: enum and const values do not parse again: " + err.Error()) // they parsed once
+	}
+	it := t.Root().Items()
+	for _, v := range c.kept {
+		it.Next()
+		*v = it.Value()
+	}
+	return t
 }
 
 // alloc returns a new node with "no constraint" bounds. Slabs are never
 // grown in place, so earlier nodes keep their addresses.
-func (c *compiler) alloc() *node {
+func (c *compiler) alloc(at *seg) *node {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]node, 0, 16)
 	}
 	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1})
-	return &c.slab[len(c.slab)-1]
-}
-
-func (c *compiler) report(path, kw, why string) {
-	c.unsupported = append(c.unsupported, Unsupported{Path: path, Keyword: kw, Why: why})
-}
-
-// node compiles schema s found at JSON pointer path. root marks the
-// top-level inputSchema, which is closed even without properties.
-func (c *compiler) node(s any, path string, root bool) *node {
-	n := c.alloc()
-	switch v := s.(type) {
-	case bool:
-		n.never = !v
-		if root && v {
-			n.closed = true // closed-world: the top level never takes unknown keys
-		}
-	case map[string]any:
-		c.fill(n, v, path, root)
-	default:
-		c.report(path, "", "schema is neither an object nor a boolean")
-	}
-	n.markRequired()
-	n.has = n.summarize()
+	n := &c.slab[len(c.slab)-1]
+	c.all = append(c.all, n)
+	c.at[n] = at
 	return n
 }
 
-// markRequired flags the required props and sets reqMask and reqFast.
+func (c *compiler) report(at *seg, kw, why string) {
+	c.nReports++
+	if len(c.reported) < maxReports {
+		c.reported = append(c.reported, report{at, kw, why})
+	}
+}
+
+func (c *compiler) reports() []Unsupported {
+	if c.nReports == 0 {
+		return nil
+	}
+	out := make([]Unsupported, 0, len(c.reported)+1)
+	for _, r := range c.reported {
+		out = append(out, Unsupported{Path: r.at.String(), Keyword: r.keyword, Why: r.why})
+	}
+	if more := c.nReports - len(c.reported); more > 0 {
+		out = append(out, Unsupported{Keyword: "…", Why: strconv.Itoa(more) + " more not listed"})
+	}
+	return out
+}
+
+// node compiles the schema s found at at into a new node.
+func (c *compiler) node(s jsontape.Value, at *seg) *node {
+	n := c.alloc(at)
+	c.compile(n, s, at, false)
+	return n
+}
+
+// compile compiles s into n. root marks the top-level inputSchema, which
+// is closed even without properties.
+func (c *compiler) compile(n *node, s jsontape.Value, at *seg, root bool) {
+	switch s.Kind() {
+	case jsontape.True:
+		if root {
+			n.closed = true // closed-world: the top level never takes unknown keys
+		}
+	case jsontape.False:
+		n.never, n.why = true, "no value is allowed here"
+	case jsontape.Object:
+		c.fill(n, s, at, root)
+	default:
+		c.report(at, "", "schema is neither an object nor a boolean")
+	}
+	n.markRequired()
+	n.has = n.summarize()
+}
+
+// markRequired flags the required props and puts the other required
+// names in reqOther.
 func (n *node) markRequired() {
-	n.reqFast = true
 	for _, r := range n.required {
-		i, ok := n.propIndex[r]
-		if !ok || i >= 64 {
-			n.reqFast = false // undeclared or far: checked by name
+		if i, ok := n.propIndex[r]; ok {
+			n.props[i].req = true
 			continue
 		}
-		n.props[i].req = true
-		n.reqMask |= 1 << i
+		if n.reqOther == nil {
+			n.reqOther = map[string]bool{}
+		}
+		n.reqOther[r] = true
 	}
 }
 
@@ -240,7 +373,7 @@ func (n *node) summarize() checks {
 	}
 	set(cNever, n.never)
 	set(cRef, n.ref != nil)
-	set(cEnum, n.hasEnum)
+	set(cEnum, n.enum != nil)
 	set(cConst, n.hasConst)
 	set(cObject, n.props != nil || n.closed || n.addl != nil || n.required != nil || n.minProps > 0 || n.maxProps >= 0)
 	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique)
@@ -250,163 +383,152 @@ func (n *node) summarize() checks {
 	return h
 }
 
-func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
-	keys := slices.Sorted(maps.Keys(m)) // deterministic reports
-	addlSet := false
-	addlOpen := false
-	for _, k := range keys {
-		v := m[k]
-		kp := path + "/" + escape(k)
+type member struct {
+	name string
+	v    jsontape.Value
+}
+
+// sortedMembers returns the members of object o sorted by name: reports
+// and props come out in a deterministic order.
+func sortedMembers(o jsontape.Value) []member {
+	ms := make([]member, 0, o.Len())
+	for m := o.Members(); m.Next(); {
+		ms = append(ms, member{string(m.Name()), m.Value()})
+	}
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	return ms
+}
+
+func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
+	addl := m.Get("additionalProperties")
+	for _, kv := range sortedMembers(m) {
+		k, v := kv.name, kv.v
 		switch k {
 		case "type":
-			n.types = c.types(v, path)
+			n.types = c.types(v, at)
 		case "properties":
-			pm, ok := v.(map[string]any)
-			if !ok {
-				c.report(path, k, "not an object")
+			if v.Kind() != jsontape.Object {
+				c.report(at, k, "not an object")
 				continue
 			}
+			kp := at.child(k)
+			pm := sortedMembers(v)
 			n.hasObjKeys = true
 			n.props = make([]prop, 0, len(pm))
 			n.propIndex = make(map[string]int, len(pm))
-			names := slices.Sorted(maps.Keys(pm)) // deterministic reports
 			// The names are packed in one string, so that looking a key up
 			// reads adjacent memory.
-			packed := strings.Join(names, "")
+			var b strings.Builder
+			for _, p := range pm {
+				b.WriteString(p.name)
+			}
+			packed := b.String()
 			off := 0
-			for _, name := range names {
-				pn := c.node(pm[name], kp+"/"+escape(name), false)
-				n.propIndex[name] = len(n.props)
-				n.props = append(n.props, prop{tagOf(name), packed[off : off+len(name)], pn, false})
-				off += len(name)
+			for _, p := range pm {
+				pn := c.node(p.v, kp.child(p.name))
+				n.propIndex[p.name] = len(n.props)
+				n.props = append(n.props, prop{tagOf(p.name), packed[off : off+len(p.name)], pn, false})
+				off += len(p.name)
 			}
 		case "required":
-			arr, ok := v.([]any)
-			if !ok {
-				c.report(path, k, "not an array")
+			if v.Kind() != jsontape.Array {
+				c.report(at, k, "not an array")
 				continue
 			}
-			for _, e := range arr {
-				s, ok := e.(string)
-				if !ok {
-					c.report(path, k, "an entry is not a string")
+			seen := map[string]bool{}
+			for it := v.Items(); it.Next(); {
+				e := it.Value()
+				if e.Kind() != jsontape.String {
+					c.report(at, k, "an entry is not a string")
 					continue
 				}
-				n.required = append(n.required, s)
+				if s := string(e.Str()); !seen[s] {
+					seen[s] = true
+					n.required = append(n.required, s)
+				}
 			}
 		case "additionalProperties":
-			addlSet = true
-			switch a := v.(type) {
-			case bool:
-				addlOpen = a
-			case map[string]any:
-				addlOpen = true
-				n.addl = c.node(a, kp, false)
+			switch v.Kind() {
+			case jsontape.True, jsontape.False:
+			case jsontape.Object:
+				n.addl = c.node(v, at.child(k))
 			default:
-				c.report(path, k, "neither a boolean nor a schema")
+				c.report(at, k, "neither a boolean nor a schema")
 			}
 		case "minProperties":
-			n.minProps = c.count(v, path, k, 0)
+			n.minProps = c.count(v, at, k, 0)
 		case "maxProperties":
-			n.maxProps = c.count(v, path, k, -1)
+			n.maxProps = c.count(v, at, k, -1)
 		case "items":
-			switch it := v.(type) {
-			case []any: // draft 4 to 2019-09 tuple form
-				for i, e := range it {
-					n.tuple = append(n.tuple, c.node(e, kp+"/"+strconv.Itoa(i), false))
-				}
-			default:
-				n.items = c.node(it, kp, false)
+			if v.Kind() == jsontape.Array { // draft 4 to 2019-09 tuple form
+				n.tuple = c.nodes(v, at.child(k))
+				continue
 			}
+			n.items = c.node(v, at.child(k))
 		case "prefixItems":
-			it, ok := v.([]any)
-			if !ok {
-				c.report(path, k, "not an array")
+			if v.Kind() != jsontape.Array {
+				c.report(at, k, "not an array")
 				continue
 			}
-			for i, e := range it {
-				n.tuple = append(n.tuple, c.node(e, kp+"/"+strconv.Itoa(i), false))
-			}
+			n.tuple = c.nodes(v, at.child(k))
 		case "minItems":
-			n.minItems = c.count(v, path, k, 0)
+			n.minItems = c.count(v, at, k, 0)
 		case "maxItems":
-			n.maxItems = c.count(v, path, k, -1)
+			n.maxItems = c.count(v, at, k, -1)
 		case "uniqueItems":
-			b, ok := v.(bool)
-			if !ok {
-				c.report(path, k, "not a boolean")
+			switch v.Kind() {
+			case jsontape.True:
+				n.unique = true
+			case jsontape.False:
+			default:
+				c.report(at, k, "not a boolean")
 			}
-			n.unique = b
 		case "minLength":
-			n.minLen = c.count(v, path, k, 0)
+			n.minLen = c.count(v, at, k, 0)
 		case "maxLength":
-			n.maxLen = c.count(v, path, k, -1)
+			n.maxLen = c.count(v, at, k, -1)
 		case "pattern":
-			s, ok := v.(string)
-			if !ok {
-				c.report(path, k, "not a string")
-				continue
-			}
-			re, err := regexp.Compile(s)
-			if err != nil {
-				// ECMA-262 features RE2 lacks (lookaround, backreferences).
-				c.report(path, k, "not an RE2 regular expression: "+err.Error())
-				continue
-			}
-			n.pattern = re
+			c.pattern(n, v, at)
 		case "minimum":
-			n.min, n.hasMin = c.number(v, path, k)
+			n.min, n.hasMin = c.number(v, at, k)
 		case "maximum":
-			n.max, n.hasMax = c.number(v, path, k)
+			n.max, n.hasMax = c.number(v, at, k)
 		case "exclusiveMinimum":
-			if b, ok := v.(bool); ok { // draft 4: a modifier of minimum
-				if b {
-					n.exMin, n.hasExMin = numberOf(m["minimum"])
+			if b := v.Kind(); b == jsontape.True || b == jsontape.False { // draft 4: a modifier of minimum
+				if b == jsontape.True {
+					n.exMin, n.hasExMin = numberOf(m.Get("minimum"))
 				}
 				continue
 			}
-			n.exMin, n.hasExMin = c.number(v, path, k)
+			n.exMin, n.hasExMin = c.number(v, at, k)
 		case "exclusiveMaximum":
-			if b, ok := v.(bool); ok {
-				if b {
-					n.exMax, n.hasExMax = numberOf(m["maximum"])
+			if b := v.Kind(); b == jsontape.True || b == jsontape.False {
+				if b == jsontape.True {
+					n.exMax, n.hasExMax = numberOf(m.Get("maximum"))
 				}
 				continue
 			}
-			n.exMax, n.hasExMax = c.number(v, path, k)
+			n.exMax, n.hasExMax = c.number(v, at, k)
 		case "multipleOf":
-			f, ok := c.number(v, path, k)
+			f, ok := c.number(v, at, k)
 			if ok && f > 0 {
 				n.multipleOf = f
 			}
 		case "enum":
-			arr, ok := v.([]any)
-			if !ok {
-				c.report(path, k, "not an array")
+			if v.Kind() != jsontape.Array {
+				c.report(at, k, "not an array")
 				continue
 			}
-			n.hasEnum, n.enum = true, arr
-			n.strEnum = make([]string, 0, len(arr))
-			for _, e := range arr {
-				if s, ok := e.(string); ok {
-					n.strEnum = append(n.strEnum, s)
-				} else {
-					n.strEnum = nil
-					break
-				}
-			}
+			c.enum(n, v)
 		case "const":
 			n.hasConst, n.constVal = true, v
+			c.kept = append(c.kept, &n.constVal)
 		case "anyOf", "oneOf", "allOf":
-			arr, ok := v.([]any)
-			if !ok || len(arr) == 0 {
-				c.report(path, k, "not a non-empty array")
+			if v.Kind() != jsontape.Array || v.Len() == 0 {
+				c.report(at, k, "not a non-empty array")
 				continue
 			}
-			subs := make([]*node, len(arr))
-			for i, e := range arr {
-				subs[i] = c.node(e, kp+"/"+strconv.Itoa(i), false)
-			}
+			subs := c.nodes(v, at.child(k))
 			switch k {
 			case "anyOf":
 				n.anyOf = subs
@@ -416,12 +538,12 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 				n.allOf = subs
 			}
 		case "not":
-			n.not = c.node(v, kp, false)
+			n.not = c.node(v, at.child(k))
 		case "$ref":
-			n.ref = c.ref(v, path)
+			n.ref = c.ref(v, at)
 		default:
 			if unsupportedKeywords[k] {
-				c.report(path, k, "keyword not enforced")
+				c.report(at, k, "keyword not enforced")
 			}
 			// Anything else is an annotation or not a JSON Schema keyword,
 			// which JSON Schema itself ignores.
@@ -429,95 +551,204 @@ func (c *compiler) fill(n *node, m map[string]any, path string, root bool) {
 	}
 	// Closed world: the top level, and every node that declares properties,
 	// rejects undeclared keys unless additionalProperties opens it.
-	switch {
-	case addlSet && !addlOpen:
-		n.closed = true
-	case !addlSet && (root || n.props != nil):
+	switch addl.Kind() {
+	case jsontape.Invalid: // absent
+		n.closed = root || n.props != nil
+	case jsontape.True, jsontape.Object:
+	default: // false, or a value that is not a schema (reported)
 		n.closed = true
 	}
 }
 
-func (c *compiler) types(v any, path string) typeSet {
-	var names []any
-	switch t := v.(type) {
-	case string:
-		names = []any{t}
-	case []any:
-		names = t
-	default:
-		c.report(path, "type", "neither a string nor an array")
-		return 0
+// nodes compiles each schema of array v.
+func (c *compiler) nodes(v jsontape.Value, at *seg) []*node {
+	out := make([]*node, 0, v.Len())
+	for it := v.Items(); it.Next(); {
+		out = append(out, c.node(it.Value(), at.child(strconv.Itoa(len(out)))))
 	}
+	return out
+}
+
+func (c *compiler) enum(n *node, v jsontape.Value) {
+	e := &enumSpec{}
+	n.enum = e
+	allStr := true
+	for it := v.Items(); it.Next(); {
+		e.values = append(e.values, it.Value())
+		allStr = allStr && it.Value().Kind() == jsontape.String
+	}
+	if allStr {
+		e.strs = make([]string, len(e.values))
+		for i, x := range e.values {
+			e.strs[i] = string(x.Str())
+		}
+		if len(e.strs) > smallEnum {
+			e.strSet = make(map[string]struct{}, len(e.strs))
+			for _, s := range e.strs {
+				e.strSet[s] = struct{}{}
+			}
+		}
+		e.values = nil
+		return
+	}
+	for i := range e.values {
+		c.kept = append(c.kept, &e.values[i])
+	}
+	if len(e.values) > smallEnum {
+		e.hashes = make(map[uint64][]int32, len(e.values))
+		for i, x := range e.values {
+			h := jsontape.Hash(x)
+			e.hashes[h] = append(e.hashes[h], int32(i))
+		}
+	}
+}
+
+func (c *compiler) pattern(n *node, v jsontape.Value, at *seg) {
+	if v.Kind() != jsontape.String {
+		c.report(at, "pattern", "not a string")
+		return
+	}
+	s := string(v.Str())
+	re, err := regexp.Compile(s)
+	if err != nil {
+		// ECMA-262 features RE2 lacks (lookaround, backreferences).
+		c.report(at, "pattern", "not an RE2 regular expression: "+err.Error())
+		return
+	}
+	// The size of the program regexp runs, as regexp computes it.
+	insts := maxPatternInsts + 1
+	if p, err := syntax.Parse(s, syntax.Perl); err == nil {
+		if prog, err := syntax.Compile(p.Simplify()); err == nil {
+			insts = len(prog.Inst)
+		}
+	}
+	if insts > maxPatternInsts {
+		c.report(at, "pattern", "compiles to "+strconv.Itoa(insts)+" instructions, more than "+strconv.Itoa(maxPatternInsts)+": matching would cost too much per byte")
+		return
+	}
+	n.pattern, n.patInsts = re, insts
+}
+
+func (c *compiler) types(v jsontape.Value, at *seg) typeSet {
 	var ts typeSet
-	for _, e := range names {
-		s, _ := e.(string)
-		if b, ok := typeNames[s]; ok {
+	add := func(e jsontape.Value) {
+		s := string(e.Str())
+		if b, ok := typeNames[s]; ok && e.Kind() == jsontape.String {
 			ts |= b
 		} else {
 			// Not a JSON Schema type ("dict", "float", "any"): no value
 			// can be shown to have it, so it matches nothing.
-			c.report(path, "type", fmt.Sprintf("unknown type %q matches nothing", s))
+			c.report(at, "type", fmt.Sprintf("unknown type %q matches nothing", s))
 			ts |= tNone
 		}
+	}
+	switch v.Kind() {
+	case jsontape.String:
+		add(v)
+	case jsontape.Array:
+		for it := v.Items(); it.Next(); {
+			add(it.Value())
+		}
+	default:
+		c.report(at, "type", "neither a string nor an array")
+		return 0
 	}
 	return ts
 }
 
-func (c *compiler) count(v any, path, kw string, def int) int {
+func (c *compiler) count(v jsontape.Value, at *seg, kw string, def int) int {
 	f, ok := numberOf(v)
 	if !ok || f < 0 || f != math.Trunc(f) {
-		c.report(path, kw, "not a non-negative integer")
+		c.report(at, kw, "not a non-negative integer")
 		return def
 	}
 	return int(min(f, math.MaxInt32))
 }
 
-func (c *compiler) number(v any, path, kw string) (float64, bool) {
+func (c *compiler) number(v jsontape.Value, at *seg, kw string) (float64, bool) {
 	f, ok := numberOf(v)
 	if !ok {
-		c.report(path, kw, "not a number")
+		c.report(at, kw, "not a number")
 	}
 	return f, ok
 }
 
-func numberOf(v any) (float64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
+func numberOf(v jsontape.Value) (float64, bool) {
+	if v.Kind() != jsontape.Number {
 		return 0, false
 	}
-	f, err := n.Float64()
-	return f, err == nil
+	return v.Float64(), true
 }
 
 // ref resolves a local JSON pointer reference ("#/$defs/X"); the referenced
 // node is compiled once, so recursive schemas terminate.
-func (c *compiler) ref(v any, path string) *node {
-	s, ok := v.(string)
-	if !ok || !strings.HasPrefix(s, "#") {
-		c.report(path, "$ref", "only local references (#/...) are supported")
+func (c *compiler) ref(v jsontape.Value, at *seg) *node {
+	s := string(v.Str())
+	if v.Kind() != jsontape.String || !strings.HasPrefix(s, "#") {
+		c.report(at, "$ref", "only local references (#/...) are supported")
 		return nil
 	}
 	if n, ok := c.refs[s]; ok {
 		return n
 	}
-	var target any = c.doc
-	for _, tok := range strings.Split(strings.TrimPrefix(s, "#"), "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		m, ok := target.(map[string]any)
-		if !ok {
-			target = nil
-			break
+	target := c.doc
+	if ptr := s[1:]; ptr != "" {
+		if ptr[0] != '/' {
+			target = jsontape.Value{}
 		}
-		target = m[tok]
+		for _, tok := range strings.Split(ptr, "/")[1:] {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			if target = c.lookup(target, tok); !target.Exists() {
+				break
+			}
+		}
 	}
-	if target == nil {
-		c.report(path, "$ref", "reference "+strconv.Quote(s)+" not found")
+	if !target.Exists() {
+		c.report(at, "$ref", "reference "+strconv.Quote(s)+" not found")
 		return nil
 	}
-	n := c.alloc()
+	n := c.alloc(&seg{tok: s[1:], raw: true})
 	c.refs[s] = n // before compiling: a recursive reference finds it
-	*n = *c.node(target, strings.TrimPrefix(s, "#"), s == "#")
+	c.compile(n, target, c.at[n], s == "#")
 	return n
+}
+
+// objIndex indexes a large object or array of the schema that $ref
+// pointers look into, so that n pointers cost n lookups, not n scans.
+type objIndex struct {
+	members map[string]jsontape.Value
+	items   []jsontape.Value
+}
+
+// lookup returns the member tok of an object, or item tok of an array.
+func (c *compiler) lookup(v jsontape.Value, tok string) jsontape.Value {
+	k := v.Kind()
+	if k != jsontape.Object && k != jsontape.Array {
+		return jsontape.Value{}
+	}
+	idx := c.index[v]
+	if idx == nil {
+		idx = &objIndex{}
+		if k == jsontape.Object {
+			idx.members = make(map[string]jsontape.Value, v.Len())
+			for m := v.Members(); m.Next(); {
+				idx.members[string(m.Name())] = m.Value()
+			}
+		} else {
+			for it := v.Items(); it.Next(); {
+				idx.items = append(idx.items, it.Value())
+			}
+		}
+		c.index[v] = idx
+	}
+	if k == jsontape.Object {
+		return idx.members[tok]
+	}
+	i, err := strconv.Atoi(tok)
+	if err != nil || i < 0 || i >= len(idx.items) || (len(tok) > 1 && tok[0] == '0') {
+		return jsontape.Value{}
+	}
+	return idx.items[i]
 }
 
 func escape(tok string) string {

@@ -15,7 +15,15 @@
 // value failure (H3). A key failure anywhere wins over a value failure, as
 // the contract orders H2 before H3.
 //
-// Checking walks an already parsed fastjson value and does not allocate
-// unless it fails. Keywords the checker does not implement are reported by
-// Compile (Signature.Unsupported), never silently ignored.
+// Checking walks an already parsed value (package jsontape) and does not
+// allocate unless it fails. Keywords the checker does not implement are
+// reported by Compile (Signature.Unsupported), never silently ignored.
+//
+// Schemas and arguments are both hostile input. Compile is linear in the
+// schema and detects $ref cycles that consume no data (they match no
+// value: cycles.go). A check is bounded by a step budget proportional to
+// the arguments' size (walk in check.go), so a schema whose checking would
+// cost the product of two sizes, or grow exponentially with the data's
+// depth, fails "too costly" (H3) instead of running on; uniqueItems,
+// large enums and required lists are checked by hash, not pairwise.
 package signature

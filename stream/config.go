@@ -10,6 +10,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Config configures a [Pipeline]. Start from [DefaultConfig]; the zero value
@@ -106,6 +107,10 @@ type Config struct {
 	// row. Arguments are untrusted and may hold secrets: off by default,
 	// rows then keep only their shape and hash.
 	KeepRawArgs bool
+	// ArgsKey keys every row's args_hash (HMAC-SHA-256, schema.ArgsKey);
+	// nil: a plain SHA-256, which lets anyone who reads the table confirm
+	// guessed arguments.
+	ArgsKey *schema.ArgsKey
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
 	// Suggester names, for H1 and M1 rows, the valid tool nearest to the

@@ -462,9 +462,19 @@ func TestTwoPipelines(t *testing.T) {
 			cfg := testConfig(c)
 			cfg.BatchRows = 20
 			sinks := []*recSink{newRecSink(), newRecSink()}
+			// joining is set while the second pipeline joins mid-stream:
+			// the first then writes ten times slower, so that it cannot
+			// finish every partition before the rebalance hands some over
+			// (a bounded sleep, never a wait on the rebalance, which
+			// itself waits for the first pipeline's writes to drain).
+			var joining atomic.Bool
 			slow := func(s *recSink) Sink { // about 1000 rows/s per partition
 				return SinkFunc(func(ctx context.Context, rows []schema.Row) error {
-					time.Sleep(20 * time.Millisecond)
+					d := 20 * time.Millisecond
+					if joining.Load() {
+						d = 200 * time.Millisecond
+					}
+					time.Sleep(d)
 					return s.Write(ctx, rows)
 				})
 			}
@@ -473,6 +483,7 @@ func TestTwoPipelines(t *testing.T) {
 				produce(t, prod, callsTopic, calls)
 				rs = append(rs, start(t, cfg, nil, slow(sinks[0]), nil))
 				eventually(t, 10*time.Second, "first pipeline under way", func() bool { return sinks[0].unique() >= 200 })
+				joining.Store(true)
 				rs = append(rs, start(t, cfg, nil, slow(sinks[1]), nil))
 			} else {
 				rs = append(rs, start(t, cfg, nil, slow(sinks[0]), nil), start(t, cfg, nil, slow(sinks[1]), nil))
@@ -481,6 +492,7 @@ func TestTwoPipelines(t *testing.T) {
 				a, b := rs[0].p.assignedPartitions(), rs[1].p.assignedPartitions()
 				return rs[0].p.Ready() && rs[1].p.Ready() && len(a) > 0 && len(b) > 0 && len(a)+len(b) == 6
 			})
+			joining.Store(false)
 			if !midStream {
 				produce(t, prod, callsTopic, calls)
 			}

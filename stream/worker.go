@@ -91,6 +91,7 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		res:    p.cfg.Resolver,
 		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
 		audit:  topic == p.cfg.AuditTopic,
+		args:   schema.NewArgsSummarizer(p.cfg.ArgsKey),
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
@@ -338,7 +339,7 @@ func (w *worker) fillCall(row *schema.Row) {
 	row.ArgsShape = w.args.Shape(w.call.Arguments)
 	row.ArgsHash = w.args.Hash(w.call.Arguments)
 	if w.p.cfg.KeepRawArgs {
-		row.ArgsRaw = string(w.call.Arguments.MarshalTo(nil))
+		row.ArgsRaw = string(w.call.Arguments.AppendCompact(nil))
 	}
 }
 

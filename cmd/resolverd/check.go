@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -28,8 +30,10 @@ func checkCommand(std stdio) *ffcli.Command {
 	listings := fs.String("listings", "", "listing events, JSONL (`FILE`, - for stdin); required")
 	calls := fs.String("calls", "", "call events, JSONL (`FILE`, - for stdin); required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict (same-trust collisions are M2) or pin-assisted (resolved deterministically)")
-	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "resolver goroutines")
+	workers := fs.Int("workers", min(runtime.GOMAXPROCS(0), offline.MaxWorkers), "resolver goroutines (1 to "+strconv.Itoa(offline.MaxWorkers)+")")
 	quiet := fs.Bool("quiet", false, "no summary and no listing warnings on stderr")
+	keyFile := argsKeyFlag(fs)
+	memLimit := fs.Int64("memory-limit-mb", 256, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none): the collector works harder as the heap nears it")
 	return &ffcli.Command{
 		Name:       "check",
 		ShortUsage: "resolverd check --listings FILE --calls FILE [--mode strict|pin-assisted]",
@@ -42,7 +46,15 @@ input order; a summary (count per class and verdict) goes to stderr.
 A line that is not a usable call is a MALFORMED decision, not an error;
 a bad listing line is reported on stderr and skipped. The exit status is
 non-zero only when an input file cannot be read (1) or for a usage
-error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.`,
+error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.
+
+With an args hash key (--args-hash-key-file, or RESOLVERD_ARGS_HASH_KEY),
+each decision of a decoded call also carries "args_hash", the keyed hash
+resolverd run stores.
+
+Every line gets its decision within bounded memory: a line longer than
+16 MiB is MALFORMED unread, and lines in flight are admitted by a decode
+budget (256 MiB, about 10 bytes per byte of line), whatever --workers.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD_CHECK")},
 		Exec: func(ctx context.Context, _ []string) error {
@@ -56,7 +68,13 @@ error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.`,
 			if err != nil {
 				return usageError{err}
 			}
-			return runCheck(ctx, std, checkArgs{*listings, *calls, m, *workers, *quiet})
+			if *workers < 1 || *workers > offline.MaxWorkers {
+				return usageError{fmt.Errorf("--workers %d: want 1 to %d (the work is CPU-bound)", *workers, offline.MaxWorkers)}
+			}
+			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(*memLimit << 20)
+			}
+			return runCheck(ctx, std, checkArgs{*listings, *calls, m, *workers, *quiet, *keyFile})
 		},
 	}
 }
@@ -66,12 +84,17 @@ type checkArgs struct {
 	mode            resolve.Mode
 	workers         int
 	quiet           bool
+	keyFile         string
 }
 
 func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 	log := slog.New(slog.NewTextHandler(std.err, nil))
 	if a.quiet {
 		log = slog.New(slog.DiscardHandler)
+	}
+	key, err := loadArgsKey(a.keyFile, log)
+	if err != nil {
+		return err
 	}
 	lf, err := open(a.listings, std.in)
 	if err != nil {
@@ -95,7 +118,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 		"issues", ls.Issues, "registries", snap.Registries(), "signatures_compiled", store.Compiled())
 
 	out := bufio.NewWriterSize(std.out, 1<<20)
-	sum, err := offline.Check(ctx, offline.Config{Resolver: resolve.Resolver{Mode: a.mode}, Workers: a.workers}, snap, cf, out)
+	sum, err := offline.Check(ctx, offline.Config{Resolver: resolve.Resolver{Mode: a.mode}, Workers: a.workers, ArgsKey: key}, snap, cf, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write decisions: %w", ferr)
 	}

@@ -69,6 +69,8 @@ func TestCheckExitCodes(t *testing.T) {
 		{"directory", []string{"check", "--listings", sample, "--calls", "."}, 1, "is a directory"},
 		// A listings file passed as calls: every line is MALFORMED, not an exit.
 		{"wrong file kind", []string{"check", "--listings", sample, "--calls", sample, "--quiet"}, 0, ""},
+		{"absurd workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "3000000"}, 2, "--workers 3000000: want 1 to 256"},
+		{"no workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "0"}, 2, "want 1 to 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,5 +235,72 @@ func TestEmbeddedRefusesSecurity(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "--embedded runs a plaintext") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
+	}
+}
+
+// TestArgsHashKey: the key comes from a file or from the environment,
+// never both; a short key is a usage error; with a key every decision of
+// a decoded call carries the keyed hash, and the key shows nowhere.
+func TestArgsHashKey(t *testing.T) {
+	dir := t.TempDir()
+	secret := "s3cr3t-0123456789abcdef0123456789"
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, c := corpus("sample", "listings.jsonl"), corpus("sample", "calls.jsonl")
+	hashes := func(out string) map[string]bool {
+		seen := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var d map[string]any
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := d["args_hash"].(string); ok {
+				seen[h[:len("hmac-sha256:")+9]] = true
+			} else if d["class"] != "MALFORMED" {
+				t.Fatalf("no args_hash: %s", line)
+			}
+		}
+		return seen
+	}
+	code, out, stderr := runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile)
+	if code != 0 || strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "args_hash keyed") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	fromFile := hashes(out)
+	if len(fromFile) != 1 {
+		t.Fatalf("key ids %v", fromFile)
+	}
+	t.Setenv(argsKeyEnv, secret)
+	code, out, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if fromEnv := hashes(out); len(fromEnv) != 1 || !fromEnv[func() string {
+		for k := range fromFile {
+			return k
+		}
+		return ""
+	}()] {
+		t.Fatalf("file and environment give different keys: %v %v", fromFile, fromEnv)
+	}
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "set twice") {
+		t.Fatalf("both: exit %d %s", code, stderr)
+	}
+	t.Setenv(argsKeyEnv, "hunter2")
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c); code != 2 || !strings.Contains(stderr, "shorter than 32") || strings.Contains(stderr, "hunter2") {
+		t.Fatalf("short key in the environment: exit %d %s", code, stderr)
+	}
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "set twice") {
+		t.Fatalf("run, both: exit %d %s", code, stderr)
+	}
+	os.Unsetenv(argsKeyEnv)
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "shorter than 32") {
+		t.Fatalf("run, short key file: exit %d %s", code, stderr)
 	}
 }

@@ -131,6 +131,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	var hf httpFlags
 	hf.register(fs)
@@ -191,6 +192,12 @@ func runCommand(std stdio) *ffcli.Command {
 			m, err := resolve.ParseMode(*mode)
 			if err != nil {
 				return usageError{err}
+			}
+			if sc.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
+				return err
+			}
+			if sc.ArgsKey == nil {
+				log.Info("args_hash is an unkeyed SHA-256: set --args-hash-key-file or " + argsKeyEnv + " to key it")
 			}
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				// A backlog must not grow the heap without bound: the GC works

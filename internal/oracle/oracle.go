@@ -15,12 +15,13 @@
 package oracle
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // CloseWorld returns a rewritten copy of schema s (as decoded by
@@ -71,12 +72,14 @@ func closeWorld(s any, root bool) any {
 var seq atomic.Int64
 
 // Compile compiles a raw inputSchema under the closed world. It fails for
-// schemas the validator rejects (type names that are not JSON Schema's).
+// schemas the validator rejects (type names that are not JSON Schema's)
+// and for text the tape rejects.
 func Compile(raw []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var tp jsontape.Tape
+	if err := tp.Parse(raw); err != nil {
 		return nil, err
 	}
+	doc := Instance(tp.Root())
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7)
 	url := fmt.Sprintf("mem://schema/%d", seq.Add(1))
@@ -86,45 +89,31 @@ func Compile(raw []byte) (*jsonschema.Schema, error) {
 	return c.Compile(url)
 }
 
-// RepeatedKey reports whether an object anywhere in the JSON document b
-// repeats a key. Parsers disagree on which value wins (fastjson keeps the
-// first, encoding/json the last), so the decoder rejects such calls before
-// any checker sees them; differential tests skip them for the same reason.
-func RepeatedKey(b []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(b))
-	var walk func() bool
-	walk = func() bool {
-		tok, err := d.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for d.More() {
-				k, err := d.Token()
-				if err != nil {
-					return false
-				}
-				ks, _ := k.(string)
-				if seen[ks] {
-					return true
-				}
-				seen[ks] = true
-				if walk() {
-					return true
-				}
-			}
-			_, _ = d.Token()
-		case json.Delim('['):
-			for d.More() {
-				if walk() {
-					return true
-				}
-			}
-			_, _ = d.Token()
-		}
+// Instance converts a parsed value to the form the validator reads
+// (encoding/json's, numbers as json.Number): the tape is the only parser
+// of arguments and schemas, the validator sees exactly what it read.
+func Instance(v jsontape.Value) any {
+	switch v.Kind() {
+	case jsontape.True:
+		return true
+	case jsontape.False:
 		return false
+	case jsontape.Number:
+		return json.Number(v.Raw())
+	case jsontape.String:
+		return string(v.Str())
+	case jsontape.Array:
+		out := make([]any, 0, v.Len())
+		for it := v.Items(); it.Next(); {
+			out = append(out, Instance(it.Value()))
+		}
+		return out
+	case jsontape.Object:
+		out := make(map[string]any, v.Len())
+		for m := v.Members(); m.Next(); {
+			out[string(m.Name())] = Instance(m.Value())
+		}
+		return out
 	}
-	return walk()
+	return nil
 }
