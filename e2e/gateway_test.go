@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +54,22 @@ func (e *env) startGateway(config string, extra ...string) (*daemon, string) {
 	if m == nil {
 		e.t.Fatal("no listening address in the gateway's log")
 	}
-	return d, "http://" + m[1]
+	url := "http://" + m[1]
+	// Ready once every upstream has been listed: a later listing would
+	// send list_changed to the client in the middle of its steps.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("gateway not ready after 60s: %v", err)
+		}
+	}
+	return d, url
 }
 
 // gatewayRows returns the rows of source gateway, FINAL, by call key.
@@ -81,7 +97,7 @@ func (e *env) gatewayRows() map[string][4]string {
 }
 
 // TestGatewayPipeline: the real binaries side by side. resolverd gateway
-// merges the reference servers (npm) and the Go fixture; the official
+// merges the three reference servers (npm) and the Go fixture; the official
 // TypeScript SDK's client calls through it; resolverd run stores the
 // audit trail. Every upstream's listing reaches the listings topic, and
 // every call's decision reaches ClickHouse once, with source gateway,
@@ -96,14 +112,19 @@ func TestGatewayPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	q := func(ss []string) string { b, _ := json.Marshal(ss); return string(b) }
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := filepath.Join(dir, "note.txt")
+	q := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	_, url := e.startGateway(fmt.Sprintf(`registry: e2e-gateway
 upstreams:
   - {name: everything, trust: 1, command: %s}
   - {name: memory, trust: 1, command: %s, env: {MEMORY_FILE_PATH: %q}}
+  - {name: fs, trust: 2, command: %s}
   - {name: fx, trust: 2, command: [%q], env: {%s: fx}}
-`, q(npm.Everything()), q(npm.Memory()), filepath.Join(dir, "memory.jsonl"), exe, gatewaytest.FixtureEnv))
+`, q(npm.Everything()), q(npm.Memory()), filepath.Join(dir, "memory.jsonl"), q(npm.Filesystem(dir)), exe, gatewaytest.FixtureEnv))
 
 	steps := []struct {
 		step  gatewaytest.Step
@@ -113,6 +134,9 @@ upstreams:
 		{gatewaytest.Call("everything__echo", `{"message":"through the pipeline"}`), "OK"},
 		{gatewaytest.Call("everything__get-sum", `{"a":20,"b":22}`), "OK"},
 		{gatewaytest.Call("memory__create_entities", `{"entities":[{"name":"e2e","entityType":"test","observations":["stored"]}]}`), "OK"},
+		{gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"written through the gateway"}`), "OK"},
+		{gatewaytest.Call("fs__read_text_file", `{"path":`+q(note)+`}`), "OK"},
+		{gatewaytest.Call("fs__read_text_file", `{"path":`+q(note)+`,"tail":"3"}`), "H3"},
 		{gatewaytest.Call("fx__add", `{"a":1,"b":2}`), "OK"},
 		{gatewaytest.Call("everything__delete_everything", `{}`), "M1"},
 		{gatewaytest.Call("everything__echo", `{"message":"x","sudo":true}`), "H2"},
@@ -151,6 +175,18 @@ upstreams:
 			classes[a.Class]++
 		}
 	}
+	// Honest calls got the servers' real results.
+	var results []string
+	for _, o := range outs {
+		for _, c := range o.Content {
+			results = append(results, c.Text)
+		}
+	}
+	for _, want := range []string{"through the pipeline", "42", "written through the gateway"} {
+		if !strings.Contains(strings.Join(results, "\n"), want) {
+			t.Errorf("no %q in the results %q", want, results)
+		}
+	}
 	calls := 0
 	for _, n := range classes {
 		calls += n
@@ -160,6 +196,9 @@ upstreams:
 	// committed are stored again, and FINAL keeps one row each.
 	run.kill()
 	run = e.start()
+	// The new process owns the audit partitions (and its SIGINT handler is
+	// installed) before the rows are counted and it is stopped.
+	run.waitLog(t, `msg="partitions assigned" topic=tool-audit`, 60*time.Second)
 	var rows map[string][4]string
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if rows = e.gatewayRows(); len(rows) >= calls {
@@ -215,7 +254,7 @@ upstreams:
 			servers[l.Server]++
 		})
 	}
-	if servers["everything"] < 1 || servers["memory"] != 1 || servers["fx"] != 2 {
+	if servers["everything"] < 1 || servers["memory"] != 1 || servers["fs"] != 1 || servers["fx"] != 2 {
 		t.Errorf("listings per server: %v", servers)
 	}
 }

@@ -14,8 +14,14 @@ import (
 
 // RequiredEnv, set to 1, makes a missing node or npm package fail the
 // tests that need them instead of skipping them (CI sets it: .ci/run
-// installs both).
+// installs both). CHENGINE_REQUIRED=1, the flag of a run that must use
+// the real components, does too.
 const RequiredEnv = "MCP_NPM_REQUIRED"
+
+// required tells whether missing npm software fails the test.
+func required() bool {
+	return os.Getenv(RequiredEnv) == "1" || os.Getenv("CHENGINE_REQUIRED") == "1"
+}
 
 // NPM is the npm software the tests use, installed in testdata/mcp.
 type NPM struct {
@@ -24,7 +30,7 @@ type NPM struct {
 }
 
 // FindNPM returns the installed npm software, or skips the test with
-// what to run (fails it under MCP_NPM_REQUIRED=1).
+// what to run (fails it under MCP_NPM_REQUIRED=1 or CHENGINE_REQUIRED=1).
 func FindNPM(t testing.TB) *NPM {
 	t.Helper()
 	root, err := moduleRoot()
@@ -34,8 +40,8 @@ func FindNPM(t testing.TB) *NPM {
 	dir := filepath.Join(root, "testdata", "mcp")
 	missing := func(what string) {
 		msg := what + ": run `npm ci --prefix testdata/mcp` (needs node and npm; Debian: apt-get install npm)"
-		if os.Getenv(RequiredEnv) == "1" {
-			t.Fatalf("%s (%s=1)", msg, RequiredEnv)
+		if required() {
+			t.Fatalf("%s (%s=1 or CHENGINE_REQUIRED=1)", msg, RequiredEnv)
 		}
 		t.Skip(msg)
 	}
