@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,24 +31,9 @@ func (e *env) startGateway(config string, extra ...string) (*daemon, string) {
 		e.t.Fatal(err)
 	}
 	args := append([]string{"gateway", "--config", cfg, "--brokers", strings.Join(e.brokers, ","), "--listen", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(resolverd, args...)
-	sw := &syncWriter{w: new(bytes.Buffer)}
-	cmd.Stdout, cmd.Stderr = sw, sw
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	d := &daemon{cmd: cmd, log: sw}
-	e.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		if e.t.Failed() {
-			e.t.Logf("gateway log:\n%s", tail(sw.String(), 40))
-		}
-	})
+	d := e.spawn(args...)
 	d.waitLog(e.t, "gateway listening", 30*time.Second)
-	m := gatewayListening.FindStringSubmatch(sw.String())
+	m := gatewayListening.FindStringSubmatch(d.log.String())
 	if m == nil {
 		e.t.Fatal("no listening address in the gateway's log")
 	}

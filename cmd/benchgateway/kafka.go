@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/internal/benchutil"
 )
 
 const auditTopic = "tool-audit"
@@ -27,35 +25,8 @@ func kafkaAudit() (audit.Producer, func(), error) {
 		k.Close()
 		return nil, nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...))
-	if err != nil {
-		p.Close()
-		k.Close()
-		return nil, nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); trim(ctx, cl) }()
-	return p, func() { cancel(); <-done; cl.Close(); p.Close(); k.Close() }, nil
-}
-
-// trim deletes the audit records produced so far, twice a second.
-func trim(ctx context.Context, cl *kgo.Client) {
-	adm := kadm.NewClient(cl)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ends, err := adm.ListEndOffsets(ctx, auditTopic)
-		if err != nil {
-			continue
-		}
-		os := kadm.Offsets{}
-		ends.Each(func(o kadm.ListedOffset) { os.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset}) })
-		adm.DeleteRecords(ctx, os)
-	}
+	go func() { defer close(done); benchutil.Trim(ctx, k.ListenAddrs(), auditTopic) }()
+	return p, func() { cancel(); <-done; p.Close(); k.Close() }, nil
 }

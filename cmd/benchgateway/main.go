@@ -41,13 +41,10 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -55,6 +52,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/gateway"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
+	"github.com/toolaudit/toolaudit/internal/benchutil"
 )
 
 func main() {
@@ -89,19 +87,12 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.CPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
-	var err error
-	if o.rates, err = ints(*rates); err != nil {
+	defer stopProfile()
+	if o.rates, err = benchutil.Ints(*rates); err != nil {
 		return err
 	}
 	env, err := setUp(o)
@@ -285,7 +276,7 @@ func measure(tg *target, rate int, o options) result {
 	failed := make([]bool, total)
 	var inflight atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	start := time.Now()
 	var lastEnd atomic.Int64
 	for i := 0; i < total; {
@@ -326,7 +317,7 @@ func measure(tg *target, rate int, o options) result {
 			answered++
 		}
 	}
-	r := result{cpu: (cpuTime() - cpu0) / time.Duration(max(answered, 1))}
+	r := result{cpu: (benchutil.CPUTime() - cpu0) / time.Duration(max(answered, 1))}
 	var ok, lg []time.Duration
 	for i := warm; i < total; i++ {
 		r.sent++
@@ -345,12 +336,6 @@ func measure(tg *target, rate int, o options) result {
 		r.achieved = float64(len(ok)) / span.Seconds()
 	}
 	return r
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func quantile(sorted []time.Duration, p float64) time.Duration {
@@ -377,15 +362,3 @@ func list(ds []time.Duration) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
 func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
-
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad number %q", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
