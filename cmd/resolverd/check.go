@@ -53,8 +53,9 @@ each decision of a decoded call also carries "args_hash", the keyed hash
 resolverd run stores.
 
 Every line gets its decision within bounded memory: a line longer than
-16 MiB is MALFORMED unread, and lines in flight are admitted by a decode
-budget (256 MiB, about 10 bytes per byte of line), whatever --workers.`,
+16 MiB is MALFORMED unread, at most 32 MiB of input is in flight, and
+lines over 1 MiB are decoded one at a time: the heap stays under about
+200 MiB plus 6 MiB per worker, whatever the input.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD_CHECK")},
 		Exec: func(ctx context.Context, _ []string) error {

@@ -289,14 +289,14 @@ func TestArgsHashKey(t *testing.T) {
 	}()] {
 		t.Fatalf("file and environment give different keys: %v %v", fromFile, fromEnv)
 	}
-	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "set twice") {
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "keep one") {
 		t.Fatalf("both: exit %d %s", code, stderr)
 	}
 	t.Setenv(argsKeyEnv, "hunter2")
 	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c); code != 2 || !strings.Contains(stderr, "shorter than 32") || strings.Contains(stderr, "hunter2") {
 		t.Fatalf("short key in the environment: exit %d %s", code, stderr)
 	}
-	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "set twice") {
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "keep one") {
 		t.Fatalf("run, both: exit %d %s", code, stderr)
 	}
 	os.Unsetenv(argsKeyEnv)
