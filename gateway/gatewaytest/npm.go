@@ -39,7 +39,7 @@ func FindNPM(t testing.TB) *NPM {
 	}
 	dir := filepath.Join(root, "testdata", "mcp")
 	missing := func(what string) {
-		msg := what + ": run `npm ci --prefix testdata/mcp` (needs node and npm; Debian: apt-get install npm)"
+		msg := what + ": run `npm ci --prefix testdata/mcp` (needs node >= 20 and npm; scripts/install-node.sh prints the directory of both)"
 		if required() {
 			t.Fatalf("%s (%s=1 or CHENGINE_REQUIRED=1)", msg, RequiredEnv)
 		}
