@@ -64,7 +64,12 @@ func WithCluster(c Cluster) Option { return func(o *options) { o.cluster = &c } 
 
 // shardingKeys are the sharding expressions of the Distributed tables
 // that take inserts; the others (rollups fed by views) have none.
-var shardingKeys = map[string]string{"decisions": "cityHash64(call_key)"}
+// The archive is sharded by the record's position: a redelivered record
+// meets its first copy on its shard, where FINAL collapses the two.
+var shardingKeys = map[string]string{
+	"decisions":   "cityHash64(call_key)",
+	"call_events": "cityHash64(topic, partition, offset)",
+}
 
 // replicatedArgs are the ZooKeeper path and replica name of a replicated
 // table; schema_migrations uses allReplicasArgs.

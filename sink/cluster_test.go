@@ -61,15 +61,18 @@ func TestClusterDDL(t *testing.T) {
 			}
 		}
 	}
-	if len(tables) != 3 || len(distributed) != 2 {
-		t.Fatalf("%d replicated and %d Distributed tables, want 3 (schema_migrations, decisions_local, decisions_by_minute_local) and 2", len(tables), len(distributed))
+	if len(tables) != 4 || len(distributed) != 3 {
+		t.Fatalf("%d replicated and %d Distributed tables, want 4 (schema_migrations, decisions_local, decisions_by_minute_local, call_events_local) and 3", len(tables), len(distributed))
 	}
 	if !strings.Contains(distributed[0], "CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local") ||
 		!strings.Contains(distributed[0], "Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key))") {
 		t.Errorf("decisions is not Distributed by cityHash64(call_key) over decisions_local:\n%s", distributed[0])
 	}
+	if !strings.Contains(distributed[2], "Distributed(`prod`, `toolaudit`, `call_events_local`, cityHash64(topic, partition, offset))") {
+		t.Errorf("call_events is not Distributed by the record's position over call_events_local:\n%s", distributed[2])
+	}
 	for _, s := range stmts {
-		if regexp.MustCompile("`toolaudit`\\.decisions(_by_minute)?\\b").MatchString(s) && !strings.Contains(s, "Distributed") {
+		if regexp.MustCompile("`toolaudit`\\.(decisions(_by_minute)?|call_events)\\b").MatchString(s) && !strings.Contains(s, "Distributed") {
 			t.Errorf("a migration statement names a Distributed table instead of its local table:\n%s", s)
 		}
 	}

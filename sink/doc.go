@@ -48,6 +48,16 @@
 //
 // Counts and Rows read decisions back with FINAL (exact, deduplicated): for
 // tests, the demo and `resolverd report`. Stored counts rows without FINAL,
-// an upper bound cheap enough to poll. Dashboards read the
-// decisions_by_minute rollup instead.
+// an upper bound cheap enough to poll; Sources lists an analysis's
+// sources. Diff compares two analyses call by call (`resolverd diff`).
+// Dashboards read the decisions_by_minute rollup instead.
+//
+// # The archive
+//
+// With `resolverd run --archive-calls`, a Batch also holds the call
+// records of its rows (AppendEvents), written to table call_events in the
+// same Write, before the decisions: an acknowledged Write means both are
+// stored. CallEvents reads a window of them back (the re-analysis beyond
+// Kafka's retention), CheckArchive checks the table at start; see
+// archive.go and schema/ddl/0006_call_events.sql.
 package sink

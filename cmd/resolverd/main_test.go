@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/reanalyze"
 )
 
 func corpus(parts ...string) string {
@@ -234,6 +237,77 @@ func TestEmbeddedRefusesSecurity(t *testing.T) {
 		code, _, stderr := runCmd(t, "", append([]string{"run", "--embedded", t.TempDir(), "--http", ""}, args...)...)
 		if code != 2 || !strings.Contains(stderr, "--embedded runs a plaintext") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+// TestReanalyzeAndDiffBadFlags: reanalyze and diff refuse unusable
+// settings with a usage error (exit 2) naming the problem, before
+// connecting to anything.
+func TestReanalyzeAndDiffBadFlags(t *testing.T) {
+	window := []string{"--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reanalyze", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "--from is required"},
+		{[]string{"reanalyze", "--from", "yesterday", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "RFC 3339"},
+		{[]string{"reanalyze", "--from", "-1x", "--to", "-1h", "--analysis", "a"}, "--from \"-1x\""},
+		{[]string{"reanalyze", "--from", "2026-12-02T00:00:00Z", "--to", "2026-12-01T00:00:00Z", "--analysis", "a"}, "ends"},
+		{[]string{"reanalyze", "--from", "2026-12-01T00:00:00.0001Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "whole millisecond"},
+		{[]string{"reanalyze", "--from", "-2h", "--to", "-1h"}, "empty analysis id"},
+		{append([]string{"reanalyze", "--mode", "lenient"}, window...), "mode"},
+		{append([]string{"reanalyze", "--source", "s3"}, window...), "--source"},
+		{append([]string{"reanalyze", "--progress", "loud"}, window...), "--progress"},
+		{append([]string{"reanalyze", "--skew", "-1s"}, window...), "--skew"},
+		{append([]string{"reanalyze", "--workers", "0"}, window...), "workers"},
+		{append([]string{"reanalyze", "--kafka-sasl-mechanism", "plain"}, window...), "needs --kafka-sasl-user"},
+		{append([]string{"reanalyze", "extra"}, window...), "unexpected arguments"},
+		{[]string{"diff"}, "needs --analysis"},
+		{[]string{"diff", "--analysis", "live"}, "both \"live\""},
+		{[]string{"diff", "--analysis", "a", "--from", "-1h", "--to", "-2h"}, "not after"},
+		{[]string{"diff", "--analysis", "a", "--examples", "-1"}, "--examples"},
+		{[]string{"diff", "--analysis", "a", "--to", "tomorrow"}, "RFC 3339"},
+	} {
+		args := append(tc.args, "--clickhouse", "127.0.0.1:1", "--brokers", "127.0.0.1:1")
+		if tc.args[0] == "diff" {
+			args = append(tc.args, "--clickhouse", "127.0.0.1:1")
+		}
+		code, _, stderr := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestProgress: reanalyze's progress, as a bar with the rate and the time
+// left, or as lines with the same.
+func TestProgress(t *testing.T) {
+	var read atomic.Int64
+	progress := func() reanalyze.Progress {
+		return reanalyze.Progress{Total: 1000, Read: read.Add(100), Decided: 50, Written: 10}
+	}
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"bar", []string{"reanalyze", "records/s"}},
+		{"lines", []string{"reanalyze: 100 records read of about 1000 (10%), 50 decided, 10 written,", "records/s, ETA "}},
+		{"none", nil},
+	} {
+		read.Store(0)
+		var b lockedBuffer
+		stop := showProgress(&b, tc.mode, 20*time.Millisecond, progress)
+		time.Sleep(500 * time.Millisecond)
+		stop()
+		out := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%q", tc.mode, w, out)
+			}
+		}
+		if tc.want == nil && out != "" {
+			t.Errorf("%s: %q", tc.mode, out)
 		}
 	}
 }
