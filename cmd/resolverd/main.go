@@ -6,6 +6,7 @@
 //
 //	check      resolve a calls file against a listings file (offline)
 //	run        consume Kafka, resolve, write decisions to ClickHouse
+//	gateway    MCP gateway: merge MCP servers, decide every tools/call
 //	reanalyze  decide the calls of a past window again, under a new analysis id
 //	diff       the calls whose decision changed between two analyses
 //	migrate    create or upgrade the ClickHouse schema
@@ -86,7 +87,7 @@ func rootCommand(std stdio) *ffcli.Command {
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet: rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), reanalyzeCommand(std), diffCommand(std),
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), reanalyzeCommand(std), diffCommand(std),
 			migrateCommand(std), reportCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
