@@ -37,6 +37,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeListing -fuzztime $(FUZZTIME) ./schema/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./resolve/
 	$(GO) test -run '^$$' -fuzz FuzzDifferentialOracle -fuzztime $(FUZZTIME) ./signature/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./audit/
+	$(GO) test -run '^$$' -fuzz FuzzLoadCheckpoint -fuzztime $(FUZZTIME) ./registryversions/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./resolve/

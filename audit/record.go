@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -76,6 +77,21 @@ func (r *Record) AppendDecision(b []byte) []byte {
 	b = append(b, `,"decided_at":"`...)
 	b = schema.AppendTime(b, r.DecidedAt)
 	return append(b, `"}`...)
+}
+
+// AppendAnswer appends the decision as the call path answers it (POST
+// /v1/resolve's answer, the MCP gateway's rejection data): the object of
+// AppendDecision, then "source", "action" and "hints" (h; {} when empty).
+func (r *Record) AppendAnswer(b []byte, h *suggest.Hints) []byte {
+	b = r.AppendDecision(b)
+	b = b[:len(b)-1] // reopen the object
+	b = append(b, `,"source":`...)
+	b = schema.AppendString(b, string(r.Source))
+	b = append(b, `,"action":`...)
+	b = schema.AppendString(b, string(r.Action))
+	b = append(b, `,"hints":`...)
+	b = h.AppendJSON(b)
+	return append(b, '}')
 }
 
 // AppendJSON appends the record as one JSON object (no newline).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/htb"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -30,6 +31,7 @@ import (
 var resolverd string // the binary under test
 
 func TestMain(m *testing.M) {
+	gatewaytest.ServeFixtureIfChild() // the gateway's tests run this binary as an MCP server
 	dir, err := os.MkdirTemp("", "e2e-bin")
 	if err != nil {
 		panic(err)
@@ -219,26 +221,29 @@ func (e *env) start(extra ...string) *daemon {
 	args := append([]string{"run", "--brokers", strings.Join(e.brokers, ","), "--clickhouse", e.ch.Addr(),
 		"--database", e.db, "--http", "", "--listing-hold", "300ms", "--batch-wait", "50ms", "--batch-rows", "500",
 		"--session-timeout", "6s", "--rebalance-timeout", "12s"}, extra...)
+	return e.spawn(args...)
+}
+
+// spawn starts the resolverd binary with args; the test's cleanup kills
+// it if it still runs and, when the test failed, logs its log's tail.
+func (e *env) spawn(args ...string) *daemon {
+	e.t.Helper()
 	cmd := exec.Command(resolverd, args...)
-	var log bytes.Buffer
-	sw := &syncWriter{w: &log}
+	sw := &syncWriter{w: new(bytes.Buffer)}
 	cmd.Stdout, cmd.Stderr = sw, sw
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, log: sw}
 	e.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
 		if e.t.Failed() {
-			sw.mu.Lock()
-			e.t.Logf("resolverd log:\n%s", tail(log.String(), 40))
-			sw.mu.Unlock()
+			e.t.Logf("resolverd %s log:\n%s", args[0], tail(sw.String(), 40))
 		}
 	})
-	return d
+	return &daemon{cmd: cmd, log: sw}
 }
 
 type syncWriter struct {

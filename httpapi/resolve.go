@@ -182,7 +182,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendAnswer(out, wk.ptrs[i], &wk.hints[i])
+		out = wk.ptrs[i].AppendAnswer(out, &wk.hints[i])
 	}
 	if batch {
 		out = append(out, ']')
@@ -226,20 +226,6 @@ func (h *handler) decide(wk *work, p params) {
 		}
 		wk.ptrs = append(wk.ptrs, rec)
 	}
-}
-
-// appendAnswer appends one call's answer: the audited decision
-// (audit.Record.AppendDecision), then source, action and hints.
-func appendAnswer(b []byte, rec *audit.Record, h *suggest.Hints) []byte {
-	b = rec.AppendDecision(b)
-	b = b[:len(b)-1] // reopen the object
-	b = append(b, `,"source":`...)
-	b = schema.AppendString(b, string(rec.Source))
-	b = append(b, `,"action":`...)
-	b = schema.AppendString(b, string(rec.Action))
-	b = append(b, `,"hints":`...)
-	b = h.AppendJSON(b)
-	return append(b, '}')
 }
 
 func readAll(r io.Reader, b []byte) ([]byte, error) {

@@ -25,7 +25,10 @@ type ServerConfig struct {
 	// the whole request, body included (a body trickling in is cut off
 	// and answered 408); WriteTimeout the answer, which includes waiting
 	// for the audit trail's acknowledgement; IdleTimeout a keep-alive
-	// connection between requests. Defaults 5s, 10s, 15s, 60s.
+	// connection between requests. Defaults 5s, 10s, 15s, 60s. A
+	// negative ReadTimeout or WriteTimeout is none: a server of
+	// long-lived event streams (the MCP gateway's GET /mcp) needs none,
+	// since net/http cancels a request whose connection passes either.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxHeaderBytes bounds the request headers. Default 64 KiB.
 	MaxHeaderBytes int
@@ -54,9 +57,17 @@ func (c *ServerConfig) defaults() {
 			*d = v
 		}
 	}
+	orNone := func(d *time.Duration, v time.Duration) {
+		switch {
+		case *d == 0:
+			*d = v
+		case *d < 0:
+			*d = 0 // net/http's none
+		}
+	}
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&c.ReadTimeout, DefaultReadTimeout)
-	def(&c.WriteTimeout, DefaultWriteTimeout)
+	orNone(&c.ReadTimeout, DefaultReadTimeout)
+	orNone(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes

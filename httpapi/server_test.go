@@ -352,3 +352,23 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("after a failed Reload: %v %v", resp, err)
 	}
 }
+
+// TestNoTimeouts: a negative read or write timeout is none (long-lived
+// event streams), zero the default.
+func TestNoTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		in, want time.Duration
+	}{{0, DefaultWriteTimeout}, {-1, 0}, {time.Minute, time.Minute}} {
+		s, err := NewServer(http.NotFoundHandler(), ServerConfig{ReadTimeout: tc.in, WriteTimeout: tc.in}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRead := tc.want
+		if tc.in == 0 {
+			wantRead = DefaultReadTimeout
+		}
+		if s.srv.WriteTimeout != tc.want || s.srv.ReadTimeout != wantRead {
+			t.Errorf("%v: read %v write %v", tc.in, s.srv.ReadTimeout, s.srv.WriteTimeout)
+		}
+	}
+}

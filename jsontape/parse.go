@@ -72,6 +72,9 @@ type Tape struct {
 	stack []frame
 	set   []uint32 // hash table scratch of the repeated-name check
 	rep   error    // the first repeated name found
+	// spaced: the text has whitespace between its tokens; without any,
+	// every value's text is already compact.
+	spaced bool
 }
 
 // retain is the most tape entries (16 bytes each) and string bytes a Tape
@@ -96,6 +99,7 @@ func (t *Tape) Parse(src []byte) error {
 	t.ents = t.ents[:0]
 	t.strs = t.strs[:0]
 	t.rep = nil
+	t.spaced = false
 	err := t.parse(src)
 	if err != nil {
 		t.ents = t.ents[:0]
@@ -152,7 +156,7 @@ func (t *Tape) parse(src []byte) error {
 	n := len(src)
 	st := t.stack[:0]
 	defer func() { t.stack = st[:0] }()
-	i := skipWS(src, 0)
+	i := t.skipWS(src, 0)
 	for {
 		// i is at the first byte of a value.
 		if i >= n {
@@ -170,7 +174,7 @@ func (t *Tape) parse(src []byte) error {
 			}
 			idx := uint32(len(t.ents))
 			t.ents = append(t.ents, entry{tag: uint32(k), a: uint32(i)})
-			i = skipWS(src, i+1)
+			i = t.skipWS(src, i+1)
 			if i < n && src[i] == end {
 				i++
 				e := &t.ents[idx]
@@ -225,12 +229,12 @@ func (t *Tape) parse(src []byte) error {
 		// A value is complete: close the containers it completes.
 		for {
 			if len(st) == 0 {
-				if i = skipWS(src, i); i != n {
+				if i = t.skipWS(src, i); i != n {
 					return t.syntax(i, "data after the JSON value")
 				}
 				return nil
 			}
-			i = skipWS(src, i)
+			i = t.skipWS(src, i)
 			if i >= n {
 				return t.syntax(i, "unexpected end of input")
 			}
@@ -238,7 +242,7 @@ func (t *Tape) parse(src []byte) error {
 			f.n++
 			c := src[i]
 			if c == ',' {
-				i = skipWS(src, i+1)
+				i = t.skipWS(src, i+1)
 				if f.obj {
 					var err error
 					if i, err = t.name(src, i, f); err != nil {
@@ -280,21 +284,24 @@ func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
 	if err != nil {
 		return i, err
 	}
-	i = skipWS(src, i)
+	i = t.skipWS(src, i)
 	if i >= len(src) {
 		return i, t.syntax(i, "unexpected end of input")
 	}
 	if src[i] != ':' {
 		return i, t.syntax(i, "expected ':'")
 	}
-	return skipWS(src, i+1), nil
+	return t.skipWS(src, i+1), nil
 }
 
-func skipWS(src []byte, i int) int {
+// skipWS skips whitespace from i and notes that the text has some
+// (AppendCompact copies values of a text without any).
+func (t *Tape) skipWS(src []byte, i int) int {
 	for i < len(src) {
 		switch src[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
+			t.spaced = true
 		default:
 			return i
 		}

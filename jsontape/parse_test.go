@@ -226,9 +226,25 @@ func TestAppendCompact(t *testing.T) {
 		` "  spaced  " `:                            `"  spaced  "`,
 		`[ ]`:                                       `[]`,
 		` 1.50 `:                                    `1.50`,
+		`{"q":"x y","n":[1,2]}`:                     `{"q":"x y","n":[1,2]}`, // copied as is
 	} {
 		if got := string(mustParse(t, in).AppendCompact(nil)); got != want {
 			t.Errorf("AppendCompact(%q) = %s, want %s", in, got, want)
+		}
+	}
+	// A value without whitespace inside a text with some: the text's
+	// whitespace decides, not the value's.
+	if got := string(mustParse(t, `{"a":{"b" : 1}, "c":2}`).Get("a").AppendCompact(nil)); got != `{"b":1}` {
+		t.Errorf("inner value: %s", got)
+	}
+	// A tape reused for a compact text after a spaced one copies it as is.
+	var tp Tape
+	for _, in := range []string{`{ "a" : 1 }`, `{"a":[1,2]}`} {
+		if err := tp.Parse([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(tp.Root().AppendCompact(nil)); strings.ContainsRune(got, ' ') {
+			t.Errorf("reused tape: %s", got)
 		}
 	}
 }

@@ -196,7 +196,7 @@ func (it *Items) Value() Value { return Value{it.t, it.cur} }
 // whatever the producer's layout.
 func (v Value) AppendCompact(dst []byte) []byte {
 	raw := v.Raw()
-	if v.Kind() < Object {
+	if v.Kind() < Object || !v.t.spaced {
 		return append(dst, raw...)
 	}
 	in := false

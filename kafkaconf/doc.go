@@ -23,6 +23,9 @@
 // the AWS SDK, which this module does not carry: export them from a
 // sidecar or use SCRAM.
 //
+// Logger adapts slog for the clients' own logs (kgo.WithLogger), the same
+// for every command.
+//
 // # Failing fast
 //
 // franz-go retries most connection failures, and would retry a consumer's

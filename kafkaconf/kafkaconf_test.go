@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -309,6 +310,32 @@ func TestRefusal(t *testing.T) {
 	} {
 		if got := refusal(tc.err); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("refusal(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestLogger: the client is asked for its warnings and errors, and for
+// everything when slog is at debug level; each line reaches slog at its
+// level.
+func TestLogger(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		want  kgo.LogLevel
+		lines int // of the four logged below
+	}{
+		{slog.LevelInfo, kgo.LogLevelWarn, 3},
+		{slog.LevelDebug, kgo.LogLevelDebug, 4},
+	} {
+		var b strings.Builder
+		l := Logger(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: tc.level})))
+		if l.Level() != tc.want {
+			t.Errorf("slog %v: kgo level %v, want %v", tc.level, l.Level(), tc.want)
+		}
+		for _, lv := range []kgo.LogLevel{kgo.LogLevelError, kgo.LogLevelWarn, kgo.LogLevelInfo, kgo.LogLevelDebug} {
+			l.Log(lv, "m", "broker", 1)
+		}
+		if n := strings.Count(b.String(), `msg="kafka: m" broker=1`); n != tc.lines {
+			t.Errorf("slog %v: %d lines, want %d:\n%s", tc.level, n, tc.lines, b.String())
 		}
 	}
 }

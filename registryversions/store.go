@@ -1,10 +1,12 @@
 package registryversions
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,12 +52,14 @@ type Store struct {
 	// finds both and adds nothing.
 	defs     map[string]*def
 	contents map[[sha256.Size]byte]*content
-	// raw maps a definition as listed (the SHA-256 of its name and raw
-	// inputSchema) to its def: canonicalizing (JCS) costs far more than
-	// hashing. A cryptographic key, because listings come from servers of
-	// every trust level: a definition must not be able to borrow
-	// another's digest.
-	raw *lru.Cache[[sha256.Size]byte, *def]
+	// raw maps a definition as listed (its name and raw inputSchema) to
+	// its def: canonicalizing (JCS) costs far more than hashing. Listings
+	// come from servers of every trust level, so a definition must not be
+	// able to borrow another's digest: a hit is confirmed by comparing the
+	// bytes, and the seeded hash only finds the entry (cheaper than a
+	// cryptographic hash, which a relisting paid on all its bytes).
+	raw  *lru.Cache[uint64, listed]
+	seed maphash.Seed
 
 	lateWindow int64 // ns; 0: every relisting instant is kept
 
@@ -74,7 +78,7 @@ type Option func(*Store)
 func WithCacheSize(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
-			s.raw, _ = lru.New[[sha256.Size]byte, *def](n)
+			s.raw, _ = lru.New[uint64, listed](n)
 		}
 	}
 }
@@ -99,7 +103,8 @@ func New(opts ...Option) *Store {
 		contents:   map[[sha256.Size]byte]*content{},
 		lateWindow: int64(DefaultLateWindow),
 	}
-	s.raw, _ = lru.New[[sha256.Size]byte, *def](DefaultCacheSize)
+	s.raw, _ = lru.New[uint64, listed](DefaultCacheSize)
+	s.seed = maphash.MakeSeed()
 	for _, o := range opts {
 		o(s)
 	}
@@ -225,7 +230,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 		l       *schema.Listing
 		t       *schema.Tool
 		listing int
-		key     [sha256.Size]byte
+		key     uint64
 		d       *def
 		digest  string
 		err     error
@@ -244,13 +249,13 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 	// Hashing every listed schema is most of a relisting's cost.
 	par.For(len(jobs), minPerWorker, func(k int) {
 		j := &jobs[k]
-		j.key = rawKey(j.t.Name, j.t.InputSchema)
+		j.key = s.rawKey(j.t.Name, j.t.InputSchema)
 	})
 	var misses []int
 	for k := range jobs {
 		j := &jobs[k]
-		if d, ok := s.raw.Get(j.key); ok {
-			j.d = d
+		if e, ok := s.raw.Get(j.key); ok && e.name == j.t.Name && bytes.Equal(e.schema, j.t.InputSchema) {
+			j.d = e.d
 			continue
 		}
 		misses = append(misses, k)
@@ -269,7 +274,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 		}
 		if d := s.defs[j.digest]; d != nil {
 			j.d = d
-			s.raw.Add(j.key, d)
+			s.raw.Add(j.key, listed{j.t.Name, j.t.InputSchema, d})
 			continue
 		}
 		if _, ok := first[j.digest]; !ok {
@@ -306,7 +311,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 			j.d, j.sigErr = f.d, f.sigErr
 		}
 		if j.d != nil {
-			s.raw.Add(j.key, j.d)
+			s.raw.Add(j.key, listed{j.t.Name, j.t.InputSchema, j.d})
 		}
 	}
 
@@ -332,17 +337,24 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 	return cs, issues
 }
 
-// rawKey is the SHA-256 of a definition as listed.
-func rawKey(name string, inputSchema []byte) [sha256.Size]byte {
-	h := sha256.New()
+// listed is a definition as listed, the raw cache's entry: its bytes
+// confirm a hit.
+type listed struct {
+	name   string
+	schema []byte
+	d      *def
+}
+
+// rawKey is the seeded hash of a definition as listed.
+func (s *Store) rawKey(name string, inputSchema []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
 	h.Write(n[:])
-	h.Write([]byte(name))
+	h.WriteString(name)
 	h.Write(inputSchema)
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	return key
+	return h.Sum64()
 }
 
 // intern returns the content of a snapshot with these definitions (in any

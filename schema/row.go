@@ -278,6 +278,18 @@ func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []by
 	return append(b, `"null"`...)
 }
 
+// SetCallKey sets r.CallKey from r.EventID, or, for a record without a
+// usable event_id, from the record's position (KafkaCallKey of r.Topic,
+// r.Partition, r.Offset): the one rule, so that every decision of a call
+// has the same key.
+func (r *Row) SetCallKey() {
+	if r.EventID != "" {
+		r.CallKey = r.EventID
+	} else {
+		r.CallKey = KafkaCallKey(r.Topic, r.Partition, r.Offset)
+	}
+}
+
 // KafkaCallKey is the CallKey of a record without a usable event_id.
 func KafkaCallKey(topic string, partition int32, offset int64) string {
 	return "kafka:" + topic + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(offset, 10)

@@ -281,6 +281,34 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestWindow: a window holds From and what follows, up to To excluded;
+// the window time of a call without a usable emitted_at is its record's.
+func TestWindow(t *testing.T) {
+	from := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	w := Window{Topic: "tool-calls", From: from, To: from.Add(time.Hour)}
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{from.Add(-time.Nanosecond), false},
+		{from, true},
+		{from.Add(30 * time.Minute), true},
+		{w.To.Add(-time.Nanosecond), true},
+		{w.To, false},
+	} {
+		if got := w.Contains(tc.at); got != tc.want {
+			t.Errorf("Contains(%v) = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	rec := from.Add(time.Minute)
+	if got := WindowTime(time.Time{}, rec); !got.Equal(rec) {
+		t.Errorf("WindowTime without emitted_at = %v, want the record's %v", got, rec)
+	}
+	if got := WindowTime(from, rec); !got.Equal(from) {
+		t.Errorf("WindowTime = %v, want emitted_at %v", got, from)
+	}
+}
+
 // TestDecodeListingRejectsWhole: a listing that can be read two ways, or
 // whose time is out of range, is rejected whole, with a reason saying
 // where (wire contract rules 9 and 10).

@@ -5,9 +5,11 @@
 # definition) at RATE per second; prints resolverd's CPU over the feed
 # and until the last listing is applied, how long after the feed ended
 # that was (lag), and its peak RSS (VmHWM). The embedded broker runs in
-# resolverd's process, so its CPU is counted too.
+# resolverd's process, so its CPU is counted too; with SPLIT=1 the broker
+# and the engine run in `resolverd stack` (as Kafka and ClickHouse run
+# beside resolverd in a fleet) and only `resolverd run` is measured.
 #
-# Usage: scripts/bench-registry.sh [N] [RATE] [RESOLVERD]   (default 20000 1000, built here)
+# Usage: [SPLIT=1] scripts/bench-registry.sh [N] [RATE] [RESOLVERD]   (default 20000 1000, built here)
 # Needs the ClickHouse engine (scripts/fetch-chengine.sh) and curl; run it
 # under `unshare -n` (with `ip link set lo up`) when the embedded ports
 # (19092, 19000, 18123) are taken.
@@ -22,9 +24,21 @@ if [ -z "$bin" ]; then
   bin=$dir/resolverd
 fi
 go build -o "$dir/fleetgen" ./scripts/fleetgen
-"$bin" run --embedded "$dir/stack" --http 127.0.0.1:18080 --log-level warn > "$dir/log" 2>&1 &
+stack=
+if [ "${SPLIT:-0}" = 1 ]; then
+  "$bin" stack --dir "$dir/stack" --http 127.0.0.1:18081 > "$dir/stack.log" 2>&1 &
+  stack=$!
+  for _ in $(seq 600); do
+    curl -sf 127.0.0.1:18081/readyz > /dev/null && break
+    sleep 0.5
+  done
+  "$bin" migrate --clickhouse 127.0.0.1:19000 > "$dir/migrate.log" 2>&1
+  "$bin" run --brokers 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --http 127.0.0.1:18080 --log-level warn > "$dir/log" 2>&1 &
+else
+  "$bin" run --embedded "$dir/stack" --http 127.0.0.1:18080 --log-level warn > "$dir/log" 2>&1 &
+fi
 pid=$!
-trap 'kill -INT $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill -INT $pid $stack 2>/dev/null || true; wait $pid $stack 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 600); do
   curl -sf 127.0.0.1:18080/readyz > /dev/null && break
   sleep 0.5

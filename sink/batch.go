@@ -42,6 +42,8 @@ type Batch struct {
 	// Set by Reserve: the rows and bytes the batch will be filled to; its
 	// buffers are sized for them once its first rows show their widths.
 	reserveRows, reserveBytes int
+	// The archive's rows (AppendEvents); nil until the first.
+	events *events
 	// For token.
 	hash    xxh3.Hasher128
 	scratch proto.Buffer
@@ -158,9 +160,9 @@ func (b *Batch) Len() int { return b.rows }
 
 // Size is the bytes of the rows appended since the last Reset, as they are
 // held (the String columns' wire form, four bytes per LowCardinality key
-// plus the dictionaries, the fixed-width columns).
+// plus the dictionaries, the fixed-width columns), archive rows included.
 func (b *Batch) Size() int {
-	n := b.rows * b.perRow
+	n := b.rows*b.perRow + b.events.size()
 	for _, s := range b.strs {
 		n += len(s.buf)
 	}
@@ -175,6 +177,7 @@ func (b *Batch) Reset() {
 	for _, r := range b.resets {
 		r()
 	}
+	b.events.reset()
 	b.rows, b.clamped = 0, 0
 }
 
@@ -190,20 +193,28 @@ func (c *ClickHouse) WriteBatch(ctx context.Context, b *Batch) error {
 	if c.closed {
 		return ErrClosed
 	}
-	if b.rows == 0 {
+	if b.rows == 0 && b.events.rows() == 0 {
 		return nil
 	}
 	start := time.Now()
-	err := c.insert(ctx, b)
+	var err error
+	if b.events.rows() > 0 {
+		// The archive first: once the decisions are acknowledged, the
+		// caller commits the records, which must then be archived.
+		err = c.insertEvents(ctx, b)
+	}
+	if err == nil && b.rows > 0 {
+		err = c.insert(ctx, b)
+	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
 		err = fmt.Errorf("sink: clickhouse write of %d rows: %w", b.rows, err)
 		c.log.Warn("sink: write failed", "rows", b.rows, "kind", Kind(err), "retryable", IsRetryable(err), "err", err)
-	} else if b.clamped > 0 {
-		c.m.clamped.Add(float64(b.clamped))
-		c.log.Warn("sink: times out of range clamped", "count", b.clamped)
+	} else if cl := b.clamped + b.events.clampedTimes(); cl > 0 {
+		c.m.clamped.Add(float64(cl))
+		c.log.Warn("sink: times out of range clamped", "count", cl)
 	}
 	c.m.observe(b.rows, start, err)
 	return err
@@ -215,13 +226,13 @@ func (c *ClickHouse) insert(ctx context.Context, b *Batch) error {
 		return err
 	}
 	settings := append(insertSettings[:len(insertSettings):len(insertSettings)],
-		ch.Setting{Key: "insert_deduplication_token", Value: b.token()})
+		ch.Setting{Key: "insert_deduplication_token", Value: b.tokenOf(b.input)})
 	err = cl.Do(ctx, ch.Query{Body: c.insertSQL, Input: b.input, Settings: settings})
 	c.pool.put(cl, err)
 	return err
 }
 
-// token names the batch's content for ClickHouse's insert deduplication
+// tokenOf names the content of one of the batch's inserts for ClickHouse's insert deduplication
 // (insert_deduplication_token): a 128-bit xxh3 of every column, so the same
 // rows, retried after an INSERT whose acknowledgement was lost, have the
 // same token and are dropped, in decisions and in the rollup, as they were
@@ -229,11 +240,11 @@ func (c *ClickHouse) insert(ctx context.Context, b *Batch) error {
 // with the server hashing 300k rows (three 100k-row INSERTs into fresh
 // tables), the engine spent 1.23 - 1.69 s of CPU, with a token 0.86 - 1.10
 // s (three rounds); xxh3 takes a few milliseconds per 100k rows.
-func (b *Batch) token() string {
+func (b *Batch) tokenOf(input proto.Input) string {
 	h := &b.hash
 	h.Reset()
 	var n [8]byte
-	for _, col := range b.input {
+	for _, col := range input {
 		var data []byte
 		if s, ok := col.Data.(*wireStr); ok {
 			data = s.buf

@@ -261,7 +261,7 @@ func TestBatchToken(t *testing.T) {
 	tok := func(rs []schema.Row) string {
 		b := (&ClickHouse{}).NewBatch()
 		b.Append(rs)
-		return b.token()
+		return b.tokenOf(b.input)
 	}
 	first := tok(rows)
 	if again := tok(rows); again != first {

@@ -35,9 +35,10 @@ type ClickHouse struct {
 	mu     sync.RWMutex // Write holds it shared, Close exclusively
 	closed bool
 
-	pool      *pool     // INSERT connections (ch-go)
-	insertSQL string    // INSERT INTO db.decisions (columns) VALUES
-	batches   sync.Pool // *Batch, for Write
+	pool       *pool     // INSERT connections (ch-go)
+	insertSQL  string    // INSERT INTO db.decisions (columns) VALUES
+	archiveSQL string    // INSERT INTO db.call_events (columns) VALUES
+	batches    sync.Pool // *Batch, for Write
 }
 
 var _ interface {
@@ -109,12 +110,13 @@ func NewClickHouse(ctx context.Context, cfg Config, opts ...Option) (*ClickHouse
 		return fail(err)
 	}
 	c := &ClickHouse{
-		conn:      conn,
-		db:        cfg.Database,
-		pool:      newPool(cfg),
-		insertSQL: "INSERT INTO `" + cfg.Database + "`.`decisions` (" + columnList() + ") VALUES",
-		log:       o.log,
-		m:         newMetrics(o.reg, "clickhouse"),
+		conn:       conn,
+		db:         cfg.Database,
+		pool:       newPool(cfg),
+		insertSQL:  "INSERT INTO `" + cfg.Database + "`.`decisions` (" + columnList() + ") VALUES",
+		archiveSQL: "INSERT INTO `" + cfg.Database + "`.`call_events` (" + archiveColumnList() + ") VALUES",
+		log:        o.log,
+		m:          newMetrics(o.reg, "clickhouse"),
 	}
 	c.batches.New = func() any { return c.NewBatch() }
 	o.log.Info("sink: clickhouse ready", "addr", cfg.Addr, "database", cfg.Database)
@@ -183,21 +185,9 @@ func (c Config) open(ctx context.Context, db string) (driver.Conn, error) {
 // the same type. Extra columns are fine (a newer migration added them with
 // defaults).
 func checkSchema(ctx context.Context, conn driver.Conn, db string) error {
-	rows, err := conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = 'decisions'", db)
+	have, err := tableColumns(ctx, conn, db, "decisions")
 	if err != nil {
-		return fmt.Errorf("sink: clickhouse schema check: %w", err)
-	}
-	defer rows.Close()
-	have := map[string]string{}
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return fmt.Errorf("sink: clickhouse schema check: %w", err)
-		}
-		have[name] = typ
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sink: clickhouse schema check: %w", err)
+		return err
 	}
 	if len(have) == 0 {
 		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.decisions does not exist (run sink.Migrate)", ErrSchemaMismatch, db)}
@@ -211,6 +201,28 @@ func checkSchema(ctx context.Context, conn driver.Conn, db string) error {
 		}
 	}
 	return nil
+}
+
+// tableColumns returns the type of every column of db.table by name;
+// none when the table does not exist.
+func tableColumns(ctx context.Context, conn driver.Conn, db, table string) (map[string]string, error) {
+	rows, err := conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
+	if err != nil {
+		return nil, fmt.Errorf("sink: clickhouse schema check: %w", err)
+	}
+	defer rows.Close()
+	have := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, fmt.Errorf("sink: clickhouse schema check: %w", err)
+		}
+		have[name] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sink: clickhouse schema check: %w", err)
+	}
+	return have, nil
 }
 
 // Conn is the writer's connection pool, for Migrate and ad hoc queries.

@@ -61,11 +61,11 @@ func TestClusterDDL(t *testing.T) {
 			}
 		}
 	}
-	// schema_migrations, decisions_local, decisions_by_minute_local and
-	// the nine tables of 0007_analytics; each but schema_migrations
-	// behind a Distributed table.
-	if len(tables) != 12 || len(distributed) != 11 {
-		t.Fatalf("%d replicated and %d Distributed tables, want 12 and 11", len(tables), len(distributed))
+	// schema_migrations, decisions_local, decisions_by_minute_local,
+	// call_events_local and the nine tables of 0007_analytics; each but
+	// schema_migrations behind a Distributed table.
+	if len(tables) != 13 || len(distributed) != 12 {
+		t.Fatalf("%d replicated and %d Distributed tables, want 13 and 12", len(tables), len(distributed))
 	}
 	if !strings.Contains(got, "Distributed(`prod`, `toolaudit`, `registry_changes_local`, cityHash64(registry, server, tool))") {
 		t.Errorf("registry_changes is not Distributed by cityHash64(registry, server, tool): every version of a row must land on one shard")
@@ -74,8 +74,11 @@ func TestClusterDDL(t *testing.T) {
 		!strings.Contains(distributed[0], "Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key))") {
 		t.Errorf("decisions is not Distributed by cityHash64(call_key) over decisions_local:\n%s", distributed[0])
 	}
+	if !strings.Contains(distributed[2], "Distributed(`prod`, `toolaudit`, `call_events_local`, cityHash64(topic, partition, offset))") {
+		t.Errorf("call_events is not Distributed by the record's position over call_events_local:\n%s", distributed[2])
+	}
 	for _, s := range stmts {
-		if regexp.MustCompile("`toolaudit`\\.decisions(_by_minute)?\\b").MatchString(s) && !strings.Contains(s, "Distributed") {
+		if regexp.MustCompile("`toolaudit`\\.(decisions(_by_minute)?|call_events)\\b").MatchString(s) && !strings.Contains(s, "Distributed") {
 			t.Errorf("a migration statement names a Distributed table instead of its local table:\n%s", s)
 		}
 	}

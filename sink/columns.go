@@ -24,12 +24,14 @@ func columnList() string {
 	return string(b)
 }
 
-// The store's time range: DateTime64's 1900..2299 cut at the end of Go's
-// int64 nanoseconds (2262-04-11), which the client converts through.
+// The store's time range is schema's supported range (one home for it),
+// the last millisecond before schema.EndTime included. Times outside it
+// reach here only on rows decided without a call time check (decided_at,
+// passthrough rows).
 var (
 	epoch   = time.Unix(0, 0).UTC()
-	minTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(2262, 4, 10, 23, 59, 59, 999e6, time.UTC)
+	minTime = schema.MinTime
+	maxTime = schema.EndTime.Add(-time.Millisecond)
 )
 
 // storeTime is t as stored: the zero time (no usable time) as the Unix

@@ -49,12 +49,23 @@
 // Counts and Rows read decisions back with FINAL (exact, deduplicated): for
 // tests, the demo and `resolverd report`. Stored counts rows without FINAL,
 // an upper bound cheap enough to poll; RolledUp what the hourly rollup has
-// counted. Dashboards and the analytics of `resolverd report` read the
-// rollups of migration 0007 instead (package analytics).
+// counted; Sources lists an analysis's sources. Diff compares two
+// analyses call by call (`resolverd diff`). Dashboards and the analytics
+// of `resolverd report` read the rollups of migration 0007 instead
+// (package analytics).
 //
 // # The registry history
 //
 // WriteRegistryChanges stores what each listing changed (table
 // registry_changes, rows of package registrydiff) and RegistryChanges
 // reads it back with FINAL, for `resolverd registry diff`.
+//
+// # The archive
+//
+// With `resolverd run --archive-calls`, a Batch also holds the call
+// records of its rows (AppendEvents), written to table call_events in the
+// same Write, before the decisions: an acknowledged Write means both are
+// stored. CallEvents reads a window of them back (the re-analysis beyond
+// Kafka's retention), CheckArchive checks the table at start; see
+// archive.go and schema/ddl/0006_call_events.sql.
 package sink

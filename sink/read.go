@@ -118,3 +118,27 @@ func (c *ClickHouse) RolledUp(ctx context.Context, analysisID string) (int, erro
 	}
 	return int(n), nil
 }
+
+// Sources returns the sources of the decisions stored under analysis
+// analysisID, sorted; none for an analysis without decisions. It reads
+// the sort key's columns only.
+func (c *ClickHouse) Sources(ctx context.Context, analysisID string) ([]schema.Source, error) {
+	rows, err := c.conn.Query(readContext(ctx, analysisID),
+		"SELECT DISTINCT source FROM `"+c.db+"`.decisions WHERE analysis_id = {aid:String} ORDER BY source")
+	if err != nil {
+		return nil, fmt.Errorf("sink: clickhouse sources: %w", err)
+	}
+	defer rows.Close()
+	var out []schema.Source
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("sink: clickhouse sources: %w", err)
+		}
+		out = append(out, schema.Source(s))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sink: clickhouse sources: %w", err)
+	}
+	return out, nil
+}

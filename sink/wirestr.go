@@ -21,7 +21,12 @@ type wireStr struct {
 
 var _ proto.ColInput = (*wireStr)(nil)
 
-func (c *wireStr) Append(s string) {
+func (c *wireStr) Append(s string) { appendWire(c, s) }
+
+// AppendBytes is Append of a byte slice.
+func (c *wireStr) AppendBytes(s []byte) { appendWire(c, s) }
+
+func appendWire[S string | []byte](c *wireStr, s S) {
 	if n := len(c.buf) + binary.MaxVarintLen64 + len(s); n > cap(c.buf) {
 		c.buf = growTo(c.buf, n)
 	}

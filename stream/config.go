@@ -107,6 +107,14 @@ type Config struct {
 	// row. Arguments are untrusted and may hold secrets: off by default,
 	// rows then keep only their shape and hash.
 	KeepRawArgs bool
+	// ArchiveCalls stores every record of the calls topic as it was
+	// produced in the archive (table call_events), in the same sink write
+	// as its decision, so before its offset is committed: what `resolverd
+	// reanalyze --source archive` reads once Kafka's retention has
+	// dropped the records. The sink's batches must implement Archiver.
+	// The events may hold secrets (see schema/ddl/0006_call_events.sql):
+	// off by default.
+	ArchiveCalls bool
 	// ArgsKey keys every row's args_hash (HMAC-SHA-256, schema.ArgsKey);
 	// nil: a plain SHA-256, which lets anyone who reads the table confirm
 	// guessed arguments.

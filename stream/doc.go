@@ -73,6 +73,16 @@
 // benchmark, 17% less again at 100,000), and the rows of all partitions
 // together make large inserts whatever the partition count.
 //
+// # The archive
+//
+// With Config.ArchiveCalls, a worker also keeps each record's key and
+// value (copied into its hand-off's buffer: the client reuses a record's
+// memory) as a schema.CallEvent at its window time (schema.WindowTime),
+// and the writer appends them to the batch that holds their rows
+// (Archiver): the sink stores them (table call_events) in the same Write
+// as the rows, so a committed record is archived. A redelivered record is
+// archived again, and the table keeps one per position under FINAL.
+//
 // # Rebalances and shutdown
 //
 // The group client blocks rebalances while the poll loop hands records to

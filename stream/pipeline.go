@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
+	"github.com/toolaudit/toolaudit/internal/fetchpool"
+	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
@@ -64,6 +66,11 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 	}
 	if store == nil || sink == nil {
 		return nil, fmt.Errorf("%w: nil store or sink", ErrConfig)
+	}
+	if cfg.ArchiveCalls {
+		if _, ok := newBatch(sink).(Archiver); !ok {
+			return nil, fmt.Errorf("%w: archiving calls needs a sink whose batches are Archivers", ErrConfig)
+		}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -137,12 +144,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
 		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic, "audit", p.cfg.AuditTopic,
 		"listing_hold", p.cfg.ListingHold, "batch_rows", p.cfg.BatchRows, "batch_wait", p.cfg.BatchWait,
-		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough)
+		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough, "archive_calls", p.cfg.ArchiveCalls)
 
 	lctx, stopListings := context.WithCancel(base)
 	// Checkpoints are read by short-lived clients without the metrics hooks.
 	ckptOpts := append([]kgo.Opt{kgo.SeedBrokers(p.cfg.Brokers...), kgo.ClientID(p.cfg.ClientID + "-checkpoint"),
-		kgo.WithLogger(kgoLogger{p.log}), kgo.FetchMaxBytes(p.cfg.FetchMaxBytes)}, p.cfg.KafkaOpts...)
+		kgo.WithLogger(kafkaconf.Logger(p.log)), kgo.FetchMaxBytes(p.cfg.FetchMaxBytes)}, p.cfg.KafkaOpts...)
 	l := newListings(p.cfg, lcl, ckptOpts, p.store, p.wm, p.log, p.m)
 	pr := &prober{cfg: p.cfg, adm: kadm.NewClient(lcl), wm: p.wm, arr: p.arr, log: p.log,
 		errs: every{Interval: 10 * time.Second}, caughtUp: l.caughtUp, listed: l.consume}
@@ -184,7 +191,7 @@ func (p *Pipeline) commonOpts(suffix string) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ClientID(p.cfg.ClientID + suffix),
-		kgo.WithLogger(kgoLogger{p.log}),
+		kgo.WithLogger(kafkaconf.Logger(p.log)),
 		kgo.FetchMaxBytes(p.cfg.FetchMaxBytes),
 		kgo.FetchMaxWait(p.cfg.FetchMaxWait),
 	}
@@ -218,7 +225,7 @@ func (p *Pipeline) callsOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
-		kgo.WithPools(new(fetchPool)),
+		kgo.WithPools(fetchpool.New()),
 	)
 	return append(opts, p.cfg.KafkaOpts...)
 }

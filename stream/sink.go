@@ -63,6 +63,15 @@ type Batch interface {
 	Reset()
 }
 
+// Archiver is a Batch that also stores the call records of its rows as
+// they were produced (Config.ArchiveCalls): Write returns nil only once
+// the records are stored too. sink.Batch is one.
+type Archiver interface {
+	Batch
+	// AppendEvents adds records, copying what it keeps.
+	AppendEvents(evs []schema.CallEvent)
+}
+
 // reserver is a Batch that can size its buffers for what it will hold
 // (sink.Batch): the pipeline tells a new batch BatchRows and BatchBytes.
 type reserver interface {

@@ -62,11 +62,8 @@ type worker struct {
 	cur      chunk
 	idx      int
 	hasCur   bool
-	dec      schema.CallDecoder
-	args     schema.ArgsSummarizer
-	call     schema.Call
+	rd       resolve.RowDecider
 	rec      audit.Record
-	res      resolve.Resolver
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -88,10 +85,10 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		res:    p.cfg.Resolver,
-		out:    handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
-		audit:  topic == p.cfg.AuditTopic,
-		args:   schema.NewArgsSummarizer(p.cfg.ArgsKey),
+		rd: resolve.RowDecider{Resolver: p.cfg.Resolver, KeepRawArgs: p.cfg.KeepRawArgs,
+			ArgsKey: p.cfg.ArgsKey, Suggest: p.sugg},
+		out:   handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		audit: topic == p.cfg.AuditTopic,
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
@@ -210,7 +207,7 @@ func (w *worker) run() {
 			ok, ch := w.ready(r)
 			if ok {
 				w.decide(r)
-				r.Recycle() // its memory goes back to the client's pools (fetchPool)
+				r.Recycle() // its memory goes back to the client's pools (fetchpool)
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
 				}
@@ -319,37 +316,17 @@ func (w *worker) decide(r *kgo.Record) {
 	if !cfg.Passthrough {
 		vs = w.p.store.Snapshot()
 	}
-	if w.res.Decide(vs, &w.dec, r.Value, &w.call, &row.Decision) {
-		w.fillCall(row)
-		if c := row.Class; c == schema.H1 || c == schema.M1 {
-			row.SuggestedTool = w.p.sugg.Tool(vs, &w.call, &row.Decision)
-		}
-	} else {
-		row.FillCall(&w.call) // what was read before the failure
+	if !w.rd.DecideRow(vs, r.Value, row) {
 		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
 	}
-	row.DecidedAt = time.Now()
-	w.finishRow(row, r)
+	if cfg.ArchiveCalls {
+		h.archive(r, row)
+	}
+	w.count(row)
 }
 
-// fillCall copies the decoded call's identity, context and argument
-// summary into row.
-func (w *worker) fillCall(row *schema.Row) {
-	row.FillCall(&w.call)
-	row.ArgsShape = w.args.Shape(w.call.Arguments)
-	row.ArgsHash = w.args.Hash(w.call.Arguments)
-	if w.p.cfg.KeepRawArgs {
-		row.ArgsRaw = string(w.call.Arguments.AppendCompact(nil))
-	}
-}
-
-// finishRow sets the row's key and counts its class.
-func (w *worker) finishRow(row *schema.Row, r *kgo.Record) {
-	if row.EventID != "" {
-		row.CallKey = row.EventID
-	} else {
-		row.CallKey = schema.KafkaCallKey(r.Topic, r.Partition, r.Offset)
-	}
+// count counts row's class in the hand-off.
+func (w *worker) count(row *schema.Row) {
 	if i := row.Class.Index(); i >= 0 {
 		w.out.counts[i]++
 	}
@@ -373,13 +350,9 @@ func (w *worker) store(r *kgo.Record) {
 	w.rec.Fill(row)
 	row.AnalysisID = cfg.AnalysisID
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
-	if err := w.dec.Decode(w.rec.Call, &w.call); err == nil {
-		w.fillCall(row)
-	} else {
-		row.FillCall(&w.call) // what was read before the failure
-	}
+	w.rd.DescribeCall(w.rec.Call, row)
 	w.rec.Call = nil
-	w.finishRow(row, r)
+	w.count(row)
 }
 
 // dlqRecord is r for the DLQ topic: key, value, timestamp and headers as

@@ -30,6 +30,14 @@ type handoff struct {
 	dlq    []*kgo.Record
 	last   position
 	counts [schema.NumClasses]int
+
+	// With Config.ArchiveCalls, the records of the rows, whose keys and
+	// values are slices of evData: the worker's copies (the client reuses
+	// a record's memory once it is decided), made without an allocation
+	// per record once evData has grown. An append that moves evData
+	// leaves the earlier slices on the old array, which stays as it was.
+	events []schema.CallEvent
+	evData []byte
 }
 
 // position is where a record sits in its partition: what a commit names
@@ -45,6 +53,20 @@ func (h *handoff) reset() {
 	clear(h.dlq)
 	h.dlq = h.dlq[:0]
 	h.counts = [schema.NumClasses]int{}
+	clear(h.events)
+	h.events, h.evData = h.events[:0], h.evData[:0]
+}
+
+// archive adds r, decided into row, to the records to archive.
+func (h *handoff) archive(r *kgo.Record, row *schema.Row) {
+	n := len(h.evData)
+	h.evData = append(append(h.evData, r.Key...), r.Value...)
+	k, v := n+len(r.Key), len(h.evData)
+	h.events = append(h.events, schema.CallEvent{
+		EmittedAt: schema.WindowTime(row.EmittedAt, r.Timestamp),
+		Topic:     r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: h.evData[n:k:k], Value: h.evData[k:v:v],
+	})
 }
 
 // lease is one partition worker's standing with the writer (a partition
@@ -189,6 +211,9 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 				b.first = b.latest
 			}
 			b.enc.Append(h.rows)
+			if len(h.events) > 0 {
+				b.enc.(Archiver).AppendEvents(h.events) // checked by New
+			}
 			b.dlq = append(b.dlq, h.dlq...)
 			if b.last == nil {
 				b.last = map[*lease]position{}

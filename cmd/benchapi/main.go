@@ -39,21 +39,18 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/internal/benchutil"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 )
@@ -91,22 +88,15 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	var err error
-	if o.rates, err = ints(*rates); err != nil {
+	stopProfile, err := benchutil.CPUProfile(*cpuprofile)
+	if err != nil {
 		return err
 	}
-	if o.batches, err = ints(*batches); err != nil {
+	defer stopProfile()
+	if o.rates, err = benchutil.Ints(*rates); err != nil {
+		return err
+	}
+	if o.batches, err = benchutil.Ints(*batches); err != nil {
 		return err
 	}
 	calls, err := readLines(o.calls)
@@ -145,18 +135,6 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	return nil
-}
-
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q: want positive integers", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func readLines(path string) ([][]byte, error) {
@@ -233,7 +211,7 @@ func serve(o options) (string, func(), error) {
 		cfg.Audit = p
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); trim(ctx, k.ListenAddrs()) }()
+		go func() { defer close(done); benchutil.Trim(ctx, k.ListenAddrs(), audit.DefaultTopic) }()
 		stops = append(stops, func() { cancel(); <-done })
 	}
 	h, err := httpapi.New(cfg)
@@ -254,33 +232,6 @@ func serve(o options) (string, func(), error) {
 	go srv.Serve(ln)
 	stops = append(stops, func() { srv.Shutdown(context.Background()) })
 	return "http://" + ln.Addr().String(), stop, nil
-}
-
-// trim deletes the audit records as they are acknowledged: nothing
-// consumes them here, and the embedded broker keeps records in memory.
-func trim(ctx context.Context, brokers []string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ends, err := adm.ListEndOffsets(ctx, audit.DefaultTopic)
-		if err != nil {
-			continue
-		}
-		os := kadm.Offsets{}
-		ends.Each(func(o kadm.ListedOffset) { os.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset}) })
-		adm.DeleteRecords(ctx, os)
-	}
 }
 
 type result struct {
@@ -373,7 +324,7 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 		})
 	}
 	interval := time.Second / time.Duration(rate)
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	start := time.Now()
 	measureFrom := start.Add(o.warmup)
 	end := measureFrom.Add(o.duration)
@@ -396,7 +347,7 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 	}
 	close(jobs)
 	wg.Wait()
-	r := &result{sent: sent, warm: warm, elapsed: time.Since(measureFrom), cpu: cpuTime() - cpu0, errorKinds: map[string]int{}}
+	r := &result{sent: sent, warm: warm, elapsed: time.Since(measureFrom), cpu: benchutil.CPUTime() - cpu0, errorKinds: map[string]int{}}
 	var lags []time.Duration
 	for _, s := range all {
 		r.ok += s.ok
@@ -413,15 +364,6 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 		r.lag = lags[int(0.99*float64(len(lags)-1))]
 	}
 	return r
-}
-
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func errKind(err error) string {

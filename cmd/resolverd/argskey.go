@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 
+	"github.com/toolaudit/toolaudit/internal/connsec"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -25,26 +25,18 @@ func argsKeyFlag(fs *flag.FlagSet) *string {
 // loadArgsKey returns the key of args_hash from the file, or from the
 // environment, or nil when neither is set. Both set is a usage error.
 func loadArgsKey(file string, log *slog.Logger) (*schema.ArgsKey, error) {
-	env, inEnv := os.LookupEnv(argsKeyEnv)
-	var secret []byte
-	switch {
-	case file != "" && inEnv:
-		return nil, usageError{fmt.Errorf("the args hash key is set twice: --args-hash-key-file and %s", argsKeyEnv)}
-	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("args hash key: %w", err)
-		}
-		secret = bytes.TrimRight(b, "\r\n")
-	case inEnv:
-		secret = []byte(env)
-	default:
+	src := connsec.Secret{File: file, Env: argsKeyEnv}
+	if !src.Given(os.Getenv) {
 		return nil, nil
 	}
-	k, err := schema.NewArgsKey(secret)
+	secret, from, err := src.Read(os.Getenv)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("args hash key: %w", err)}
+	}
+	k, err := schema.NewArgsKey([]byte(secret))
 	if err != nil {
 		return nil, usageError{errors.New(err.Error())}
 	}
-	log.Info("args_hash keyed", "key_id", k.ID())
+	log.Info("args_hash keyed", "key_id", k.ID(), "from", from)
 	return k, nil
 }

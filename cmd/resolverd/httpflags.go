@@ -59,6 +59,8 @@ func (h *httpFlags) validate() error {
 		return usageError{fmt.Errorf("the --http-max-* flags must be positive")}
 	case h.inflightMB<<20 < h.maxBodyKB<<10:
 		return usageError{fmt.Errorf("--http-max-inflight-mb %d is less than one body of --http-max-body-kb %d", h.inflightMB, h.maxBodyKB)}
+	case h.server.ReadTimeout < 0 || h.server.WriteTimeout < 0:
+		return usageError{fmt.Errorf("--http-read-timeout and --http-write-timeout must not be negative")}
 	case h.auditTimeout < time.Second:
 		return usageError{fmt.Errorf("--audit-timeout %v: at least 1s", h.auditTimeout)}
 	}

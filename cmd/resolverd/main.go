@@ -4,12 +4,15 @@
 //
 // Subcommands:
 //
-//	check    resolve a calls file against a listings file (offline)
-//	run      consume Kafka, resolve, write decisions to ClickHouse
-//	migrate  create or upgrade the ClickHouse schema
-//	report   headline analytics of the decisions, on a terminal or as HTML
-//	registry the registry history (registry diff)
-//	stack    run only the embedded Kafka broker and ClickHouse engine
+//	check      resolve a calls file against a listings file (offline)
+//	run        consume Kafka, resolve, write decisions to ClickHouse
+//	gateway    MCP gateway: merge MCP servers, decide every tools/call
+//	reanalyze  decide the calls of a past window again, under a new analysis id
+//	diff       the calls whose decision changed between two analyses
+//	migrate    create or upgrade the ClickHouse schema
+//	report     headline analytics of the decisions, on a terminal or as HTML
+//	registry   the registry history (registry diff)
+//	stack      run only the embedded Kafka broker and ClickHouse engine
 package main
 
 import (
@@ -39,7 +42,7 @@ type stdio struct {
 }
 
 // run returns the process exit code: 0, 1 for unusable input or a failed
-// run, 2 for a usage error.
+// run, 2 for a usage error, or the code of an exitError (diff's gate).
 func run(ctx context.Context, args []string, std stdio) int {
 	root := rootCommand(std)
 	err := root.Parse(args)
@@ -50,7 +53,10 @@ func run(ctx context.Context, args []string, std stdio) int {
 	if err == nil {
 		err = root.Run(ctx)
 	}
-	var ue usageError
+	var (
+		ue usageError
+		ee exitError
+	)
 	switch {
 	case err == nil:
 		return 0
@@ -62,6 +68,9 @@ func run(ctx context.Context, args []string, std stdio) int {
 	case errors.As(err, &ue):
 		fmt.Fprintln(std.err, "resolverd:", err)
 		return 2
+	case errors.As(err, &ee):
+		fmt.Fprintln(std.err, "resolverd:", err)
+		return ee.code
 	default:
 		fmt.Fprintln(std.err, "resolverd:", err)
 		return 1
@@ -78,8 +87,9 @@ func rootCommand(std stdio) *ffcli.Command {
 		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
 was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
-		FlagSet:     rootFlags,
-		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
+		FlagSet: rootFlags,
+		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), reanalyzeCommand(std), diffCommand(std),
+			migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},
@@ -87,3 +97,10 @@ was current when each call was emitted, and classifies every failure
 }
 
 type usageError struct{ error }
+
+// exitError ends the process with its code (a command's documented
+// status other than 1 and 2).
+type exitError struct {
+	code int
+	error
+}

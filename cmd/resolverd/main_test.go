@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/reanalyze"
 )
 
 func corpus(parts ...string) string {
@@ -197,22 +199,12 @@ func TestRegistryDiffUsage(t *testing.T) {
 	}{
 		{[]string{"registry", "diff"}, "needs --registry"},
 		{[]string{"registry", "diff", "--registry", "r", "--from", "yesterday"}, "--from"},
-		{[]string{"registry", "diff", "--registry", "r", "--to", "-5h"}, "--to"},
+		{[]string{"registry", "diff", "--registry", "r", "--to", "5h"}, "--to"},
 		{[]string{"registry", "diff", "--registry", "r", "--limit", "-1"}, "--limit"},
 	} {
 		code, _, stderr := runCmd(t, "", append(tc.args, "--clickhouse", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
-		}
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Time{
-		"":                     {},
-		"24h":                  now.Add(-24 * time.Hour),
-		"2026-11-29T10:00:00Z": time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
-	} {
-		if got, err := parseWhen(in, now); err != nil || !got.Equal(want) {
-			t.Errorf("parseWhen(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 }
@@ -275,6 +267,77 @@ func TestEmbeddedRefusesSecurity(t *testing.T) {
 	}
 }
 
+// TestReanalyzeAndDiffBadFlags: reanalyze and diff refuse unusable
+// settings with a usage error (exit 2) naming the problem, before
+// connecting to anything.
+func TestReanalyzeAndDiffBadFlags(t *testing.T) {
+	window := []string{"--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reanalyze", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "--from is required"},
+		{[]string{"reanalyze", "--from", "yesterday", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "RFC 3339"},
+		{[]string{"reanalyze", "--from", "-1x", "--to", "-1h", "--analysis", "a"}, "--from \"-1x\""},
+		{[]string{"reanalyze", "--from", "2026-12-02T00:00:00Z", "--to", "2026-12-01T00:00:00Z", "--analysis", "a"}, "ends"},
+		{[]string{"reanalyze", "--from", "2026-12-01T00:00:00.0001Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a"}, "whole millisecond"},
+		{[]string{"reanalyze", "--from", "-2h", "--to", "-1h"}, "empty analysis id"},
+		{append([]string{"reanalyze", "--mode", "lenient"}, window...), "mode"},
+		{append([]string{"reanalyze", "--source", "s3"}, window...), "--source"},
+		{append([]string{"reanalyze", "--progress", "loud"}, window...), "--progress"},
+		{append([]string{"reanalyze", "--skew", "-1s"}, window...), "--skew"},
+		{append([]string{"reanalyze", "--workers", "0"}, window...), "workers"},
+		{append([]string{"reanalyze", "--kafka-sasl-mechanism", "plain"}, window...), "needs --kafka-sasl-user"},
+		{append([]string{"reanalyze", "extra"}, window...), "unexpected arguments"},
+		{[]string{"diff"}, "needs --analysis"},
+		{[]string{"diff", "--analysis", "live"}, "both \"live\""},
+		{[]string{"diff", "--analysis", "a", "--from", "-1h", "--to", "-2h"}, "not after"},
+		{[]string{"diff", "--analysis", "a", "--examples", "-1"}, "--examples"},
+		{[]string{"diff", "--analysis", "a", "--to", "tomorrow"}, "RFC 3339"},
+	} {
+		args := append(tc.args, "--clickhouse", "127.0.0.1:1", "--brokers", "127.0.0.1:1")
+		if tc.args[0] == "diff" {
+			args = append(tc.args, "--clickhouse", "127.0.0.1:1")
+		}
+		code, _, stderr := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestProgress: reanalyze's progress, as a bar with the rate and the time
+// left, or as lines with the same.
+func TestProgress(t *testing.T) {
+	var read atomic.Int64
+	progress := func() reanalyze.Progress {
+		return reanalyze.Progress{Total: 1000, Read: read.Add(100), Decided: 50, Written: 10}
+	}
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"bar", []string{"reanalyze", "records/s"}},
+		{"lines", []string{"reanalyze: 100 records read of about 1000 (10%), 50 decided, 10 written,", "records/s, ETA "}},
+		{"none", nil},
+	} {
+		read.Store(0)
+		var b lockedBuffer
+		stop := showProgress(&b, tc.mode, 20*time.Millisecond, progress)
+		time.Sleep(500 * time.Millisecond)
+		stop()
+		out := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%q", tc.mode, w, out)
+			}
+		}
+		if tc.want == nil && out != "" {
+			t.Errorf("%s: %q", tc.mode, out)
+		}
+	}
+}
+
 // TestArgsHashKey: the key comes from a file or from the environment,
 // never both; a short key is a usage error; with a key every decision of
 // a decoded call carries the keyed hash, and the key shows nowhere.
@@ -326,14 +389,14 @@ func TestArgsHashKey(t *testing.T) {
 	}()] {
 		t.Fatalf("file and environment give different keys: %v %v", fromFile, fromEnv)
 	}
-	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "set twice") {
+	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c, "--args-hash-key-file", keyFile); code != 2 || !strings.Contains(stderr, "keep one") {
 		t.Fatalf("both: exit %d %s", code, stderr)
 	}
 	t.Setenv(argsKeyEnv, "hunter2")
 	if code, _, stderr = runCmd(t, "", "check", "--listings", l, "--calls", c); code != 2 || !strings.Contains(stderr, "shorter than 32") || strings.Contains(stderr, "hunter2") {
 		t.Fatalf("short key in the environment: exit %d %s", code, stderr)
 	}
-	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "set twice") {
+	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "keep one") {
 		t.Fatalf("run, both: exit %d %s", code, stderr)
 	}
 	os.Unsetenv(argsKeyEnv)

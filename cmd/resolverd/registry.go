@@ -50,8 +50,8 @@ func registryDiffCommand(std stdio) *ffcli.Command {
 	registry := fs.String("registry", "", "`REGISTRY` whose history to show (required)")
 	server := fs.String("server", "", "only this `SERVER`")
 	tool := fs.String("tool", "", "only this `TOOL`")
-	from := fs.String("from", "", "only changes observed at or after `TIME` (RFC 3339, or a duration ago: 24h)")
-	to := fs.String("to", "", "only changes observed at or before `TIME` (RFC 3339, or a duration ago)")
+	from := fs.String("from", "", "only changes observed at or after `TIME` (RFC 3339, or a duration before now: -24h)")
+	to := fs.String("to", "", "only changes observed at or before `TIME` (RFC 3339, or a duration before now)")
 	asJSON := fs.Bool("json", false, "one JSON object per change instead of text")
 	limit := fs.Int("limit", 10000, "most changes shown (0: all)")
 	return &ffcli.Command{
@@ -72,11 +72,16 @@ keywords; and trust changes. Exact: read with FINAL.`,
 			now := time.Now()
 			f := sink.ChangeFilter{Registry: *registry, Server: *server, Tool: *tool}
 			var err error
-			if f.From, err = parseWhen(*from, now); err != nil {
-				return usageError{fmt.Errorf("--from: %w", err)}
+			// Bounds as reanalyze and diff read them; none when empty.
+			if *from != "" {
+				if f.From, err = parseWhen(*from, "--from", now); err != nil {
+					return err
+				}
 			}
-			if f.To, err = parseWhen(*to, now); err != nil {
-				return usageError{fmt.Errorf("--to: %w", err)}
+			if *to != "" {
+				if f.To, err = parseWhen(*to, "--to", now); err != nil {
+					return err
+				}
 			}
 			if *limit < 0 {
 				return usageError{fmt.Errorf("--limit %d: want 0 or more", *limit)}
@@ -101,25 +106,6 @@ keywords; and trust changes. Exact: read with FINAL.`,
 			return nil
 		},
 	}
-}
-
-// parseWhen reads an RFC 3339 time, or a duration before now; "" is the
-// zero time (no bound).
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration ago is positive", s)
-		}
-		return now.Add(-d).UTC(), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration", s)
-	}
-	return t.UTC(), nil
 }
 
 // writeChanges prints the history as text: a line per change, then a

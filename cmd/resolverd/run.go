@@ -89,6 +89,13 @@ api, exactly once. --http-tls-cert/--http-tls-key serve HTTPS;
 tokens and the certificate. --decisions-topic also produces every stored
 decision to Kafka.
 
+--archive-calls also stores every record of the calls topic, as it was
+produced, in table call_events (in the same INSERT round as its
+decision, before its offset is committed; 90 days), so that resolverd
+reanalyze --source archive can decide calls again once Kafka's
+retention has dropped them. The events hold the raw arguments, which
+may be secrets: grant SELECT on call_events only to whoever re-analyses.
+
 Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
 Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
 come from --kafka-sasl-password-file and --clickhouse-password-file or
@@ -131,6 +138,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&sc.AnalysisID, "analysis", sc.AnalysisID, "analysis `id` stamped on every decision; a new id re-decides beside the old")
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
+	fs.BoolVar(&sc.ArchiveCalls, "archive-calls", false, "archive every call record as produced in table call_events, for resolverd reanalyze --source archive beyond Kafka's retention (events may hold secrets: restrict access to the table)")
 	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	var hf httpFlags
@@ -269,7 +277,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err := a.stream.Validate(); err != nil {
 		return usageError{err}
 	}
-	if err := checkKafka(ctx, log, a); err != nil {
+	if err := checkKafka(ctx, log, a.stream.Brokers, a.stream.ClientID, a.kafka, a.kafkaOpts, a.connectTimeout); err != nil {
 		return err
 	}
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
@@ -284,7 +292,12 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
 	defer ch.Close()
-	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database)
+	if a.stream.ArchiveCalls {
+		if err := ch.CheckArchive(ctx); err != nil {
+			return fmt.Errorf("clickhouse: --archive-calls: %w", err)
+		}
+	}
+	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
 	store := registryversions.New()
 	rec, err := registryHistory(a, ch, log, reg)
@@ -339,21 +352,21 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 }
 
 // checkKafka fails fast when the brokers refuse the connection's TLS or
-// SASL, which the pipeline's clients would otherwise retry for as long as
-// the process lives (kafkaconf.Check), and waits up to --connect-timeout
-// for a broker to answer.
-func checkKafka(ctx context.Context, log *slog.Logger, a daemonArgs) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-check")}, a.kafkaOpts...)...)
+// SASL, which the clients would otherwise retry for as long as the
+// process lives (kafkaconf.Check), and waits up to timeout for a broker to
+// answer. opts are kafka's.
+func checkKafka(ctx context.Context, log *slog.Logger, brokers []string, clientID string, kafka kafkaconf.Config, opts []kgo.Opt, timeout time.Duration) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(clientID + "-check")}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := a.kafka.Check(cctx, cl); err != nil {
-		return fmt.Errorf("kafka %v: %w", a.stream.Brokers, err)
+	if err := kafka.Check(cctx, cl); err != nil {
+		return fmt.Errorf("kafka %v: %w", brokers, err)
 	}
-	log.Info("kafka connected", append([]any{"brokers", a.stream.Brokers}, a.kafka.Describe()...)...)
+	log.Info("kafka connected", append([]any{"brokers", brokers}, kafka.Describe()...)...)
 	return nil
 }
 

@@ -76,6 +76,14 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 		return fmt.Errorf("--http %s: %w (choose another address, or --http \"\" for no HTTP)", hf.addr, err)
 	}
 	log.Info("http listening", "addr", ln.Addr().String(), "tls", srv.TLS())
+	runServer(ctx, g, log, srv, ln, tokens, closeAudit)
+	return nil
+}
+
+// runServer serves srv on ln in g until ctx is done, then shuts it down
+// and calls after (once the requests in flight are answered); SIGHUP
+// reloads the bearer tokens (nil: none) and the TLS certificate.
+func runServer(ctx context.Context, g *errgroup.Group, log *slog.Logger, srv *httpapi.Server, ln net.Listener, tokens *bearer.Tokens, after func()) {
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -86,7 +94,7 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		defer closeAudit() // after the requests in flight have their acks
+		defer after() // after the requests in flight have their acks
 		return srv.Shutdown(sctx)
 	})
 	hup := make(chan os.Signal, 1)
@@ -110,7 +118,6 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 			}
 		}
 	})
-	return nil
 }
 
 // ensureTopics creates the audit and decisions topics on the embedded

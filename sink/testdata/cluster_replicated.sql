@@ -155,6 +155,26 @@ ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
     ADD COLUMN IF NOT EXISTS action LowCardinality(String) DEFAULT '' AFTER source,
     ADD COLUMN IF NOT EXISTS suggested_tool LowCardinality(String) DEFAULT '' AFTER action;
 
+-- 0006_call_events.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.call_events_local ON CLUSTER `prod`
+(
+    emitted_at  DateTime64(3, 'UTC')   CODEC(T64, ZSTD(1)),
+    topic       LowCardinality(String),
+    partition   Int32                  CODEC(T64, ZSTD(1)),
+    offset      Int64                  CODEC(T64, ZSTD(1)),
+    timestamp   DateTime64(3, 'UTC')   CODEC(T64, ZSTD(1)),
+    key         String                 CODEC(ZSTD(1)),
+    value       String                 CODEC(ZSTD(3)),
+    archived_at DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', archived_at)
+PARTITION BY toYYYYMMDD(emitted_at)
+ORDER BY (emitted_at, topic, partition, offset)
+TTL greatest(emitted_at, archived_at) + INTERVAL 90 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
 -- 0007_analytics.sql
 CREATE TABLE IF NOT EXISTS `toolaudit`.decisions_rollup_minute_local ON CLUSTER `prod`
 (
@@ -459,6 +479,9 @@ ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key
 
 CREATE OR REPLACE TABLE `toolaudit`.decisions_by_minute ON CLUSTER `prod` AS `toolaudit`.decisions_by_minute_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_by_minute_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.call_events ON CLUSTER `prod` AS `toolaudit`.call_events_local
+ENGINE = Distributed(`prod`, `toolaudit`, `call_events_local`, cityHash64(topic, partition, offset));
 
 CREATE OR REPLACE TABLE `toolaudit`.decisions_rollup_minute ON CLUSTER `prod` AS `toolaudit`.decisions_rollup_minute_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_rollup_minute_local`);

@@ -1,4 +1,4 @@
-package stream
+package fetchpool
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestSizeClasses(t *testing.T) {
 // TestDecompressBytesFit: a snappy batch gets a buffer that holds it
 // decoded, so the codec decodes into it rather than allocating.
 func TestDecompressBytesFit(t *testing.T) {
-	var p fetchPool
+	var p Pool
 	for _, n := range []int{100, 5000, 70_000, 1 << 20, 3<<20 + 17} {
 		raw := bytes.Repeat([]byte(`{"tool":"x","arguments":{}}`), n/27+1)[:n]
 		b := p.GetDecompressBytes(s2.EncodeSnappy(nil, raw), kgo.CodecSnappy)

@@ -1,4 +1,9 @@
-package stream
+// Package fetchpool recycles a franz-go consumer's fetch memory
+// (kgo.WithPools): the decompression buffers and record slabs of the
+// records it returns, once the caller recycles every record of a batch
+// (kgo.Record.Recycle). Shared by the clients that read the calls topic
+// at full speed: the pipeline's and the re-analysis's.
+package fetchpool
 
 import (
 	"bytes"
@@ -9,26 +14,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// fetchPool recycles the calls client's decompression buffers and record
-// slabs (kgo.WithPools): a worker recycles each record once it is decided,
-// and when every record of a fetched batch is recycled the batch's memory
-// comes back here. Without it these two allocations were about a quarter
-// of resolverd's allocation rate at full speed, all of it for the garbage
-// collector.
+// Pool recycles a client's decompression buffers and record slabs
+// (kgo.WithPools(fetchpool.New())): the caller recycles each record once
+// it is done with it, and when every record of a fetched batch is
+// recycled the batch's memory comes back here. Without it these two
+// allocations were about a quarter of resolverd's allocation rate at full
+// speed, all of it for the garbage collector.
 //
 // Decompression buffers are pooled by size class, and a snappy batch (the
 // producers' default codec) says its decoded length: each batch gets a
 // buffer that fits it. One pool of buffers of any size handed small ones
 // to large batches, which the codec then replaced with a fresh allocation
 // of its own.
-type fetchPool struct {
+type Pool struct {
 	bytes [numClasses]sync.Pool // *[]byte, cap == classSize(i)
 	recs  sync.Pool             // *[]kgo.Record
 }
 
+// New returns an empty pool, for one client.
+func New() *Pool { return new(Pool) }
+
 var (
-	_ kgo.PoolDecompressBytes = (*fetchPool)(nil)
-	_ kgo.PoolRecords         = (*fetchPool)(nil)
+	_ kgo.PoolDecompressBytes = (*Pool)(nil)
+	_ kgo.PoolRecords         = (*Pool)(nil)
 )
 
 // Size classes: 4 KiB, then four per power of two (at most 25% of a
@@ -64,7 +72,7 @@ var xerialPrefix = []byte{130, 83, 78, 65, 80, 80, 89, 0}
 // GetDecompressBytes returns an empty buffer with room for the decoded
 // batch when its codec says how much that is, else for four times the
 // compressed bytes (the client grows it if the batch needs more).
-func (p *fetchPool) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
+func (p *Pool) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
 	n := 4 * len(compressed)
 	if codec == kgo.CodecSnappy && !bytes.HasPrefix(compressed, xerialPrefix) {
 		if l, err := s2.DecodedLen(compressed); err == nil {
@@ -85,7 +93,7 @@ func (p *fetchPool) GetDecompressBytes(compressed []byte, codec kgo.CompressionC
 }
 
 // PutDecompressBytes keeps b in the largest class it can serve.
-func (p *fetchPool) PutDecompressBytes(b []byte) {
+func (p *Pool) PutDecompressBytes(b []byte) {
 	c := classOf(cap(b))
 	if classSize(c) > cap(b) {
 		c-- // a buffer the client grew to an odd size
@@ -98,11 +106,11 @@ func (p *fetchPool) PutDecompressBytes(b []byte) {
 }
 
 // GetRecords returns a pooled slab of at least n records, or a new one.
-func (p *fetchPool) GetRecords(n int) []kgo.Record {
+func (p *Pool) GetRecords(n int) []kgo.Record {
 	if rs, ok := p.recs.Get().(*[]kgo.Record); ok && cap(*rs) >= n {
 		return (*rs)[:n]
 	}
 	return make([]kgo.Record, n)
 }
 
-func (p *fetchPool) PutRecords(rs []kgo.Record) { p.recs.Put(&rs) }
+func (p *Pool) PutRecords(rs []kgo.Record) { p.recs.Put(&rs) }

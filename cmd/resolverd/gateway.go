@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/gateway"
+	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
+)
+
+const gatewayHelp = `Serves an MCP endpoint (Streamable HTTP, at /mcp on --listen) that merges
+the tools of several MCP servers, the upstreams of --config: commands
+spawned and spoken to over stdio (restarted with a backoff when they
+exit), or Streamable HTTP URLs, each with a name and a trust tier.
+
+Clients see every tool as server__tool (the separator is configurable).
+On connecting to an upstream, and whenever it sends
+notifications/tools/list_changed, the gateway lists its tools, produces
+a listing event to --listings-topic and applies it to its own registry,
+then tells its clients the list changed.
+
+Every tools/call is decided against the gateway's registry before any
+upstream sees it: a call that does not resolve (a fabricated tool, an
+undeclared argument, a wrong type, a name several servers provide, a
+definition changed since the client listed it: M4) is answered JSON-RPC
+error -32602 with the class, the reason, the JSON path and hints; a call
+that resolves is forwarded to its server. Either way the decision is
+produced to the audit topic, and acknowledged, before the gateway acts
+on it: resolverd run stores it in ClickHouse with source "gateway", once.
+When Kafka cannot take it the call is refused (-32603), never executed
+unaudited.
+
+--brokers "" runs without Kafka (no listing events, no audit trail): for
+development only.
+
+Clients authenticate with the bearer tokens of --http-tokens-file (the
+file of resolverd run's --http-tokens-file: one per line, optional
+"name:" prefix); the token's name is the agent_id of the client's calls,
+and a session is bound to the token that opened it. SIGHUP reloads the
+tokens and the TLS certificate (--http-tls-cert, --http-tls-key).
+/metrics, /healthz and /readyz (200 once every upstream has been listed)
+are open.
+
+The configuration file (YAML or JSON) holds the registry name, the
+separator, the mode (strict or pin-assisted), observe (forward rejected
+calls too, recorded as observed), the limits (sessions, request bytes,
+calls in flight, idle sessions, upstream timeout) and the upstreams; see
+docs/notes/gateway.md.
+
+Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
+
+// gatewayFlags are the command's flags.
+type gatewayFlags struct {
+	config, listen, brokers, listingsTopic, logLevel string
+	kafka                                            kafkaconf.Config
+	connectTimeout                                   time.Duration
+	auditTopic                                       string
+	auditTimeout                                     time.Duration
+	tlsCert, tlsKey, tokensFile                      string
+	maxConns                                         int
+	memLimit                                         int64
+	gcPercent                                        int
+}
+
+func gatewayCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd gateway", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var f gatewayFlags
+	fs.StringVar(&f.config, "config", "", "gateway configuration `FILE` (YAML or JSON)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8090", "HTTP listen `address`: the MCP endpoint /mcp, /metrics, /healthz, /readyz")
+	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (empty: no Kafka, no audit trail; development only)")
+	f.kafka.Register(fs)
+	fs.StringVar(&f.listingsTopic, "listings-topic", "tool-listings", "listings `topic` the upstreams' listings are produced to")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
+	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
+	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the call is refused (at least 1s)")
+	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
+	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
+	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
+	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.Int64Var(&f.memLimit, "memory-limit-mb", 256, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
+	fs.IntVar(&f.gcPercent, "gc-percent", 400, "garbage collection target `percent` (GOGC) unless GOGC is set: the MCP SDK allocates much per message, and collecting less often spares CPU while the memory limit bounds the heap")
+	return &ffcli.Command{
+		Name:       "gateway",
+		ShortUsage: "resolverd gateway --config FILE [flags]",
+		ShortHelp:  "MCP gateway: merge MCP servers, decide every tools/call before it reaches them",
+		LongHelp:   gatewayHelp,
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			}
+			if f.config == "" {
+				return usageError{errors.New("needs --config FILE")}
+			}
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			}
+			switch {
+			case f.connectTimeout <= 0:
+				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", f.connectTimeout)}
+			case f.auditTimeout < time.Second:
+				return usageError{fmt.Errorf("--audit-timeout %v: at least 1s", f.auditTimeout)}
+			case (f.tlsCert == "") != (f.tlsKey == ""):
+				return usageError{errors.New("--http-tls-cert and --http-tls-key go together")}
+			case f.maxConns <= 0:
+				return usageError{errors.New("--http-max-conns must be positive")}
+			}
+			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
+			cfg, err := gateway.LoadConfig(f.config)
+			if err != nil {
+				return usageError{err}
+			}
+			if f.memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(f.memLimit << 20)
+			}
+			if f.gcPercent > 0 && os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(f.gcPercent)
+			}
+			err = runGateway(ctx, log, cfg, f)
+			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				log.Info("gateway stopped during start-up", "err", err)
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gatewayFlags) error {
+	log.Info("gateway starting", "build", build(), "registry", cfg.Registry, "mode", cfg.Mode, "upstreams", len(cfg.Upstreams), "observe", cfg.Observe)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := gateway.Options{Config: cfg, Hints: suggest.New(), ResolverBuild: build(), Getenv: os.Getenv, Logger: log, Registerer: reg}
+	closeAudit := func() {}
+
+	brokers := splitList(f.brokers)
+	if len(brokers) == 0 {
+		log.Warn("no Kafka (--brokers is empty): listings are not produced and decisions are not audited; for development only")
+	} else {
+		kopts, err := f.kafka.Opts(os.Getenv)
+		if err != nil {
+			return usageError{err}
+		}
+		cl, err := kgo.NewClient(append([]kgo.Opt{
+			kgo.SeedBrokers(brokers...), kgo.ClientID("resolverd-gateway"),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		}, kopts...)...)
+		if err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		defer cl.Close()
+		topics := []string{f.listingsTopic}
+		if f.auditTopic != "" {
+			topics = append(topics, f.auditTopic)
+		}
+		if err := checkTopics(ctx, log, f, cl, topics...); err != nil {
+			return err
+		}
+		opts.Listings = gateway.NewKafkaPublisher(cl, f.listingsTopic)
+		if f.auditTopic != "" {
+			k, err := audit.NewKafka(audit.KafkaConfig{Brokers: brokers, Topic: f.auditTopic, Timeout: f.auditTimeout,
+				MaxRecordBytes: int32(cfg.Limits.MaxRequestBytes + 64<<10), ClientID: "resolverd-gateway-audit", Opts: kopts}, log, reg)
+			if err != nil {
+				return err
+			}
+			closeAudit = k.Close
+			opts.Audit = k
+		} else {
+			log.Warn("no --audit-topic: the gateway acts on decisions that leave no audit trail")
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var tokens *bearer.Tokens
+	if f.tokensFile != "" {
+		var err error
+		if tokens, err = bearer.Load(f.tokensFile, log); err != nil {
+			return usageError{err}
+		}
+		opts.Auth = tokens
+		g.Go(func() error { tokens.Watch(gctx, 2*time.Second); return nil })
+		log.Info("bearer tokens required on /mcp", "file", f.tokensFile, "tokens", tokens.Len())
+	}
+
+	gw, err := gateway.New(opts)
+	if err != nil {
+		return usageError{err}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", gw.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, down := gw.Ready()
+		switch {
+		case !ok:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not every upstream has been listed yet; not connected:", strings.Join(down, ", "))
+		case len(down) > 0:
+			fmt.Fprintln(w, "ready; upstreams not connected now:", strings.Join(down, ", "))
+		default:
+			fmt.Fprintln(w, "ready")
+		}
+	})
+	// No read or write timeout: a session's event stream (GET /mcp) stays
+	// open, and net/http would cancel it. Headers are bounded in time,
+	// bodies by limits.max_request_bytes, calls by the upstream timeout,
+	// connections by --http-max-conns.
+	srv, err := httpapi.NewServer(mux, httpapi.ServerConfig{ReadTimeout: -1, WriteTimeout: -1, IdleTimeout: 2 * time.Minute,
+		MaxConns: f.maxConns, TLSCert: f.tlsCert, TLSKey: f.tlsKey}, log, reg)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", srv.TLS())
+	g.Go(func() error { return gw.Run(gctx) })
+	runServer(gctx, g, log, srv, ln, tokens, closeAudit)
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	log.Info("gateway stopped", "err", err)
+	return err
+}
+
+// checkTopics waits for a broker (failing at once on a refused TLS or
+// SASL) and checks that the topics exist: every listing and decision
+// would fail otherwise.
+func checkTopics(ctx context.Context, log *slog.Logger, f gatewayFlags, cl *kgo.Client, topics ...string) error {
+	cctx, cancel := context.WithTimeout(ctx, f.connectTimeout)
+	defer cancel()
+	if err := f.kafka.Check(cctx, cl); err != nil {
+		return fmt.Errorf("kafka %s: %w", f.brokers, err)
+	}
+	td, err := kadm.NewClient(cl).ListTopics(cctx, topics...)
+	if err != nil {
+		return fmt.Errorf("kafka: list topics: %w", err)
+	}
+	for _, t := range topics {
+		if !td.Has(t) || td[t].Err != nil {
+			return fmt.Errorf("kafka: topic %s does not exist (create it, or name another)", t)
+		}
+	}
+	log.Info("kafka connected", append([]any{"brokers", f.brokers, "topics", topics}, f.kafka.Describe()...)...)
+	return nil
+}

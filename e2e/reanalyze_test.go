@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// TestReanalyzeAndDiff: the live pipeline (strict, archiving) decides a
+// backlog; a window is decided again in pin-assisted mode; `resolverd
+// diff` shows exactly the changes that `resolverd check` gives the same
+// calls in the two modes, and gates CI on --max-changed. A strict
+// re-analysis equals the live decisions; running one again adds no
+// decision; once Kafka has dropped the calls, the archive gives the same
+// decisions as Kafka did.
+func TestReanalyzeAndDiff(t *testing.T) {
+	c := load(t)
+	e := newEnv(t, chenginetest.Server(t), 6)
+	e.produce("tool-listings", c.listings, 0)
+	// As a fleet produces calls: in the order they were emitted, each
+	// record stamped with its call's emitted_at (as ingest does; a call
+	// without a usable one at the first call's time).
+	first := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	var rs []*kgo.Record
+	for _, l := range c.calls {
+		var m struct {
+			EmittedAt any    `json:"emitted_at"`
+			Session   string `json:"session_id"`
+			Agent     string `json:"agent_id"`
+		}
+		_ = json.Unmarshal(l, &m)
+		s, _ := m.EmittedAt.(string)
+		ts, err := schema.ParseTime(s)
+		if err != nil {
+			ts = first
+		}
+		rs = append(rs, &kgo.Record{Topic: "tool-calls", Key: []byte(schema.CallKey(m.Session, m.Agent)), Value: l, Timestamp: ts})
+	}
+	slices.SortStableFunc(rs, func(a, b *kgo.Record) int { return a.Timestamp.Compare(b.Timestamp) })
+	if err := e.producer.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start("--archive-calls")
+	e.waitDecided(len(c.calls), 60*time.Second)
+	d.stop(t)
+
+	// The window: from the first fleet call at or after 300 ms to the first
+	// sample call at or after 10:00 (the calls without a usable emitted_at
+	// are out), both bounds a call's emitted_at exactly: the calls at From
+	// are in, those at To out.
+	at := func(t0 time.Time) time.Time {
+		i := slices.IndexFunc(rs, func(r *kgo.Record) bool { return !r.Timestamp.Before(t0) })
+		if i < 0 || !rs[i].Timestamp.Equal(rs[i].Timestamp.Truncate(time.Millisecond)) {
+			t.Fatalf("no call at a whole millisecond from %v", t0)
+		}
+		return rs[i].Timestamp
+	}
+	from, to := at(time.Date(2026, 1, 2, 0, 0, 0, 300e6, time.UTC)), at(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	window := []string{"--from", from.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano)}
+	var inWindow [][]byte
+	var atFrom, atTo []string // event ids
+	for _, r := range rs {
+		if at := r.Timestamp; !at.Before(from) && at.Before(to) {
+			inWindow = append(inWindow, r.Value)
+		}
+		var m struct {
+			ID string `json:"event_id"`
+		}
+		_ = json.Unmarshal(r.Value, &m)
+		switch id := m.ID; {
+		case r.Timestamp.Equal(from):
+			atFrom = append(atFrom, id)
+		case r.Timestamp.Equal(to):
+			atTo = append(atTo, id)
+		}
+	}
+	if len(atFrom) == 0 || len(atTo) == 0 || slices.Contains(append(atFrom, atTo...), "") {
+		t.Fatalf("calls at From %q, at To %q", atFrom, atTo)
+	}
+	strict, pin := e.checked(c, inWindow, resolve.Strict), e.checked(c, inWindow, resolve.PinAssisted)
+	if len(strict) != len(inWindow) || len(inWindow) < 500 || len(inWindow) == len(c.calls) {
+		t.Fatalf("%d calls decided by check, %d in the window, of %d", len(strict), len(inWindow), len(c.calls))
+	}
+	want := map[[2]string]int64{} // (strict class, pin class) -> calls
+	verdicts := int64(0)
+	for id, s := range strict {
+		want[[2]string{s, pin[id]}]++
+		if (s == "OK") != (pin[id] == "OK") {
+			verdicts++
+		}
+	}
+	if verdicts == 0 {
+		t.Fatal("no call of the window changes verdict between the modes: the test would prove nothing")
+	}
+
+	out, stderr := e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "pin", "--mode", "pin-assisted", "--progress-every", "50ms"}, window...)...)
+	if !strings.Contains(out, fmt.Sprintf("%d calls emitted in", len(inWindow))) || !strings.Contains(stderr, "records/s") || strings.Contains(stderr, "more than --skew") {
+		t.Fatalf("reanalyze of %d calls:\n%s\n%s", len(inWindow), out, stderr)
+	}
+
+	quoted := func(ids []string) string { return "'" + strings.Join(ids, "', '") + "'" }
+	if got := e.count("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'pin' AND call_key IN (" + quoted(atFrom) + ")"); got != int64(len(atFrom)) {
+		t.Errorf("%d of the %d calls at From decided, want all", got, len(atFrom))
+	}
+	if got := e.count("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'pin' AND call_key IN (" + quoted(atTo) + ")"); got != 0 {
+		t.Errorf("%d of the %d calls at To decided, want none", got, len(atTo))
+	}
+
+	// diff, as JSON: the groups are check's, call for call.
+	out, _ = e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--against", "live", "--json", "--examples", "2"}, window...)...)
+	var rep struct {
+		Calls          struct{ Both, Analysis, Against int64 }
+		ClassChanged   int64 `json:"class_changed"`
+		VerdictChanged int64 `json:"verdict_changed"`
+		Groups         []struct {
+			Before, After *struct{ Class, Verdict string }
+			Calls         int64
+			Changed       bool
+			Examples      []struct {
+				EventID      string `json:"event_id"`
+				ReasonBefore string `json:"reason_before"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("diff --json: %v\n%s", err, out)
+	}
+	n := int64(len(inWindow))
+	if rep.Calls.Both != n || rep.Calls.Analysis != n || rep.Calls.Against != n || rep.VerdictChanged != verdicts {
+		t.Errorf("diff counts %+v, %d verdicts changed; want %d calls in both, %d verdicts changed", rep.Calls, rep.VerdictChanged, n, verdicts)
+	}
+	got := map[[2]string]int64{}
+	for _, g := range rep.Groups {
+		if g.Before == nil || g.After == nil {
+			t.Fatalf("a group with an absent side: %+v", g)
+		}
+		k := [2]string{g.Before.Class, g.After.Class}
+		got[k] = g.Calls
+		if g.Changed != (k[0] != k[1]) || len(g.Examples) != int(min(2, g.Calls)) {
+			t.Errorf("group %v: changed %v, %d examples", k, g.Changed, len(g.Examples))
+		}
+		for _, x := range g.Examples {
+			if strict[x.EventID] != k[0] || pin[x.EventID] != k[1] {
+				t.Errorf("example %s in group %v: check says %s -> %s", x.EventID, k, strict[x.EventID], pin[x.EventID])
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("diff groups\n%v\nresolverd check in both modes\n%v", got, want)
+	}
+
+	// The table, and the CI gate.
+	out, _ = e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin"}, window...)...)
+	if !strings.Contains(out, "M2 reject  ->  OK allow") || !strings.Contains(out, fmt.Sprintf("%d changed verdict", verdicts)) {
+		t.Errorf("diff table:\n%s", out)
+	}
+	e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(verdicts)}, window...)...)
+	if _, stderr := e.resolverd(t, 3, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(verdicts - 1)}, window...)...); !strings.Contains(stderr, "more than --max-changed") {
+		t.Errorf("gate: %s", stderr)
+	}
+	if _, stderr := e.resolverd(t, 1, "diff", "--analysis", "pni"); !strings.Contains(stderr, `"pni" has no decision`) {
+		t.Errorf("a misspelt analysis: %s", stderr)
+	}
+
+	// Strict again: as live; and once more: no new decision under FINAL.
+	for range 2 {
+		e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "strict", "--progress", "none"}, window...)...)
+		if out, _ := e.resolverd(t, 0, append([]string{"diff", "--analysis", "strict", "--json"}, window...)...); !strings.Contains(out, `"class_changed": 0,`) || !strings.Contains(out, fmt.Sprintf(`"both": %d`, n)) {
+			t.Errorf("strict re-analysis against live:\n%s", out)
+		}
+		if got := e.count("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'strict'"); got != n {
+			t.Errorf("%d decisions of the strict re-analysis under FINAL, want %d", got, n)
+		}
+	}
+	if _, stderr := e.resolverd(t, 2, append([]string{"reanalyze", "--analysis", "live"}, window...)...); !strings.Contains(stderr, "holds decisions of source stream") {
+		t.Errorf("reanalyze into the live analysis: %s", stderr)
+	}
+
+	// Kafka drops the calls: the window is refused there, and the archive
+	// decides it as Kafka did.
+	adm := kadm.NewClient(e.producer)
+	ends, err := adm.ListEndOffsets(context.Background(), "tool-calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	ends.Each(func(o kadm.ListedOffset) { offs.AddOffset("tool-calls", o.Partition, o.Offset, -1) })
+	if res, err := adm.DeleteRecords(context.Background(), offs); err != nil || res.Error() != nil {
+		t.Fatalf("DeleteRecords: %v %v", err, res.Error())
+	}
+	if _, stderr := e.resolverd(t, 1, append([]string{"reanalyze", "--analysis", "pin-kafka", "--mode", "pin-assisted"}, window...)...); !strings.Contains(stderr, "--source archive") {
+		t.Errorf("reanalyze of a truncated topic: %s", stderr)
+	}
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "pin-archive", "--mode", "pin-assisted", "--source", "archive"}, window...)...)
+	if out, _ := e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin-archive", "--against", "pin", "--json", "--max-changed", "0"}, window...)...); !strings.Contains(out, `"class_changed": 0,`) || !strings.Contains(out, fmt.Sprintf(`"both": %d`, n)) || !strings.Contains(out, fmt.Sprintf(`"analysis": %d`, n)) {
+		t.Errorf("archive against Kafka:\n%s", out)
+	}
+	// Every field but the stamps, call by call.
+	if got := e.count(`SELECT count() FROM (
+		SELECT call_key, groupUniqArray((class, reason, path, resolved_server, resolved_tool, registry_version, drift, current_digest, args_hash, topic, partition, offset, emitted_at)) AS d
+		FROM {db}.decisions FINAL WHERE analysis_id IN ('pin', 'pin-archive') GROUP BY call_key HAVING length(d) != 1 OR count() != 2)`); got != 0 {
+		t.Errorf("%d calls decided otherwise from the archive", got)
+	}
+}
+
+// resolverd runs the binary against the environment and wants exit code
+// code; it returns stdout and stderr.
+func (e *env) resolverd(t *testing.T, code int, args ...string) (string, string) {
+	t.Helper()
+	args = append(args, "--clickhouse", e.ch.Addr(), "--database", e.db)
+	if args[0] == "reanalyze" {
+		args = append(args, "--brokers", strings.Join(e.brokers, ","))
+	}
+	cmd := exec.Command(resolverd, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if got != code {
+		t.Fatalf("resolverd %v: exit %d, want %d\n%s\n%s", args, got, code, out.String(), tail(errb.String(), 20))
+	}
+	return out.String(), errb.String()
+}
+
+// count runs a single-number query ({db} is the environment's database).
+func (e *env) count(query string) int64 {
+	e.t.Helper()
+	var n uint64
+	if err := e.connect().QueryRow(context.Background(), strings.ReplaceAll(query, "{db}", e.db)).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+	return int64(n)
+}
+
+// checked decides calls against the corpus's listings with the binary's
+// `resolverd check --mode mode`, and returns the class by event id.
+func (e *env) checked(c corpus, calls [][]byte, mode resolve.Mode) map[string]string {
+	e.t.Helper()
+	dir := e.t.TempDir()
+	write := func(name string, lines [][]byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+			e.t.Fatal(err)
+		}
+		return p
+	}
+	cmd := exec.Command(resolverd, "check", "--quiet", "--mode", mode.String(),
+		"--listings", write("listings.jsonl", c.listings), "--calls", write("calls.jsonl", calls))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		e.t.Fatalf("resolverd check --mode %s: %v\n%s", mode, err, errb.String())
+	}
+	classes := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		classes[field(l, "event_id")] = field(l, "class")
+	}
+	return classes
+}

@@ -1,0 +1,295 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// TestRugPull: a definition that changes after the session listed it is
+// M4 and never reaches the upstream; once the client lists again, the
+// new definition is the one checked.
+func TestRugPull(t *testing.T) {
+	st := start(t, Config{Upstreams: []Upstream{fixtureUpstream(t, "fx", 1)}}, Options{})
+	c := connect(t, st.url, nil)
+	before := c.list(t)["fx__transfer"].Meta[MetaDigest]
+	if got, je := c.call(t, "fx__transfer", `{"to":"bob","amount":5}`); je != nil || got != "sent 5 to bob" {
+		t.Fatalf("before the change: %q %v", got, je)
+	}
+	if _, je := c.call(t, "fx__change_schema", `{}`); je != nil {
+		t.Fatal(je)
+	}
+	select {
+	case <-c.changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed reached the client")
+	}
+	_, je := c.call(t, "fx__transfer", `{"to":"bob","amount":5}`)
+	if je == nil {
+		t.Fatal("the call after the rug pull was forwarded")
+	}
+	a := decodeAnswer(t, je)
+	if a.Class != "M4" || je.Code != -32602 || a.SeenDigest != before || a.CurrentDigest == before || a.CurrentDigest == "" {
+		t.Fatalf("after the rug pull: %s %+v", je.Message, a)
+	}
+	after := c.list(t)["fx__transfer"].Meta[MetaDigest]
+	if after != a.CurrentDigest {
+		t.Errorf("listed digest %v, decision's current digest %s", after, a.CurrentDigest)
+	}
+	if _, je := c.call(t, "fx__transfer", `{"to":"bob","amount":5}`); je == nil || decodeAnswer(t, je).Class != "H2" {
+		t.Errorf("old arguments against the new definition: %v", je)
+	}
+	if got, je := c.call(t, "fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`); je != nil || got != "sent 5 to bob" {
+		t.Errorf("new arguments: %q %v", got, je)
+	}
+	// The listings topic has both definitions, the second with cc.
+	var fx []*schema.Listing
+	for _, l := range st.rec.lists() {
+		if l.Server == "fx" {
+			fx = append(fx, l)
+		}
+	}
+	if len(fx) != 2 || !fx[0].ObservedAt.Before(fx[1].ObservedAt) {
+		t.Fatalf("%d listings of fx", len(fx))
+	}
+	for _, tl := range fx[1].Tools {
+		if tl.Name == "transfer" && !bytes.Contains(tl.InputSchema, []byte(`"cc"`)) {
+			t.Errorf("second listing's transfer: %s", tl.InputSchema)
+		}
+	}
+}
+
+// TestPolicy: two upstreams exposing the same names; a bare name is
+// decided by the mode and the trust tiers, a qualified name always
+// reaches its server.
+func TestPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		mode         string
+		trustA       int
+		trustB       int
+		class        string // of the bare name
+		hintA, hintB bool
+	}{
+		{"strict", 1, 1, "M2", true, true},
+		{"pin-assisted", 1, 1, "OK", false, false},
+		{"strict", 2, 1, "M3", true, true},
+		{"pin-assisted", 2, 1, "M3", true, true},
+	} {
+		t.Run(fmt.Sprintf("%s-%d-%d", tc.mode, tc.trustA, tc.trustB), func(t *testing.T) {
+			a, urlA := httpFixture(t, "a")
+			b, urlB := httpFixture(t, "b")
+			st := start(t, Config{Mode: tc.mode, Separator: ".", Upstreams: []Upstream{{Name: "a", Trust: tc.trustA, URL: urlA}, {Name: "b", Trust: tc.trustB, URL: urlB}}}, Options{})
+			c := connect(t, st.url, nil)
+			c.list(t)
+			got, je := c.call(t, "echo", `{"message":"x"}`)
+			switch {
+			case tc.class == "OK" && je != nil:
+				t.Fatalf("bare name: %s", je.Message)
+			case tc.class == "OK" && got != "echo: x":
+				t.Fatalf("bare name: %q", got)
+			case tc.class != "OK" && je == nil:
+				t.Fatalf("bare name forwarded: %q", got)
+			case tc.class != "OK":
+				if ans := decodeAnswer(t, je); ans.Class != tc.class {
+					t.Fatalf("bare name: %s, want %s", ans.Class, tc.class)
+				}
+			}
+			for _, q := range []string{"a.echo", "b.echo"} {
+				if got, je := c.call(t, q, `{"message":"x"}`); je != nil || got != "echo: x" {
+					t.Errorf("%s: %q %v", q, got, je)
+				}
+			}
+			if n := a.Calls() + b.Calls(); n != 2+int64(boolInt(tc.class == "OK")) {
+				t.Errorf("upstreams received %d calls", n)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestSupervision: an upstream that dies is an error to clients at once,
+// is restarted with its tools listed again, and then serves.
+func TestSupervision(t *testing.T) {
+	st := start(t, Config{Upstreams: []Upstream{fixtureUpstream(t, "fx", 1)}}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+	start := time.Now()
+	_, je := c.call(t, "fx__crash", `{}`)
+	if je == nil || je.Code != CodeUnavailable || time.Since(start) > 5*time.Second {
+		t.Fatalf("call that kills the upstream: %v after %v", je, time.Since(start))
+	}
+	waitFor(t, 20*time.Second, "the upstream restarted", func() bool {
+		got, je := c.call(t, "fx__echo", `{"message":"back"}`)
+		if je != nil {
+			if je.Code != CodeUnavailable {
+				t.Fatalf("while restarting: %d %s", je.Code, je.Message)
+			}
+			return false
+		}
+		return got == "echo: back"
+	})
+}
+
+// TestUpstreamTimeout: a call the upstream does not answer in time is an
+// error to the client after the timeout, and the session goes on.
+func TestUpstreamTimeout(t *testing.T) {
+	st := start(t, Config{Limits: Limits{UpstreamTimeout: Duration(300 * time.Millisecond)}, Upstreams: []Upstream{fixtureUpstream(t, "fx", 1)}}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+	begin := time.Now()
+	_, je := c.call(t, "fx__sleep", `{"ms":10000}`)
+	took := time.Since(begin)
+	if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "in time") || took > 3*time.Second {
+		t.Fatalf("slow call: %v after %v", je, took)
+	}
+	if got, je := c.call(t, "fx__sleep", `{"ms":1}`); je != nil || got != "slept 1ms" {
+		t.Errorf("next call: %q %v", got, je)
+	}
+}
+
+// TestAuditFailClosed: a decision the audit trail does not take is not
+// acted on: no verdict, no forwarding.
+func TestAuditFailClosed(t *testing.T) {
+	web, url := httpFixture(t, "web")
+	st := start(t, Config{Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+	st.rec.setFail(errors.New("broker down"))
+	for _, args := range []string{`{"message":"hi"}`, `{"message":"hi","x":1}`} {
+		_, je := c.call(t, "web__echo", args)
+		if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "audit") {
+			t.Errorf("%s with the audit trail down: %v", args, je)
+		}
+	}
+	if web.Calls() != 0 {
+		t.Errorf("the upstream received %d calls", web.Calls())
+	}
+	st.rec.setFail(nil)
+	if got, je := c.call(t, "web__echo", `{"message":"hi"}`); je != nil || got != "echo: hi" {
+		t.Errorf("after recovery: %q %v", got, je)
+	}
+}
+
+// TestListingNotProduced: an upstream whose listing cannot be produced is
+// not called (its tools are not in the registry), and is once the
+// listing goes through.
+func TestListingNotProduced(t *testing.T) {
+	rec := &recorder{fail: errors.New("broker down")}
+	_, url := httpFixture(t, "web")
+	gw, err := New(Options{Config: Config{Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Listings: rec, Audit: rec, Upstream: fastUpstreams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- gw.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(300 * time.Millisecond)
+	if ok, down := gw.Ready(); ok || len(down) != 1 {
+		t.Fatalf("ready %v, down %v with the listing not produced", ok, down)
+	}
+	if n := len(gw.cat.Load().tools); n != 0 {
+		t.Fatalf("catalogue of %d tools", n)
+	}
+	rec.setFail(nil)
+	waitFor(t, 10*time.Second, "the listing retried", func() bool { ok, _ := gw.Ready(); return ok })
+	if n := len(gw.cat.Load().tools); n != 6 {
+		t.Fatalf("catalogue of %d tools", n)
+	}
+}
+
+// TestObserve: in observe mode a rejected call that names a server is
+// forwarded and recorded as observed.
+func TestObserve(t *testing.T) {
+	web, url := httpFixture(t, "web")
+	st := start(t, Config{Observe: true, Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+	if got, je := c.call(t, "web__echo", `{"message":"hi","override":true}`); je != nil || got != "echo: hi" {
+		t.Fatalf("observed call: %q %v", got, je)
+	}
+	if _, je := c.call(t, "web__wipe", `{}`); je == nil || decodeAnswer(t, je).Action != "observed" {
+		t.Fatalf("a call to no tool is still answered: %v", je)
+	}
+	recs := st.rec.recs()
+	if len(recs) != 2 || recs[0].Action != schema.ActionObserved || recs[0].Decision.Class != schema.H2 || recs[1].Decision.Class != schema.M1 {
+		t.Errorf("records %+v", recs)
+	}
+	if web.Calls() != 1 {
+		t.Errorf("upstream calls %d", web.Calls())
+	}
+}
+
+// TestLimits: sessions, request size and calls in flight are bounded.
+func TestLimits(t *testing.T) {
+	web, url := httpFixture(t, "web")
+	st := start(t, Config{
+		Limits:    Limits{MaxSessions: 1, MaxRequestBytes: 4096, MaxInFlight: 1},
+		Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}},
+	}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+
+	t.Run("sessions", func(t *testing.T) {
+		cl := mcp.NewClient(&mcp.Implementation{Name: "second", Version: "1"}, nil)
+		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: st.url}, nil)
+		if err == nil {
+			cs.Close()
+			t.Fatal("a second session was opened with max_sessions 1")
+		}
+		resp, err := http.Post(st.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("new session beyond the limit: HTTP %d", resp.StatusCode)
+		}
+	})
+	t.Run("in flight", func(t *testing.T) {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__sleep", Arguments: map[string]any{"ms": 1000}})
+		})
+		waitFor(t, 5*time.Second, "the slow call at the upstream", func() bool { return web.Calls() == 1 })
+		_, je := c.call(t, "web__echo", `{"message":"hi"}`)
+		if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "in flight") {
+			t.Errorf("second call in flight: %v", je)
+		}
+		wg.Wait()
+	})
+	// Last: the SDK client closes its session after a 413.
+	t.Run("request bytes", func(t *testing.T) {
+		defer func() {
+			// The closed session leaves the table: a new one is let in.
+			c.cs.Close()
+			waitFor(t, 10*time.Second, "the session table emptied", func() bool { return st.gw.sessions.len() == 0 })
+			connect(t, st.url, nil).list(t)
+		}()
+		before := len(st.rec.recs())
+		big := `{"message":"` + strings.Repeat("x", 8192) + `"}`
+		if _, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__echo", Arguments: json.RawMessage(big)}); err == nil {
+			t.Fatal("an 8 KiB request was taken with max_request_bytes 4096")
+		}
+		if len(st.rec.recs()) != before {
+			t.Error("the oversize call was decided")
+		}
+	})
+}

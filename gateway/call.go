@@ -1,0 +1,226 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/gateway/upstream"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// Surface is the surface of the gateway's call events.
+const Surface = "mcp_gateway"
+
+// Error codes the gateway answers, besides the upstreams' own.
+const (
+	// CodeRejected: the call does not resolve (the MCP specification's
+	// code for invalid parameters, JSON-RPC's -32602).
+	CodeRejected = jsonrpc.CodeInvalidParams
+	// CodeUnavailable: the gateway could not act on the call (audit
+	// trail down, upstream down or slow, too many calls in flight);
+	// retrying may succeed. JSON-RPC's internal error, -32603.
+	CodeUnavailable = jsonrpc.CodeInternalError
+)
+
+// callWork is one call's buffers, pooled.
+type callWork struct {
+	dec   schema.CallDecoder
+	call  schema.Call
+	args  bytes.Buffer
+	event []byte
+	rec   audit.Record
+	data  []byte
+}
+
+// callTool decides one tools/call, records the decision in the audit
+// trail, and answers the rejection or forwards the call.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	if !g.inflight.TryAcquire(1) {
+		g.m.refused.WithLabelValues("in_flight").Inc()
+		return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: fmt.Sprintf("the gateway has %d calls in flight, its limit: retry", g.cfg.Limits.MaxInFlight)}
+	}
+	defer g.inflight.Release(1)
+	start := time.Now()
+	w := g.work.Get().(*callWork)
+	defer g.putWork(w)
+
+	p := req.Params
+	s := g.sessionOf(req.Session)
+	args, err := g.arguments(w, p.Arguments)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: CodeRejected, Message: err.Error()}
+	}
+	vs := g.store.Snapshot()
+	rec := g.decide(w, s, p.Name, args, vs)
+	d := &rec.Decision
+	var hints suggest.Hints
+	if d.Verdict == schema.Reject && g.opts.Hints != nil {
+		hints = g.opts.Hints.Hints(vs, &w.call, d)
+		if (d.Class == schema.H1 || d.Class == schema.M1) && len(hints.Tools) > 0 {
+			rec.SuggestedTool = hints.Tools[0]
+		}
+		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), w.call.Server, hints.Tools)
+	}
+	if g.opts.Audit != nil {
+		if err := g.opts.Audit.Produce(ctx, rec); err != nil {
+			g.m.calls.WithLabelValues(string(d.Class), "audit_unavailable").Inc()
+			g.log.Warn("call refused: the audit trail did not take its decision", "event_id", d.EventID, "err", err)
+			return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: "the decision could not be recorded in the audit trail, so the call was not acted on (fail closed): retry"}
+		}
+	}
+	g.m.decided.Observe(time.Since(start).Seconds())
+
+	server, tool := d.ResolvedServer, d.ResolvedTool
+	if d.Verdict == schema.Reject {
+		if !g.cfg.Observe || server == "" {
+			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
+			w.data = rec.AppendAnswer(w.data[:0], &hints)
+			return nil, &jsonrpc.Error{Code: CodeRejected, Message: rejection(d), Data: json.RawMessage(bytes.Clone(w.data))}
+		}
+	}
+	up := g.upstreams[server]
+	if up == nil { // cannot happen: the registry holds only configured servers
+		return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: fmt.Sprintf("no upstream %q", server)}
+	}
+	res, err := up.Call(ctx, tool, args)
+	if err != nil {
+		g.m.calls.WithLabelValues(string(d.Class), "upstream_error").Inc()
+		return nil, upstreamError(server, err)
+	}
+	g.m.calls.WithLabelValues(string(d.Class), "forwarded").Inc()
+	g.m.forwarded.Observe(time.Since(start).Seconds())
+	return res, nil
+}
+
+func (g *Gateway) putWork(w *callWork) {
+	if w.args.Cap() > 64<<10 {
+		w.args = bytes.Buffer{}
+	}
+	if cap(w.event) > 64<<10 {
+		w.event = nil
+	}
+	w.call = schema.Call{}
+	w.rec = audit.Record{}
+	g.work.Put(w)
+}
+
+// arguments returns the call's arguments as compact JSON: absent or null
+// arguments are {} (MCP lets a client leave them out), anything else is
+// passed on for the resolver to judge (a non-object is MALFORMED, a
+// repeated key too: compacting keeps every member).
+func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
+	w.args.Reset()
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return []byte("{}"), nil
+	}
+	if err := json.Compact(&w.args, t); err != nil {
+		return nil, fmt.Errorf("arguments are not JSON: %w", err)
+	}
+	return w.args.Bytes(), nil
+}
+
+// decide builds the call event and decides it.
+func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
+	c := schema.Call{
+		EventID:   g.ids.next('c'),
+		EmittedAt: g.clock.call(),
+		Registry:  g.cfg.Registry,
+		Surface:   Surface,
+	}
+	if s != nil {
+		c.SessionID, c.AgentID = s.id, s.principal
+	}
+	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
+	w.event = schema.AppendCall(w.event[:0], &c, schema.CallArgs{JSON: args})
+	rec := &w.rec
+	*rec = audit.Record{
+		Source: schema.SourceGateway, Action: g.action, Call: w.event, Key: c.Key(),
+		ResolverBuild: g.opts.ResolverBuild, PolicyVersion: g.policy,
+	}
+	g.resolver.Decide(vs, &w.dec, w.event, &w.call, &rec.Decision)
+	rec.DecidedAt = time.Now().UTC()
+	return rec
+}
+
+// target reads the name a client called: a name of the catalogue the
+// session was shown is that server's tool, with the digest shown; a name
+// the session was not shown is pinned to an upstream when it is
+// qualified with one's name; otherwise it is passed on as it is (a bare
+// name, resolved by the policy, or a fabricated one).
+func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
+	if s != nil {
+		if e := s.shown.Load().lookup(name); e != nil {
+			return e.server, e.tool, e.digest
+		}
+	}
+	if srv, t, ok := strings.Cut(name, g.cfg.Separator); ok && g.upstreams[srv] != nil && t != "" {
+		return srv, t, ""
+	}
+	return "", name, ""
+}
+
+// clientNames turns the names hints give (tool, or server__tool) into
+// the names clients call: qualified with the gateway's separator. A bare
+// name is the pinned server's tool when the call had a pin, else its one
+// provider's.
+func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []string) []string {
+	if v == nil || len(names) == 0 {
+		return names
+	}
+	has := func(srv, tool string) bool { s := v.Server(srv); return s != nil && s.Tool(tool) != nil }
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if srv, t, ok := strings.Cut(n, "__"); ok && has(srv, t) {
+			n = srv + g.cfg.Separator + t
+		} else if pin != "" && has(pin, n) {
+			n = pin + g.cfg.Separator + n
+		} else if ps := v.Providers(n); len(ps) == 1 {
+			n = ps[0].Server + g.cfg.Separator + n
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// rejection is the error message of a rejected call.
+func rejection(d *schema.Decision) string {
+	var b strings.Builder
+	b.WriteString("call rejected by toolaudit: ")
+	b.WriteString(string(d.Class))
+	b.WriteString(" ")
+	b.WriteString(d.Reason)
+	if d.Path != "" {
+		b.WriteString(" at ")
+		b.WriteString(d.Path)
+	}
+	return b.String()
+}
+
+// upstreamError is the error answered when a forwarded call failed: the
+// upstream's own JSON-RPC error as it is, else -32603 naming the server.
+func upstreamError(server string, err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	msg := fmt.Sprintf("upstream %s: %v", server, err)
+	switch {
+	case errors.Is(err, upstream.ErrTimeout):
+		msg = fmt.Sprintf("upstream %s did not answer in time", server)
+	case errors.Is(err, upstream.ErrUnavailable):
+		msg = fmt.Sprintf("upstream %s is unavailable (restarting or not connected): retry", server)
+	}
+	return &jsonrpc.Error{Code: CodeUnavailable, Message: msg}
+}

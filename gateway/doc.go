@@ -1,0 +1,90 @@
+// Package gateway is an MCP gateway that puts closed-world resolution in
+// the call path of real MCP clients and servers: it serves one Streamable
+// HTTP MCP endpoint that merges the tools of several upstream servers,
+// decides every tools/call against the registry its upstreams' listings
+// make, and forwards only the calls that resolve. It is built on the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk), which speaks
+// the protocol on both sides; the gateway answers initialize (to keep a
+// session table), tools/list and tools/call itself, in a receiving
+// middleware, and leaves the rest of the protocol to the SDK.
+//
+// # Listings
+//
+// Package upstream keeps each upstream connected and lists its tools on
+// every connection and every notifications/tools/list_changed. The
+// gateway turns a listing into a listing event (wire contract v1:
+// registry, server, trust, op snapshot, observed_at, the tools as the SDK
+// read them), decodes it with the pipeline's own decoder, produces it to
+// the listings topic (Publisher; acknowledged), and only then applies it
+// to its own registryversions.Store, rebuilds the catalogue and tells
+// every client session that the tool list changed. The registry the
+// gateway decides against is therefore the one the pipeline reads from
+// Kafka. A listing the registry would refuse whole (a tool without a name
+// or an object inputSchema, a name twice) withdraws the server (op
+// remove) rather than leaving its previous tools callable. A relisting
+// identical to the server's previous listing is not produced again (the
+// listings topic is kept forever). An upstream that is down keeps its
+// tools listed: calls to it are answered an error, and a crash loop
+// produces no listing churn.
+//
+// Event times are milliseconds, as events are written: listings are
+// stamped strictly increasing and a call never before the latest listing
+// (clock), so the version a call is decided against is the one the
+// client was shown, whatever the wall clock does.
+//
+// # The catalogue
+//
+// Clients see every tool of every upstream under its qualified name,
+// server + Separator + tool ("files__read_file"; a server name may not
+// contain the separator, so a qualified name reads one way), with the
+// definition the upstream listed and its digest in _meta
+// ("io.toolaudit/digest"). tools/list answers the whole catalogue in one
+// page, and the session remembers the catalogue it was shown.
+//
+// # A call
+//
+// A tools/call becomes a call event: event_id unique to this process,
+// emitted_at now, the configured registry, session_id the MCP session,
+// agent_id the authenticated client's name, surface "mcp_gateway", and
+//
+//   - a name the session was shown: server and tool pinned, seen_digest
+//     the digest the session was shown (a definition changed since is M4:
+//     the rug pull);
+//   - a qualified name of a configured upstream the session was not shown:
+//     pinned, without seen_digest;
+//   - any other name, as it is: a bare name several servers provide is
+//     decided by Mode (strict: M2; pin-assisted: resolved; shadowed by a
+//     lower-trust server: M3), a fabricated one is M1.
+//
+// Absent or null arguments are {} (MCP lets a client omit them). The
+// event has no "visible" frontier (H4 is not applied): it would repeat the
+// whole catalogue in every event. The event is decided as every front end
+// decides one (resolve.Resolver.Decide), the decision is produced to the
+// audit trail (Auditor, acknowledged) and only then acted on: a rejection
+// is answered JSON-RPC error -32602 (CodeRejected, the MCP specification's
+// code for invalid parameters) with the class, reason and path in the
+// message and the decision, source, action and hints as its data, and
+// never reaches an upstream; an accepted call is forwarded, its
+// arguments byte for byte as decided, to the resolved server's tool, and
+// the upstream's result (or JSON-RPC error) is the answer. When the audit
+// trail cannot take the decision, the call is answered -32603
+// (CodeUnavailable) and not executed: fail closed. With Config.Observe,
+// rejected calls that name a server are forwarded too and recorded with
+// action "observed"; otherwise the action is "enforced".
+//
+// # Limits
+//
+// Sessions (Limits.MaxSessions; a new session beyond it is answered HTTP
+// 503), request bodies (MaxRequestBytes, 413), calls decided or forwarded
+// at once (MaxInFlight; beyond it -32603 at once, no queue), idle
+// sessions (SessionIdle), and each forwarded call (UpstreamTimeout, or
+// the upstream's own). An upstream that is down, starting, or whose
+// current listing is not recorded is an error at once, never a wait.
+//
+// # Authentication
+//
+// With Options.Auth, every request needs a bearer token (401 otherwise);
+// the client's name becomes the agent_id of its calls, and a session is
+// bound to the client that opened it (the SDK answers 403 to another
+// token presenting its id).
+package gateway

@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// TestReferenceServers: MCP software nobody here wrote on both sides.
+// The official TypeScript SDK's client talks to the gateway, which
+// merges the reference servers server-everything, server-filesystem and
+// server-memory (stdio, spawned by the gateway) and the Go fixture (whose
+// transfer tool changes under the client). Honest calls get the servers'
+// real results; fabricated tools, undeclared arguments and wrong types get
+// -32602 with the class, reason and path; a name two servers provide is
+// M2; the rug pull is M4; every call is audited once and every server's
+// listing produced.
+func TestReferenceServers(t *testing.T) {
+	npm := gatewaytest.FindNPM(t)
+	dir := t.TempDir()
+	files := filepath.Join(dir, "files")
+	if err := os.Mkdir(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ = filepath.EvalSymlinks(files)
+	t.Setenv("TOOLAUDIT_KAFKA_SASL_PASSWORD", "not-for-upstreams")
+	st := start(t, Config{Upstreams: []Upstream{
+		{Name: "everything", Trust: 1, Command: npm.Everything()},
+		{Name: "fs", Trust: 2, Command: npm.Filesystem(files)},
+		{Name: "memory", Trust: 1, Command: npm.Memory(), Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}},
+		fixtureUpstream(t, "fx", 1),
+	}}, Options{Getenv: os.Getenv})
+
+	note := filepath.Join(files, "note.txt")
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	steps := []struct {
+		step  gatewaytest.Step
+		text  string // a forwarded call's text contains it
+		class string // or the rejection's class
+		path  string
+	}{
+		{step: gatewaytest.Step{Op: "list"}},
+		{step: gatewaytest.Call("everything__echo", `{"message":"hello"}`), text: "hello"},
+		{step: gatewaytest.Call("everything__get-sum", `{"a":2,"b":3}`), text: "5"},
+		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"kept by the filesystem server"}`), text: "Successfully wrote"},
+		{step: gatewaytest.Call("fs__read_text_file", `{"path":`+q(note)+`}`), text: "kept by the filesystem server"},
+		{step: gatewaytest.Call("memory__create_entities", `{"entities":[{"name":"gateway","entityType":"service","observations":["decides calls"]}]}`), text: "gateway"},
+		{step: gatewaytest.Call("memory__read_graph", `{}`), text: "decides calls"},
+		{step: gatewaytest.Call("everything__get-env", `{}`), text: "PATH"},
+		{step: gatewaytest.Call("everything__wipe_disk", `{}`), class: "M1"},
+		{step: gatewaytest.Call("fs__delete_file", `{"path":`+q(note)+`}`), class: "M1"},
+		{step: gatewaytest.Call("everything__echo", `{"message":"hello","override":true}`), class: "H2", path: "/override"},
+		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"x","mode":"0777"}`), class: "H2", path: "/mode"},
+		{step: gatewaytest.Call("everything__get-sum", `{"a":"2","b":3}`), class: "H3", path: "/a"},
+		{step: gatewaytest.Call("memory__create_entities", `{"entities":[{"name":"x","entityType":"y","observations":"not a list"}]}`), class: "H3", path: "/entities/0/observations"},
+		{step: gatewaytest.Call("echo", `{"message":"hello"}`), class: "M2"},
+		{step: gatewaytest.Call("fx__change_schema", `{}`), text: "transfer changed"},
+		{step: gatewaytest.Step{Op: "wait_changed", TimeoutMS: 10000}},
+		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5}`), class: "M4"},
+		{step: gatewaytest.Step{Op: "list"}},
+		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`), text: "sent 5 to bob"},
+	}
+	var ss []gatewaytest.Step
+	for _, s := range steps {
+		ss = append(ss, s.step)
+	}
+	outs := npm.RunClient(t, st.url, "", ss...)
+	calls := 0
+	for i, s := range steps {
+		o := outs[i]
+		what := s.step.Op + " " + s.step.Name
+		switch {
+		case s.step.Op == "list":
+			names := map[string]string{}
+			for _, tl := range o.Tools {
+				names[tl.Name] = tl.Digest
+			}
+			for _, n := range []string{"everything__echo", "fs__read_text_file", "memory__read_graph", "fx__transfer"} {
+				if !strings.HasPrefix(names[n], "sha256:") {
+					t.Errorf("%s: %s missing or without a digest", what, n)
+				}
+			}
+		case s.step.Op == "wait_changed":
+			if !o.Changed {
+				t.Errorf("%s: no notifications/tools/list_changed reached the TypeScript client", what)
+			}
+		case s.class == "":
+			calls++
+			if !o.OK || o.IsError || !strings.Contains(o.Text(), s.text) {
+				t.Errorf("%s: ok %v isError %v text %q, want %q (%s)", what, o.OK, o.IsError, o.Text(), s.text, o.Message)
+			}
+		default:
+			calls++
+			var a answer
+			json.Unmarshal(o.Data, &a)
+			if o.OK || o.Code != -32602 || a.Class != s.class || (s.path != "" && a.Path != s.path) || a.Reason == "" {
+				t.Errorf("%s: ok %v code %d class %s path %q, want -32602 %s %q (%s)", what, o.OK, o.Code, a.Class, a.Path, s.class, s.path, o.Message)
+			}
+		}
+	}
+	if env := outs[7].Text(); strings.Contains(env, "not-for-upstreams") {
+		t.Errorf("an upstream saw the gateway's secret variable: %s", env)
+	}
+	if recs := st.rec.recs(); len(recs) != calls {
+		t.Errorf("%d audit records for %d calls", len(recs), calls)
+	}
+	servers := map[string]int{}
+	for _, l := range st.rec.lists() {
+		if l.Op == schema.OpSnapshot && l.Registry == DefaultRegistry {
+			servers[l.Server]++
+		}
+	}
+	if servers["everything"] < 1 || servers["fs"] != 1 || servers["memory"] != 1 || servers["fx"] != 2 {
+		t.Errorf("listings produced per server: %v", servers)
+	}
+}

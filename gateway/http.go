@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
+)
+
+// sessionHeader is the Streamable HTTP transport's session header.
+const sessionHeader = "Mcp-Session-Id"
+
+// Handler serves the MCP endpoint (Streamable HTTP) wherever it is
+// mounted: authentication first (401 without a valid bearer token when
+// Options.Auth is set; a session stays bound to the client that opened
+// it, 403 otherwise), then the limits (a new session beyond
+// Limits.MaxSessions is answered 503, a body beyond
+// Limits.MaxRequestBytes 413), then the SDK's transport.
+func (g *Gateway) Handler() http.Handler {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      time.Duration(g.cfg.Limits.SessionIdle),
+		MaxRequestBodyBytes: g.cfg.Limits.MaxRequestBytes,
+		Logger:              g.log.With("component", "mcp-http"),
+	})
+	h = g.limitSessions(h)
+	if g.opts.Auth != nil {
+		// The SDK binds a session to the user that opened it (a token of
+		// another client cannot use its id); its user is the principal
+		// authenticate found.
+		verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: principalFrom(ctx)}, nil
+		}
+		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+		h = g.authenticate(h)
+	}
+	return h
+}
+
+// authenticate checks the bearer token and records the client's name.
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, err := g.opts.Auth.Authorize(r)
+		switch {
+		case errors.Is(err, bearer.ErrNoTokens):
+			g.m.refused.WithLabelValues("unauthorized").Inc()
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		case err != nil:
+			g.m.refused.WithLabelValues("unauthorized").Inc()
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolaudit-gateway"`)
+			writeError(w, http.StatusUnauthorized, err.Error()+": send Authorization: Bearer <token>")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), name)))
+	})
+}
+
+// limitSessions answers 503 at once to a request that would open a
+// session beyond the limit (initialize refuses it too, exactly; this
+// spares the SDK building a session to refuse).
+func (g *Gateway) limitSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get(sessionHeader) == "" && g.sessions.full() {
+			g.m.refused.WithLabelValues("sessions").Inc()
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the gateway has %d sessions open, its limit: retry later", g.cfg.Limits.MaxSessions))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeError answers a JSON-RPC error without an id, as the SDK does for
+// a request it cannot take.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	b, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: CodeUnavailable, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,41 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the gateway's own; the upstreams' are package upstream's.
+type metrics struct {
+	calls     *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	listings  *prometheus.CounterVec
+	decided   prometheus.Histogram
+	forwarded prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer, sessions func() int) (*metrics, error) {
+	const ns, sub = "toolaudit", "gateway"
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "calls_total",
+			Help: "tools/call requests decided, by class and outcome (rejected, forwarded, upstream_error, audit_unavailable)."}, []string{"class", "outcome"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refused_total",
+			Help: "Requests refused at a limit (sessions, in_flight, request_bytes) or for authentication (unauthorized)."}, []string{"limit"}),
+		listings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "listings_total",
+			Help: "Upstream listings, by result: produced (and applied), unchanged (not produced again), unusable (the server withdrawn), failed (not produced; retried)."}, []string{"result"}),
+		decided: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "decide_seconds",
+			Help:    "Time to decide a call and record it in the audit trail (the gateway's own latency before forwarding).",
+			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18)}),
+		forwarded: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "call_seconds",
+			Help:    "Time from receiving a forwarded call to the upstream's answer.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sessions",
+		Help: "Client sessions open."}, func() float64 { return float64(sessions()) })
+	for _, c := range []prometheus.Collector{m.calls, m.refused, m.listings, m.decided, m.forwarded, open} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,115 @@
+package resolve
+
+import (
+	"testing"
+	"time"
+
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// TestDecideRow: the row of a call record. A decoded call keeps its
+// context, the arguments' shape and hash (raw only when asked) and its
+// event id as key; an undecodable one keeps what was read, no argument
+// summary, and its event id, or the record's position when it has none.
+func TestDecideRow(t *testing.T) {
+	store := fixture(t)
+	const good = `{"type":"call","event_id":"c-1","emitted_at":"2026-12-01T00:00:10Z","registry":"single","agent_id":"a-1","session_id":"s-1","tool":"search","arguments":{"q":"x"}}`
+	for _, tc := range []struct {
+		name, event string
+		raw         bool
+		decoded     bool
+		class       schema.Class
+		key         string
+		emitted     bool // EmittedAt read
+		argsRaw     string
+	}{
+		{"decoded", good, false, true, schema.OK, "c-1", true, ""},
+		{"decoded, raw arguments kept", good, true, true, schema.OK, "c-1", true, `{"q":"x"}`},
+		{"malformed with an event id", `{"type":"call","event_id":"c-2","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments":[1]}`,
+			true, false, schema.Malformed, "c-2", true, ""},
+		{"malformed without one", `{"type":"call",`, true, false, schema.Malformed, "kafka:tool-calls/3/42", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := RowDecider{KeepRawArgs: tc.raw}
+			row := schema.Row{Topic: "tool-calls", Partition: 3, Offset: 42}
+			before := time.Now()
+			ok := d.DecideRow(store.Snapshot(), []byte(tc.event), &row)
+			if ok != tc.decoded || row.Class != tc.class || row.CallKey != tc.key {
+				t.Fatalf("DecideRow = %v, class %s, key %q; want %v, %s, %q", ok, row.Class, row.CallKey, tc.decoded, tc.class, tc.key)
+			}
+			if row.EmittedAt.IsZero() == tc.emitted {
+				t.Errorf("emitted_at %v, want read: %v", row.EmittedAt, tc.emitted)
+			}
+			if row.DecidedAt.Before(before) {
+				t.Errorf("decided_at %v, before the call", row.DecidedAt)
+			}
+			if row.ArgsRaw != tc.argsRaw {
+				t.Errorf("args_raw %q, want %q", row.ArgsRaw, tc.argsRaw)
+			}
+			if tc.decoded {
+				if row.ArgsShape != `{"q":"string"}` || len(row.ArgsHash) != len("sha256:")+64 {
+					t.Errorf("arguments' summary %q %q", row.ArgsShape, row.ArgsHash)
+				}
+				if row.AgentID != "a-1" || row.SessionID != "s-1" || row.Tool != "search" || row.Registry != "single" {
+					t.Errorf("context %+v", row)
+				}
+			} else if row.ArgsShape != "" || row.ArgsHash != "" {
+				t.Errorf("an undecodable call has an arguments' summary %q %q", row.ArgsShape, row.ArgsHash)
+			}
+		})
+	}
+}
+
+// suggestions records what it was asked and names a fixed tool.
+type suggestions struct{ asked []schema.Class }
+
+func (s *suggestions) Tool(_ Versions, _ *schema.Call, d *schema.Decision) string {
+	s.asked = append(s.asked, d.Class)
+	return "search"
+}
+
+// TestDecideRowKeyAndSuggestion: with a key, args_hash is the keyed one
+// the live pipeline stores; the suggester is asked for H1 and M1 rows
+// only; DescribeCall fills a decided call's context and summary without
+// deciding it.
+func TestDecideRowKeyAndSuggestion(t *testing.T) {
+	store := fixture(t)
+	key, err := schema.NewArgsKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s suggestions
+	d := RowDecider{ArgsKey: key, Suggest: &s}
+	const (
+		ok = `{"type":"call","event_id":"c-1","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments":{"q":"x"}}`
+		h1 = `{"type":"call","event_id":"c-2","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"serch","arguments":{"q":"x"}}`
+	)
+	var row schema.Row
+	if !d.DecideRow(store.Snapshot(), []byte(ok), &row) || row.Class != schema.OK || row.SuggestedTool != "" {
+		t.Fatalf("ok: class %s, suggested %q", row.Class, row.SuggestedTool)
+	}
+	want := schema.NewArgsSummarizer(key)
+	var c schema.Call
+	var dec schema.CallDecoder
+	if err := dec.Decode([]byte(ok), &c); err != nil {
+		t.Fatal(err)
+	}
+	if h := want.Hash(c.Arguments); row.ArgsHash != h || row.ArgsHash == schema.ArgsHash(c.Arguments) {
+		t.Errorf("args_hash %q, want the keyed %q", row.ArgsHash, h)
+	}
+	row = schema.Row{}
+	if !d.DecideRow(store.Snapshot(), []byte(h1), &row) || row.Class != schema.H1 || row.SuggestedTool != "search" {
+		t.Fatalf("h1: class %s, suggested %q", row.Class, row.SuggestedTool)
+	}
+	if len(s.asked) != 1 || s.asked[0] != schema.H1 {
+		t.Errorf("suggester asked for %v, want [H1]", s.asked)
+	}
+	row = schema.Row{Decision: schema.Decision{EventID: "c-2", Class: schema.H2}} // as an audit record fills it
+	if !d.DescribeCall([]byte(h1), &row) || row.Class != schema.H2 || row.Tool != "serch" || row.CallKey != "c-2" || row.ArgsHash == "" {
+		t.Errorf("DescribeCall: %+v", row)
+	}
+	row = schema.Row{Topic: "t", Partition: 1, Offset: 2}
+	if d.DescribeCall([]byte(`{"type":"call",`), &row) || row.CallKey != "kafka:t/1/2" || row.ArgsHash != "" {
+		t.Errorf("DescribeCall of a bad call: %+v", row)
+	}
+}

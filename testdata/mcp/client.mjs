@@ -1,0 +1,71 @@
+// A driver of the official TypeScript SDK's MCP client, for the
+// gateway's end-to-end tests: node client.mjs URL < steps.json
+//
+// stdin is a JSON array of steps; stdout gets one JSON line per step:
+//   {"op":"list"}                              -> {"tools":[{"name","digest","inputSchema"}]}
+//   {"op":"call","name":N,"arguments":A}       -> {"ok":true,"content":[...],"isError":bool}
+//                                                 or {"ok":false,"code":C,"message":M,"data":D}
+//   {"op":"wait_changed","timeout_ms":T}       -> {"changed":true} once notifications/tools/list_changed
+//                                                 arrived since the last wait (false on timeout)
+// Every line also has "ms", the time since the client started. The
+// bearer token, if any, is TOOLAUDIT_TOKEN. Exit status 0 unless the
+// client could not connect or a step was not understood.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const url = process.argv[2];
+let input = "";
+for await (const chunk of process.stdin) input += chunk;
+const steps = JSON.parse(input);
+
+const headers = {};
+if (process.env.TOOLAUDIT_TOKEN) headers.Authorization = `Bearer ${process.env.TOOLAUDIT_TOKEN}`;
+const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+const client = new Client({ name: "toolaudit-e2e", version: "1.0.0" });
+let changed = 0;
+let wake = null;
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+  changed++;
+  if (wake) wake();
+});
+await client.connect(transport);
+
+const t0 = Date.now();
+const out = (v) => process.stdout.write(JSON.stringify({ ...v, ms: Date.now() - t0 }) + "\n");
+for (const step of steps) {
+  switch (step.op) {
+    case "list": {
+      const { tools } = await client.listTools();
+      out({ tools: tools.map((t) => ({ name: t.name, digest: t._meta?.["io.toolaudit/digest"], inputSchema: t.inputSchema })) });
+      break;
+    }
+    case "call": {
+      try {
+        const res = await client.callTool({ name: step.name, arguments: step.arguments });
+        out({ ok: true, content: res.content, isError: !!res.isError });
+      } catch (e) {
+        out({ ok: false, code: e.code, message: e.message, data: e.data });
+      }
+      break;
+    }
+    case "wait_changed": {
+      if (changed === 0) {
+        let timer;
+        await new Promise((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, step.timeout_ms ?? 10000);
+        });
+        clearTimeout(timer); // a pending timer would keep node running
+        wake = null;
+      }
+      out({ changed: changed > 0 });
+      changed = 0;
+      break;
+    }
+    default:
+      console.error(`unknown step ${JSON.stringify(step)}`);
+      process.exit(2);
+  }
+}
+await client.close();
