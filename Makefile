@@ -50,7 +50,7 @@ demo:
 demo-stop:
 	@if [ -f .demo/resolverd.pid ]; then kill -INT $$(cat .demo/resolverd.pid) 2>/dev/null || true; rm -f .demo/resolverd.pid; echo "resolverd stopped"; fi
 
-# The worked example of the README: decide the shared sample and score it.
+# The worked example of docs/commands.md (resolverd check): decide the shared sample and score it.
 check-sample: build
 	$(BIN)/resolverd check --listings testdata/corpus/sample/listings.jsonl \
 	  --calls testdata/corpus/sample/calls.jsonl > $(BIN)/sample.decisions.jsonl

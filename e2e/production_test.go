@@ -27,7 +27,7 @@ import (
 // calls spread over both shards.
 func TestClusterKill9(t *testing.T) {
 	c := load(t)
-	srvs := chenginetest.StartCluster(t, "two", 2)
+	srvs := chenginetest.SuperviseCluster(t, "two", 2)
 	e := newEnv(t, srvs[0], 6)
 	e.db = "e2e_cluster"
 	for _, s := range srvs { // no Keeper, no ON CLUSTER: each server is migrated

@@ -63,3 +63,15 @@ func StartCluster(tb testing.TB, name string, n int) []*chengine.Server {
 	}
 	return out
 }
+
+// SuperviseCluster is StartCluster with supervised engines (Supervise):
+// for tests that kill clients mid-INSERT, which can make an engine abort
+// (chengine's README), as the product's embedded mode restarts it.
+func SuperviseCluster(tb testing.TB, name string, n int) []*chengine.Supervisor {
+	tb.Helper()
+	var out []*chengine.Supervisor
+	for _, o := range ClusterOptions(tb, name, n) {
+		out = append(out, Supervise(tb, o))
+	}
+	return out
+}

@@ -67,7 +67,7 @@ The configuration file (YAML or JSON) holds the registry name, the
 separator, the mode (strict or pin-assisted), observe (forward rejected
 calls too, recorded as observed), the limits (sessions, request bytes,
 calls in flight, idle sessions, upstream timeout) and the upstreams; see
-docs/notes/gateway.md.
+docs/commands.md (resolverd gateway).
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 

@@ -122,7 +122,7 @@ func runCommand(std stdio) *ffcli.Command {
 	kafka.Register(fs)
 	var cf clusterFlags
 	cf.register(fs)
-	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer (a refused TLS handshake or SASL authentication fails at once)")
+	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker, and for ClickHouse, to answer (a refused TLS handshake, SASL authentication or ClickHouse login fails at once)")
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
@@ -287,7 +287,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if a.cluster != nil {
 		opts = append(opts, sink.WithCluster(*a.cluster))
 	}
-	ch, err := sink.NewClickHouse(ctx, a.ch, opts...)
+	ch, err := connectClickHouse(ctx, log, a.ch, a.connectTimeout, opts...)
 	if err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
@@ -391,4 +391,34 @@ func markPermanent(err error) error {
 		return stream.Permanent(err)
 	}
 	return err
+}
+
+// connectClickHouse opens the sink, retrying for up to timeout while
+// ClickHouse cannot be reached (refused, reset, timed out, overloaded): a
+// server restarting, or started with resolverd, is a wait, not a failed
+// start. A refused login or a schema that does not fit fails at once.
+func connectClickHouse(ctx context.Context, log *slog.Logger, cfg sink.Config, timeout time.Duration, opts ...sink.Option) (*sink.ClickHouse, error) {
+	deadline := time.Now().Add(timeout)
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ch, err := sink.NewClickHouse(ctx, cfg, opts...)
+		if err == nil {
+			return ch, nil
+		}
+		switch sink.Kind(err) {
+		case sink.KindNetwork, sink.KindTimeout, sink.KindOverload:
+		default:
+			return nil, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, fmt.Errorf("not reachable for %s (--connect-timeout): %w", timeout, err)
+		}
+		log.Warn("clickhouse not reachable yet, retrying", "addr", cfg.Addr, "attempt", attempt, "in", wait, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
