@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -393,24 +394,36 @@ func markPermanent(err error) error {
 	return err
 }
 
-// connectClickHouse opens the sink, retrying for up to timeout while
-// ClickHouse cannot be reached (refused, reset, timed out, overloaded): a
-// server restarting, or started with resolverd, is a wait, not a failed
-// start. A refused login or a schema that does not fit fails at once.
+// connectClickHouse opens the sink, retrying while ClickHouse cannot be
+// reached: a server restarting, or started with resolverd, is a wait, not
+// a failed start. Nothing listening or no answer in time is waited for up
+// to timeout (--connect-timeout). A connection closed or reset by the
+// server is waited for only resetWait: an engine that aborts resets the
+// connections it had (chengine) and is back within about two seconds,
+// while a plaintext client at a TLS port is reset every time, and that
+// configuration error must fail fast. A refused login or a schema that
+// does not fit fails at once.
 func connectClickHouse(ctx context.Context, log *slog.Logger, cfg sink.Config, timeout time.Duration, opts ...sink.Option) (*sink.ClickHouse, error) {
-	deadline := time.Now().Add(timeout)
+	const resetWait = 5 * time.Second
+	start := time.Now()
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ch, err := sink.NewClickHouse(ctx, cfg, opts...)
 		if err == nil {
 			return ch, nil
 		}
-		switch sink.Kind(err) {
-		case sink.KindNetwork, sink.KindTimeout, sink.KindOverload:
+		limit := timeout
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED), sink.Kind(err) == sink.KindTimeout:
+		case sink.Kind(err) == sink.KindNetwork:
+			limit = min(timeout, resetWait)
 		default:
 			return nil, err
 		}
-		if time.Now().Add(wait).After(deadline) {
+		if time.Since(start)+wait > limit {
+			if limit < timeout {
+				return nil, fmt.Errorf("connection closed by the server for %s (a TLS port? see --clickhouse-tls): %w", limit, err)
+			}
 			return nil, fmt.Errorf("not reachable for %s (--connect-timeout): %w", timeout, err)
 		}
 		log.Warn("clickhouse not reachable yet, retrying", "addr", cfg.Addr, "attempt", attempt, "in", wait, "error", err)
