@@ -94,6 +94,15 @@ echo "==> waiting until this run's $calls calls are decided (analysis $ANALYSIS)
 "$BIN/resolverd" report --clickhouse "127.0.0.1:$CH_PORT" --analysis "$ANALYSIS" --expect "$calls" --timeout 3m
 
 q="curl -s http://127.0.0.1:$CH_HTTP_PORT/ --data-binary"
+
+# The incident timeline of the session with the most rejections.
+session=$(curl -fsS "http://127.0.0.1:$CH_HTTP_PORT/" --data-binary \
+  "SELECT session_id FROM toolaudit.sessions_by_hour WHERE analysis_id = '$ANALYSIS' GROUP BY session_id ORDER BY sum(rejects) DESC, session_id LIMIT 1" || true)
+echo "==> the fleet analytics of this run (the Grafana dashboards' numbers), with the timeline of session ${session:-none}"
+"$BIN/resolverd" report --clickhouse "127.0.0.1:$CH_PORT" --analysis "$ANALYSIS" --since all \
+  ${session:+--session "$session"} --html "$DIR/report.html" > "$DIR/report.txt"
+sed -n '1,12p' "$DIR/report.txt"
+echo "    ... the whole report: $DIR/report.txt"
 cat <<MSG
 
 resolverd is still running (pid $(cat "$DIR/resolverd.pid")). To look further:
@@ -103,4 +112,7 @@ resolverd is still running (pid $(cat "$DIR/resolverd.pid")). To look further:
   $q "SELECT event_id, tool, resolved_server, class, reason, path FROM toolaudit.decisions FINAL WHERE analysis_id = '$ANALYSIS' AND class = 'M3' LIMIT 5 FORMAT Vertical"
   less $DIR/resolverd.log
 To stop it: make demo-stop   (or: kill \$(cat $DIR/resolverd.pid)); data stays in $DIR/data.
+
+The report of this run (open it in a browser; it loads nothing from the network):
+  $(cd "$DIR" && pwd)/report.html
 MSG

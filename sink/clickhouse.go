@@ -128,7 +128,20 @@ func NewClickHouse(ctx context.Context, cfg Config, opts ...Option) (*ClickHouse
 // queries, without NewClickHouse's check of table decisions, which fails
 // before the first migration. The connection has no default database:
 // queries name it. The caller closes it.
-func (c Config) Open(ctx context.Context) (driver.Conn, error) {
+func (c Config) Open(ctx context.Context) (driver.Conn, error) { return c.open(ctx, "") }
+
+// OpenIn is Open with Database as the connection's default database, for
+// queries that name tables without their database (package analytics:
+// the dashboards' SQL, which the datasource's default database completes).
+func (c Config) OpenIn(ctx context.Context) (driver.Conn, error) {
+	c = c.withDefaults()
+	if err := validDatabase(c.Database); err != nil {
+		return nil, fmt.Errorf("sink: clickhouse open: %w", err)
+	}
+	return c.open(ctx, c.Database)
+}
+
+func (c Config) open(ctx context.Context, db string) (driver.Conn, error) {
 	c = c.withDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -146,7 +159,7 @@ func (c Config) Open(ctx context.Context) (driver.Conn, error) {
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:         c.Addr,
-		Auth:         clickhouse.Auth{Username: c.Username, Password: c.Password},
+		Auth:         clickhouse.Auth{Database: db, Username: c.Username, Password: c.Password},
 		TLS:          c.TLS,
 		DialTimeout:  c.DialTimeout,
 		ReadTimeout:  c.ReadTimeout,

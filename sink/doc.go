@@ -48,9 +48,17 @@
 //
 // Counts and Rows read decisions back with FINAL (exact, deduplicated): for
 // tests, the demo and `resolverd report`. Stored counts rows without FINAL,
-// an upper bound cheap enough to poll; Sources lists an analysis's
-// sources. Diff compares two analyses call by call (`resolverd diff`).
-// Dashboards read the decisions_by_minute rollup instead.
+// an upper bound cheap enough to poll; RolledUp what the hourly rollup has
+// counted; Sources lists an analysis's sources. Diff compares two
+// analyses call by call (`resolverd diff`). Dashboards and the analytics
+// of `resolverd report` read the rollups of migration 0007 instead
+// (package analytics).
+//
+// # The registry history
+//
+// WriteRegistryChanges stores what each listing changed (table
+// registry_changes, rows of package registrydiff) and RegistryChanges
+// reads it back with FINAL, for `resolverd registry diff`.
 //
 // # The archive
 //

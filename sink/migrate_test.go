@@ -82,7 +82,7 @@ func TestShippedMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1}
+	want := map[string]int{"0001_decisions.sql": 1, "0002_decisions_by_minute.sql": 2, "0003_decisions_compact_inserts.sql": 1, "0004_decisions_digests_lowcardinality.sql": 1, "0007_analytics.sql": 17}
 	for _, m := range ms {
 		if n, ok := want[m.file]; ok && len(m.stmts) != n {
 			t.Errorf("%s: %d statements, want %d", m.file, len(m.stmts), n)
@@ -125,7 +125,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0006_call_events.sql"}; !slices.Equal(applied, want) {
+	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0006_call_events.sql", "0007_analytics.sql"}; !slices.Equal(applied, want) {
 		t.Fatalf("first run applied %q, want %q", applied, want)
 	}
 	var ddl string
@@ -148,7 +148,11 @@ func TestMigrate(t *testing.T) {
 		tables = append(tables, n)
 	}
 	rows.Close()
-	if want := []string{"call_events", "decisions", "decisions_by_minute", "decisions_by_minute_mv", "schema_migrations"}; !slices.Equal(tables, want) {
+	if want := []string{"call_events", "call_path_decisions", "call_path_decisions_mv", "decisions", "decisions_by_minute", "decisions_by_minute_mv",
+		"decisions_by_tool_day", "decisions_by_tool_day_mv", "decisions_rollup_hour", "decisions_rollup_hour_mv",
+		"decisions_rollup_minute", "decisions_rollup_minute_mv", "fabricated_names_day", "fabricated_names_day_mv",
+		"registry_changes", "registry_versions_seen", "registry_versions_seen_mv", "schema_migrations", "session_calls", "session_calls_mv",
+		"sessions_by_hour", "sessions_by_hour_mv"}; !slices.Equal(tables, want) {
 		t.Errorf("tables = %q, want %q", tables, want)
 	}
 
@@ -204,7 +208,11 @@ func TestMigrateSource(t *testing.T) {
 	defer conn.Close()
 	db := testDB(t)
 	before := migrationsFS(t)
-	delete(before, "ddl/0005_decisions_source_action.sql")
+	for name := range before { // the schema as it was before 0005
+		if name >= "ddl/0005" {
+			delete(before, name)
+		}
+	}
 	if _, err := migrate(ctx, conn, db, before, "ddl", nil, nil); err != nil {
 		t.Fatal(err)
 	}

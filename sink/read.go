@@ -104,6 +104,21 @@ func (c *ClickHouse) Rows(ctx context.Context, analysisID string, limit int) ([]
 	return out, nil
 }
 
+// RolledUp returns how many decisions of analysis analysisID the hourly
+// rollup (decisions_rollup_hour, fed by a materialized view) has counted.
+// A decision's rows are visible in decisions a moment before the views of
+// its INSERT have run: a reader that waited for the decisions and reads
+// the rollups next waits for this too.
+func (c *ClickHouse) RolledUp(ctx context.Context, analysisID string) (int, error) {
+	var n uint64
+	err := c.conn.QueryRow(readContext(ctx, analysisID),
+		"SELECT sum(rows) FROM `"+c.db+"`.decisions_rollup_hour WHERE analysis_id = {aid:String}").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sink: clickhouse rolled-up rows: %w", err)
+	}
+	return int(n), nil
+}
+
 // Sources returns the sources of the decisions stored under analysis
 // analysisID, sorted; none for an analysis without decisions. It reads
 // the sort key's columns only.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -612,5 +614,74 @@ func TestNoDecisionBeforeCatchUp(t *testing.T) {
 		if rows[id].Class != cls {
 			t.Errorf("%s: %s, want %s", id, rows[id].Class, cls)
 		}
+	}
+}
+
+// observer records the listings it is told of, and whether the store had
+// applied each by then.
+type observer struct {
+	store *registryversions.Store
+	mu    sync.Mutex
+	ids   map[string]bool
+	early []string // observed before the store had them
+}
+
+func (o *observer) ObserveListings(ls []*schema.Listing) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range ls {
+		o.ids[l.EventID] = true
+		if o.store.At(l.Registry, l.ObservedAt) == nil {
+			o.early = append(o.early, l.EventID)
+		}
+	}
+}
+
+// TestListingObserver: Config.ListingObserver is told of every decodable
+// listing, once, after the store applied it.
+func TestListingObserver(t *testing.T) {
+	c := newCluster(t, 3)
+	prod := newProducer(t, c)
+	lines := readLines(t, corpus("sample", "listings.jsonl"))
+	produce(t, prod, listingsTopic, append(lines, []byte(`{"type":"listing"}`))) // and one bad
+	store := registryversions.New()
+	obs := &observer{store: store, ids: map[string]bool{}}
+	cfg := testConfig(c)
+	cfg.ListingObserver = obs
+	r := start(t, cfg, store, newRecSink(), nil)
+	eventually(t, 10*time.Second, "ready", r.p.Ready)
+	eventually(t, 10*time.Second, "every listing observed", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return len(obs.ids) == len(lines)
+	})
+	obs.mu.Lock()
+	if len(obs.early) > 0 {
+		t.Errorf("observed before the store applied them: %v", obs.early)
+	}
+	obs.mu.Unlock()
+
+	// The first instance leaves a checkpoint at shutdown; the next one
+	// with an observer does not load it: the observer (the registry
+	// history) is told of every listing again, from the topic's start.
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(r.p.m.checkpointsWritten); n != 1 {
+		t.Fatalf("%v checkpoints written at shutdown, want 1", n)
+	}
+	store2 := registryversions.New()
+	obs2 := &observer{store: store2, ids: map[string]bool{}}
+	cfg.ListingObserver = obs2
+	cfg.Group, cfg.AnalysisID = "resolverd-2", "2"
+	r2 := start(t, cfg, store2, newRecSink(), prometheus.NewRegistry())
+	eventually(t, 10*time.Second, "ready", r2.p.Ready)
+	eventually(t, 10*time.Second, "every listing observed again", func() bool {
+		obs2.mu.Lock()
+		defer obs2.mu.Unlock()
+		return len(obs2.ids) == len(lines)
+	})
+	if testutil.ToFloat64(r2.p.m.checkpointLoaded) != 0 {
+		t.Error("an instance with a listing observer loaded a checkpoint")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/httpapi"
+	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -108,19 +110,37 @@ func reportCommand(std stdio) *ffcli.Command {
 	var ch chFlags
 	ch.register(fs)
 	analysis := fs.String("analysis", "live", "analysis `id`")
-	expect := fs.Int("expect", 0, "wait until at least `N` decisions are stored (0: do not wait)")
+	since := fs.String("since", "24h", "the calls emitted this long before --to (a `DURATION`), or all: the analysis's whole span")
+	to := fs.String("to", "", "end of the range, an RFC 3339 `TIME` (default: now)")
+	registries := fs.String("registry", "", "only these `REGISTRIES`, comma-separated (default: all)")
+	models := fs.String("model", "", "only these `MODELS`, comma-separated (default: all)")
+	session := fs.String("session", "", "add the incident timeline of this `SESSION`")
+	htmlFile := fs.String("html", "", "also write the report as one self-contained HTML page to `FILE`")
+	expect := fs.Int("expect", 0, "instead, wait until at least `N` decisions are stored (and counted by the rollups), then print the exact count per class")
 	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often --expect counts the stored decisions (benchmarks poll faster to time the end closely)")
 	toctou := fs.Bool("toctou", false, "list the calls whose decision in the call path (api, gateway) and from the stream differ, instead of the counts")
 	limit := fs.Int("limit", 100, "most calls --toctou lists")
 	return &ffcli.Command{
 		Name:       "report",
-		ShortUsage: "resolverd report [--analysis ID] [--expect N | --toctou [--limit N]] [--clickhouse ADDR]",
-		ShortHelp:  "print decisions per class, read back from ClickHouse",
-		LongHelp: `Reads the decisions of one analysis from ClickHouse, deduplicated
-(FINAL), and prints the count per class and verdict. With --expect N it
-first waits until N decisions are stored: the demo's way of knowing that
-every call was decided.
+		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N | --toctou [--limit N]",
+		ShortHelp:  "headline analytics of the decisions, on a terminal or as HTML",
+		LongHelp: `Prints the fleet analytics of one analysis over a time range of the
+calls' emitted_at (--since, --to): decisions, verdicts, the hallucination,
+unknown-tool and schema-reject rates, the class mix, the rates by model and
+by invocation surface, the tool names models invent with the nearest real
+name, the registry version in force, and for each MCP deployment the names
+its servers share, the colliding names and M1-M5 by server. --session adds
+that session's decisions in order, the calls whose gate and stream
+decisions differ, and the registry changes in the range. The numbers are
+those of the Grafana dashboards (dashboards/): the same queries, read from
+the same rollups. --html FILE also writes it as one HTML page with inline
+SVG charts that loads nothing from anywhere.
+
+With --expect N it does something else: it waits until N decisions of the
+analysis are stored, then prints their exact count per class and verdict
+(read with FINAL): the demo's and the benchmarks' way of knowing that every
+call was decided.
 
 With --toctou it lists instead the calls decided in the call path (POST
 /v1/resolve, the gateway: source api or gateway) whose class differs from
@@ -139,52 +159,133 @@ registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
 			if err != nil {
 				return usageError{err}
 			}
-			c, err := sink.NewClickHouse(ctx, cfg)
+			if *toctou {
+				c, err := sink.NewClickHouse(ctx, cfg)
+				if err != nil {
+					return fmt.Errorf("clickhouse: %w", err)
+				}
+				defer c.Close()
+				return printTOCTOU(ctx, std, c, *analysis, *limit)
+			}
+			if *expect > 0 {
+				return waitAndCount(ctx, std, cfg, *analysis, *expect, *timeout, *poll)
+			}
+			o := report.Options{Analysis: *analysis, Registries: splitList(*registries), Models: splitList(*models), Session: *session}
+			all := *since == "all"
+			var span time.Duration
+			if !all {
+				d, err := time.ParseDuration(*since)
+				if err != nil || d <= 0 {
+					return usageError{fmt.Errorf("--since %q: want a positive duration or all", *since)}
+				}
+				span = d
+			}
+			o.To = time.Now().UTC()
+			if *to != "" {
+				t, err := time.Parse(time.RFC3339Nano, *to)
+				if err != nil {
+					return usageError{fmt.Errorf("--to %q: want an RFC 3339 time", *to)}
+				}
+				o.To = t.UTC()
+			}
+			o.From = o.To.Add(-span)
+			conn, err := cfg.OpenIn(ctx)
 			if err != nil {
 				return fmt.Errorf("clickhouse: %w", err)
 			}
-			defer c.Close()
-			if *toctou {
-				return printTOCTOU(ctx, std, c, *analysis, *limit)
-			}
-			deadline := time.Now().Add(*timeout)
-			for {
-				// Polling with FINAL would cost the server a merge of the
-				// whole analysis twice a second; the raw count is an upper
-				// bound that says when FINAL is worth asking.
-				if *expect > 0 && time.Now().Before(deadline) {
-					n, err := c.Stored(ctx, *analysis)
-					if err != nil {
-						return err
-					}
-					if n < *expect {
-						select {
-						case <-ctx.Done():
-							return ctx.Err()
-						case <-time.After(*poll):
-						}
-						continue
-					}
-				}
-				counts, total, err := c.Counts(ctx, *analysis)
+			defer conn.Close()
+			if all {
+				first, last, ok, err := report.SpanOf(ctx, conn, *analysis)
 				if err != nil {
 					return err
 				}
-				if total >= *expect {
-					printCounts(std, *analysis, counts, total)
-					return nil
+				if !ok {
+					return fmt.Errorf("analysis %q has no decided calls", *analysis)
 				}
-				if time.Now().After(deadline) {
-					printCounts(std, *analysis, counts, total)
-					return fmt.Errorf("only %d of %d decisions stored after %s", total, *expect, *timeout)
+				o.From, o.To = first, last
+				if !o.To.After(o.From) {
+					o.To = o.From.Add(time.Second)
 				}
+			}
+			r, err := report.Collect(ctx, conn, o)
+			if err != nil {
+				return err
+			}
+			if err := r.WriteText(std.out); err != nil {
+				return err
+			}
+			if *htmlFile != "" {
+				var b bytes.Buffer
+				if err := r.WriteHTML(&b); err != nil {
+					return err
+				}
+				if err := os.WriteFile(*htmlFile, b.Bytes(), 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(std.out, "\nHTML report: %s\n", *htmlFile)
+			}
+			return nil
+		},
+	}
+}
+
+// waitAndCount is report --expect: wait until n decisions of the analysis
+// are stored (or timeout), then print the exact count per class.
+func waitAndCount(ctx context.Context, std stdio, cfg sink.Config, analysis string, n int, timeout, poll time.Duration) error {
+	c, err := sink.NewClickHouse(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		// Polling with FINAL would cost the server a merge of the
+		// whole analysis twice a second; the raw count is an upper
+		// bound that says when FINAL is worth asking.
+		if time.Now().Before(deadline) {
+			stored, err := c.Stored(ctx, analysis)
+			if err != nil {
+				return err
+			}
+			if stored < n {
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
-				case <-time.After(*poll):
+				case <-time.After(poll):
 				}
+				continue
 			}
-		},
+		}
+		counts, total, err := c.Counts(ctx, analysis)
+		if err != nil {
+			return err
+		}
+		if total >= n {
+			// The rollups (what report without --expect and the
+			// dashboards read) are filled by the same INSERTs, a moment
+			// after their rows show in decisions.
+			if rolled, err := c.RolledUp(ctx, analysis); err != nil {
+				return err
+			} else if rolled < total && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(poll):
+				}
+				continue
+			}
+			printCounts(std, analysis, counts, total)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			printCounts(std, analysis, counts, total)
+			return fmt.Errorf("only %d of %d decisions stored after %s", total, n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
 	}
 }
 

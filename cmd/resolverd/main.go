@@ -10,7 +10,8 @@
 //	reanalyze  decide the calls of a past window again, under a new analysis id
 //	diff       the calls whose decision changed between two analyses
 //	migrate    create or upgrade the ClickHouse schema
-//	report     decisions per class, read back from ClickHouse
+//	report     headline analytics of the decisions, on a terminal or as HTML
+//	registry   the registry history (registry diff)
 //	stack      run only the embedded Kafka broker and ClickHouse engine
 package main
 
@@ -88,7 +89,7 @@ was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet: rootFlags,
 		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), reanalyzeCommand(std), diffCommand(std),
-			migrateCommand(std), reportCommand(std), stackCommand(std)},
+			migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},

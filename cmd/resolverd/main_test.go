@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peterbourgon/ff/v3/ffcli"
+
 	"github.com/toolaudit/toolaudit/internal/helptext"
 	"github.com/toolaudit/toolaudit/reanalyze"
 )
@@ -142,11 +144,16 @@ func TestReportBadPoll(t *testing.T) {
 // default or an upper-case placeholder in --help (helptext.Ambiguous).
 func TestHelpPlaceholders(t *testing.T) {
 	std := stdio{strings.NewReader(""), io.Discard, io.Discard}
-	for _, c := range rootCommand(std).Subcommands {
-		for _, bad := range helptext.Ambiguous(c.FlagSet) {
-			t.Errorf("resolverd %s %s", c.Name, bad)
+	var walk func(prefix string, cs []*ffcli.Command)
+	walk = func(prefix string, cs []*ffcli.Command) {
+		for _, c := range cs {
+			for _, bad := range helptext.Ambiguous(c.FlagSet) {
+				t.Errorf("resolverd %s%s %s", prefix, c.Name, bad)
+			}
+			walk(prefix+c.Name+" ", c.Subcommands)
 		}
 	}
+	walk("", rootCommand(std).Subcommands)
 	code, _, stderr := runCmd(t, "", "migrate", "--help")
 	if code != 0 || !strings.Contains(stderr, "-clickhouse-password-file FILE ") {
 		t.Errorf("exit %d; migrate --help does not show the password's placeholder:\n%s", code, stderr)
@@ -179,6 +186,25 @@ func TestEmbeddedPortTaken(t *testing.T) {
 		code, _, stderr := runCmd(t, "", tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestRegistryDiffUsage: registry diff refuses bad flags with a usage
+// error before connecting.
+func TestRegistryDiffUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"registry", "diff"}, "needs --registry"},
+		{[]string{"registry", "diff", "--registry", "r", "--from", "yesterday"}, "--from"},
+		{[]string{"registry", "diff", "--registry", "r", "--to", "5h"}, "--to"},
+		{[]string{"registry", "diff", "--registry", "r", "--limit", "-1"}, "--limit"},
+	} {
+		code, _, stderr := runCmd(t, "", append(tc.args, "--clickhouse", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}
 }

@@ -148,6 +148,7 @@ func runCommand(std stdio) *ffcli.Command {
 	var ports portFlags
 	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
+	history := fs.Bool("registry-history", true, "write the registry history (what each listing changed, table registry_changes) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: in a fleet, turn it off on all instances but one")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
@@ -219,7 +220,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
-				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -242,6 +243,7 @@ type daemonArgs struct {
 	embedded       string
 	ports          portFlags // of the embedded stack
 	migrate        bool
+	history        bool // registry history (registry.go)
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
@@ -299,6 +301,13 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
 	store := registryversions.New()
+	rec, err := registryHistory(a, ch, log, reg)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		a.stream.ListingObserver = rec
+	}
 	a.stream.Suggester = suggest.New()
 	var out stream.Sink = chSink{ch}
 	if a.http.decisionsTopic != "" {
@@ -316,6 +325,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
+	if rec != nil {
+		g.Go(func() error { return rec.Run(gctx) })
+	}
 	if a.http.addr != "" {
 		ready := func() error {
 			if st != nil {

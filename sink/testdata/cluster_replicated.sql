@@ -175,6 +175,305 @@ SETTINGS
     ttl_only_drop_parts = 1,
     non_replicated_deduplication_window = 1000;
 
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.decisions_rollup_minute_local ON CLUSTER `prod`
+(
+    minute      DateTime('UTC')        CODEC(Delta, ZSTD(1)),
+    analysis_id LowCardinality(String),
+    registry    LowCardinality(String),
+    model       LowCardinality(String),
+    provider    LowCardinality(String),
+    surface     LowCardinality(String),
+    source      LowCardinality(String),
+    class       LowCardinality(String),
+    verdict     LowCardinality(String),
+    -- decisions, decisions with a coercible value (H3 "5" for 5), whose
+    -- tool changed after the call (drift), and H1/M1 decisions with a
+    -- suggested nearest name (near misses rather than inventions)
+    rows        UInt64,
+    coercible   UInt64,
+    drift       UInt64,
+    suggested   UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(minute)
+ORDER BY (analysis_id, minute, registry, model, provider, surface, source, class, verdict)
+TTL minute + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_rollup_minute_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_rollup_minute_local
+AS SELECT
+    toStartOfMinute(toDateTime(
+        if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+           emitted_at, decided_at), 'UTC')) AS minute,
+    analysis_id, registry, model, provider, surface, source, class, verdict,
+    count() AS rows,
+    countIf(coercible) AS coercible,
+    countIf(drift) AS drift,
+    countIf(suggested_tool != '') AS suggested
+FROM `toolaudit`.decisions_local
+GROUP BY minute, analysis_id, registry, model, provider, surface, source, class, verdict;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.decisions_rollup_hour_local ON CLUSTER `prod`
+(
+    hour        DateTime('UTC')        CODEC(Delta, ZSTD(1)),
+    analysis_id LowCardinality(String),
+    registry    LowCardinality(String),
+    model       LowCardinality(String),
+    provider    LowCardinality(String),
+    surface     LowCardinality(String),
+    source      LowCardinality(String),
+    class       LowCardinality(String),
+    verdict     LowCardinality(String),
+    rows        UInt64,
+    coercible   UInt64,
+    drift       UInt64,
+    suggested   UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(hour)
+ORDER BY (analysis_id, hour, registry, model, provider, surface, source, class, verdict)
+TTL hour + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_rollup_hour_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_rollup_hour_local
+AS SELECT
+    toStartOfHour(toDateTime(
+        if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+           emitted_at, decided_at), 'UTC')) AS hour,
+    analysis_id, registry, model, provider, surface, source, class, verdict,
+    count() AS rows,
+    countIf(coercible) AS coercible,
+    countIf(drift) AS drift,
+    countIf(suggested_tool != '') AS suggested
+FROM `toolaudit`.decisions_local
+GROUP BY hour, analysis_id, registry, model, provider, surface, source, class, verdict;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.decisions_by_tool_day_local ON CLUSTER `prod`
+(
+    day             Date                   CODEC(Delta, ZSTD(1)),
+    analysis_id     LowCardinality(String),
+    registry        LowCardinality(String),
+    source          LowCardinality(String),
+    resolved_server LowCardinality(String),
+    resolved_tool   LowCardinality(String),
+    server          LowCardinality(String),
+    tool            LowCardinality(String),
+    class           LowCardinality(String),
+    rows            UInt64,
+    drift           UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(day)
+ORDER BY (analysis_id, day, registry, source, resolved_server, resolved_tool, server, tool, class)
+TTL day + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_by_tool_day_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_by_tool_day_local
+AS SELECT
+    toDate(if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+              emitted_at, decided_at), 'UTC') AS day,
+    analysis_id, registry, source, resolved_server, resolved_tool, server, tool, class,
+    count() AS rows,
+    countIf(drift) AS drift
+FROM `toolaudit`.decisions_local
+GROUP BY day, analysis_id, registry, source, resolved_server, resolved_tool, server, tool, class;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.fabricated_names_day_local ON CLUSTER `prod`
+(
+    day            Date                   CODEC(Delta, ZSTD(1)),
+    analysis_id    LowCardinality(String),
+    registry       LowCardinality(String),
+    source         LowCardinality(String),
+    model          LowCardinality(String),
+    surface        LowCardinality(String),
+    class          LowCardinality(String),
+    tool           String                 CODEC(ZSTD(3)),
+    suggested_tool LowCardinality(String),
+    rows           UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(day)
+ORDER BY (analysis_id, day, registry, source, model, surface, class, tool, suggested_tool)
+TTL day + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.fabricated_names_day_mv ON CLUSTER `prod`
+TO `toolaudit`.fabricated_names_day_local
+AS SELECT
+    toDate(if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+              emitted_at, decided_at), 'UTC') AS day,
+    analysis_id, registry, source, model, surface, class, tool, suggested_tool,
+    count() AS rows
+FROM `toolaudit`.decisions_local
+WHERE class IN ('H1', 'M1')
+GROUP BY day, analysis_id, registry, source, model, surface, class, tool, suggested_tool;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.registry_versions_seen_local ON CLUSTER `prod`
+(
+    analysis_id      LowCardinality(String),
+    registry         LowCardinality(String),
+    registry_version LowCardinality(String),
+    first_emitted    SimpleAggregateFunction(min, DateTime64(3, 'UTC')),
+    last_emitted     SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
+    rows             SimpleAggregateFunction(sum, UInt64)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+ORDER BY (analysis_id, registry, registry_version)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.registry_versions_seen_mv ON CLUSTER `prod`
+TO `toolaudit`.registry_versions_seen_local
+AS SELECT
+    analysis_id, registry, registry_version,
+    min(emitted_at) AS first_emitted,
+    max(emitted_at) AS last_emitted,
+    count() AS rows
+FROM `toolaudit`.decisions_local
+WHERE registry_version != '' AND emitted_at > toDateTime64(0, 3, 'UTC')
+GROUP BY analysis_id, registry, registry_version;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.sessions_by_hour_local ON CLUSTER `prod`
+(
+    hour          DateTime('UTC')        CODEC(Delta, ZSTD(1)),
+    analysis_id   LowCardinality(String),
+    registry      LowCardinality(String),
+    agent_id      LowCardinality(String),
+    model         LowCardinality(String),
+    session_id    String                 CODEC(ZSTD(1)),
+    rows          SimpleAggregateFunction(sum, UInt64),
+    rejects       SimpleAggregateFunction(sum, UInt64),
+    first_emitted SimpleAggregateFunction(min, DateTime64(3, 'UTC')),
+    last_emitted  SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
+    classes       SimpleAggregateFunction(groupUniqArrayArray, Array(String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(hour)
+ORDER BY (analysis_id, hour, registry, agent_id, model, session_id)
+TTL hour + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.sessions_by_hour_mv ON CLUSTER `prod`
+TO `toolaudit`.sessions_by_hour_local
+AS SELECT
+    toStartOfHour(toDateTime(
+        if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+           emitted_at, decided_at), 'UTC')) AS hour,
+    analysis_id, registry, agent_id, model, session_id,
+    count() AS rows,
+    countIf(verdict = 'reject') AS rejects,
+    min(emitted_at) AS first_emitted,
+    max(emitted_at) AS last_emitted,
+    groupUniqArray(class) AS classes
+FROM `toolaudit`.decisions_local
+WHERE session_id != ''
+GROUP BY hour, analysis_id, registry, agent_id, model, session_id;
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.call_path_decisions_local ON CLUSTER `prod`
+(
+    analysis_id LowCardinality(String),
+    emitted_at  DateTime64(3, 'UTC')   CODEC(T64, ZSTD(1)),
+    call_key    String                 CODEC(ZSTD(1)),
+    source      LowCardinality(String),
+    registry    LowCardinality(String),
+    agent_id    LowCardinality(String),
+    session_id  String                 CODEC(ZSTD(1)),
+    model       LowCardinality(String),
+    class       LowCardinality(String),
+    decided_at  DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', decided_at)
+PARTITION BY toYYYYMM(emitted_at)
+ORDER BY (analysis_id, emitted_at, call_key, source)
+TTL greatest(emitted_at, decided_at) + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.call_path_decisions_mv ON CLUSTER `prod`
+TO `toolaudit`.call_path_decisions_local
+AS SELECT analysis_id, emitted_at, call_key, source, registry, agent_id, session_id, model, class, decided_at
+FROM `toolaudit`.decisions_local
+WHERE source IN ('api', 'gateway');
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.session_calls_local ON CLUSTER `prod`
+(
+    analysis_id LowCardinality(String),
+    session_id  String                 CODEC(ZSTD(1)),
+    emitted_at  DateTime64(3, 'UTC')   CODEC(T64, ZSTD(1)),
+    call_key    String                 CODEC(ZSTD(1)),
+    decided_at  DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', decided_at)
+PARTITION BY toYYYYMM(emitted_at)
+ORDER BY (analysis_id, session_id, emitted_at, call_key)
+TTL greatest(emitted_at, decided_at) + INTERVAL 400 DAY
+SETTINGS
+    ttl_only_drop_parts = 1,
+    non_replicated_deduplication_window = 1000;
+
+-- 0007_analytics.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.session_calls_mv ON CLUSTER `prod`
+TO `toolaudit`.session_calls_local
+AS SELECT analysis_id, session_id, emitted_at, call_key, decided_at
+FROM `toolaudit`.decisions_local
+WHERE session_id != '';
+
+-- 0007_analytics.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.registry_changes_local ON CLUSTER `prod`
+(
+    registry         LowCardinality(String),
+    server           LowCardinality(String),
+    tool             String                 CODEC(ZSTD(3)),
+    observed_at      DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1)),
+    event_id         String                 CODEC(ZSTD(1)),
+    change           LowCardinality(String),
+    trust_before     Int32,
+    trust_after      Int32,
+    digest_before    String                 CODEC(ZSTD(1)),
+    digest_after     String                 CODEC(ZSTD(1)),
+    props_added      Array(String)          CODEC(ZSTD(3)),
+    props_removed    Array(String)          CODEC(ZSTD(3)),
+    props_retyped    Array(String)          CODEC(ZSTD(3)),
+    required_added   Array(String)          CODEC(ZSTD(3)),
+    required_removed Array(String)          CODEC(ZSTD(3)),
+    enum_added       Array(String)          CODEC(ZSTD(3)),
+    enum_removed     Array(String)          CODEC(ZSTD(3)),
+    other            Array(String)          CODEC(ZSTD(3)),
+    summary          String                 CODEC(ZSTD(3)),
+    recorded_at      DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1)),
+    deleted          UInt8
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', recorded_at, deleted)
+ORDER BY (registry, server, tool, observed_at);
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
@@ -183,3 +482,30 @@ ENGINE = Distributed(`prod`, `toolaudit`, `decisions_by_minute_local`);
 
 CREATE OR REPLACE TABLE `toolaudit`.call_events ON CLUSTER `prod` AS `toolaudit`.call_events_local
 ENGINE = Distributed(`prod`, `toolaudit`, `call_events_local`, cityHash64(topic, partition, offset));
+
+CREATE OR REPLACE TABLE `toolaudit`.decisions_rollup_minute ON CLUSTER `prod` AS `toolaudit`.decisions_rollup_minute_local
+ENGINE = Distributed(`prod`, `toolaudit`, `decisions_rollup_minute_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.decisions_rollup_hour ON CLUSTER `prod` AS `toolaudit`.decisions_rollup_hour_local
+ENGINE = Distributed(`prod`, `toolaudit`, `decisions_rollup_hour_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.decisions_by_tool_day ON CLUSTER `prod` AS `toolaudit`.decisions_by_tool_day_local
+ENGINE = Distributed(`prod`, `toolaudit`, `decisions_by_tool_day_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.fabricated_names_day ON CLUSTER `prod` AS `toolaudit`.fabricated_names_day_local
+ENGINE = Distributed(`prod`, `toolaudit`, `fabricated_names_day_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.registry_versions_seen ON CLUSTER `prod` AS `toolaudit`.registry_versions_seen_local
+ENGINE = Distributed(`prod`, `toolaudit`, `registry_versions_seen_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.sessions_by_hour ON CLUSTER `prod` AS `toolaudit`.sessions_by_hour_local
+ENGINE = Distributed(`prod`, `toolaudit`, `sessions_by_hour_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.call_path_decisions ON CLUSTER `prod` AS `toolaudit`.call_path_decisions_local
+ENGINE = Distributed(`prod`, `toolaudit`, `call_path_decisions_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.session_calls ON CLUSTER `prod` AS `toolaudit`.session_calls_local
+ENGINE = Distributed(`prod`, `toolaudit`, `session_calls_local`);
+
+CREATE OR REPLACE TABLE `toolaudit`.registry_changes ON CLUSTER `prod` AS `toolaudit`.registry_changes_local
+ENGINE = Distributed(`prod`, `toolaudit`, `registry_changes_local`, cityHash64(registry, server, tool));

@@ -1,0 +1,41 @@
+// Package analytics is the one home of the fleet analytics' ClickHouse
+// queries: every panel of the Grafana dashboards (package dashboards) and
+// every section of `resolverd report` runs one of them, so the report's
+// numbers are the dashboards'.
+//
+// Queries are written in the dialect of the grafana-clickhouse-datasource
+// plugin: Grafana template variables (${registry:sqlstring}) and the
+// plugin's macros ($__timeFilter, $__fromTime, $__toTime, $__interval_s,
+// $__conditionalAll, ...). Expand fills them in as the plugin does,
+// step by step (its doc names the plugin's source it follows), so that
+// tests run the very SQL Grafana would send, and the report runs it
+// without Grafana.
+//
+// # What each query reads, and how exact it is
+//
+// No query reads table decisions over a time range: decisions is sorted
+// by call key, so a range of it is a scan of whole months (seconds at
+// 100M rows). The fleet and server panels read the rollups of
+// schema/ddl/0007_analytics.sql, fed at insert by materialized views:
+//
+//   - decisions_rollup_minute and decisions_rollup_hour (counts by
+//     registry, model, provider, surface, source, class): the minute tier
+//     for ranges up to TierSeconds (two days), the hour tier beyond, the
+//     other cut by a constant condition; the range is rounded out to whole
+//     buckets;
+//   - decisions_by_tool_day and fabricated_names_day: whole UTC days;
+//   - sessions_by_hour, registry_versions_seen, call_path_decisions.
+//
+// Rollups count decisions as delivered. They equal decisions FINAL unless
+// a resolverd crash or partition move made calls be decided again before
+// their offsets were committed: those count twice (at most the writer's
+// batches in flight per move), or under two classes if the second decision
+// differs. Each Query's Description says so where it applies. The session
+// drill-down and the time-of-check/time-of-use view read decisions with
+// FINAL through its primary key (the call keys found in session_calls or
+// call_path_decisions): exact. The registry
+// history (registry_changes) is exact: every listing change, replayed.
+//
+// Rates (Hallucination, UnknownTool, SchemaReject) are over the decisions
+// that are not MALFORMED; classes.go defines each group once.
+package analytics

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/registryhistory"
+	"github.com/toolaudit/toolaudit/sink"
+)
+
+// registryHistory is run's recorder of the registry history, writing to
+// ch; nil when --registry-history is off.
+func registryHistory(a daemonArgs, ch *sink.ClickHouse, log *slog.Logger, reg prometheus.Registerer) (*registryhistory.Recorder, error) {
+	if !a.history {
+		return nil, nil
+	}
+	return registryhistory.New(ch, registryhistory.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
+}
+
+func registryCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd registry", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	return &ffcli.Command{
+		Name:        "registry",
+		ShortUsage:  "resolverd registry <subcommand> [flags]",
+		ShortHelp:   "read the registry history from ClickHouse",
+		FlagSet:     fs,
+		Subcommands: []*ffcli.Command{registryDiffCommand(std)},
+		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
+	}
+}
+
+func registryDiffCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd registry diff", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var ch chFlags
+	ch.register(fs)
+	registry := fs.String("registry", "", "`REGISTRY` whose history to show (required)")
+	server := fs.String("server", "", "only this `SERVER`")
+	tool := fs.String("tool", "", "only this `TOOL`")
+	from := fs.String("from", "", "only changes observed at or after `TIME` (RFC 3339, or a duration before now: -24h)")
+	to := fs.String("to", "", "only changes observed at or before `TIME` (RFC 3339, or a duration before now)")
+	asJSON := fs.Bool("json", false, "one JSON object per change instead of text")
+	limit := fs.Int("limit", 10000, "most changes shown (0: all)")
+	return &ffcli.Command{
+		Name:       "diff",
+		ShortUsage: "resolverd registry diff --registry R [--server S] [--tool T] [--from TIME] [--to TIME] [--json]",
+		ShortHelp:  "every listing change of a registry with its structured diff",
+		LongHelp: `Prints the registry history that resolverd run records (table
+registry_changes): every change a listing made to a tool of a server, in
+event time, with a structured diff of the tool's definition: properties
+added, removed and retyped, the required set, enum values, other
+keywords; and trust changes. Exact: read with FINAL.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 || *registry == "" {
+				return usageError{fmt.Errorf("registry diff needs --registry R and no arguments")}
+			}
+			now := time.Now()
+			f := sink.ChangeFilter{Registry: *registry, Server: *server, Tool: *tool}
+			var err error
+			// Bounds as reanalyze and diff read them; none when empty.
+			if *from != "" {
+				if f.From, err = parseWhen(*from, "--from", now); err != nil {
+					return err
+				}
+			}
+			if *to != "" {
+				if f.To, err = parseWhen(*to, "--to", now); err != nil {
+					return err
+				}
+			}
+			if *limit < 0 {
+				return usageError{fmt.Errorf("--limit %d: want 0 or more", *limit)}
+			}
+			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
+			if err != nil {
+				return usageError{err}
+			}
+			c, err := sink.NewClickHouse(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("clickhouse: %w", err)
+			}
+			defer c.Close()
+			cs, err := c.RegistryChanges(ctx, f, *limit)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return writeChangesJSON(std.out, cs)
+			}
+			writeChanges(std.out, cs)
+			return nil
+		},
+	}
+}
+
+// writeChanges prints the history as text: a line per change, then a
+// line per entry of its diff.
+func writeChanges(w io.Writer, cs []registrydiff.Change) {
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "no changes")
+		return
+	}
+	for _, c := range cs {
+		server := c.Server
+		if server == "" {
+			server = `""`
+		}
+		fmt.Fprintf(w, "%s  %s  %s  %s", c.ObservedAt.Format("2006-01-02T15:04:05.000Z"), server, c.Tool, c.Kind)
+		switch c.Kind {
+		case registrydiff.Trust:
+			fmt.Fprintf(w, "  trust %d -> %d", c.TrustBefore, c.TrustAfter)
+		case registrydiff.Changed:
+			fmt.Fprintf(w, "  %s -> %s", short(c.DigestBefore), short(c.DigestAfter))
+			if c.TrustBefore != c.TrustAfter {
+				fmt.Fprintf(w, ", trust %d -> %d", c.TrustBefore, c.TrustAfter)
+			}
+		case registrydiff.Added:
+			fmt.Fprintf(w, "  %s", short(c.DigestAfter))
+		case registrydiff.Removed:
+			fmt.Fprintf(w, "  %s", short(c.DigestBefore))
+		}
+		fmt.Fprintf(w, "  (listing %s)\n", c.EventID)
+		d := &c.Diff
+		for _, l := range []struct {
+			mark  string
+			items []string
+		}{
+			{"+ ", d.PropsAdded}, {"- ", d.PropsRemoved}, {"~ ", d.PropsRetyped},
+			{"required + ", d.RequiredAdded}, {"required - ", d.RequiredRemoved},
+			{"enum + ", d.EnumAdded}, {"enum - ", d.EnumRemoved}, {"", d.Other},
+		} {
+			for _, it := range l.items {
+				fmt.Fprintf(w, "    %s%s\n", l.mark, it)
+			}
+		}
+	}
+}
+
+// short is a digest's first 12 hex digits.
+func short(digest string) string {
+	d := strings.TrimPrefix(digest, "sha256:")
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
+}
+
+// changeJSON is a change as `registry diff --json` prints it.
+type changeJSON struct {
+	Registry        string    `json:"registry"`
+	Server          string    `json:"server"`
+	Tool            string    `json:"tool"`
+	ObservedAt      time.Time `json:"observed_at"`
+	EventID         string    `json:"event_id"`
+	Change          string    `json:"change"`
+	TrustBefore     int       `json:"trust_before"`
+	TrustAfter      int       `json:"trust_after"`
+	DigestBefore    string    `json:"digest_before,omitempty"`
+	DigestAfter     string    `json:"digest_after,omitempty"`
+	PropsAdded      []string  `json:"props_added,omitempty"`
+	PropsRemoved    []string  `json:"props_removed,omitempty"`
+	PropsRetyped    []string  `json:"props_retyped,omitempty"`
+	RequiredAdded   []string  `json:"required_added,omitempty"`
+	RequiredRemoved []string  `json:"required_removed,omitempty"`
+	EnumAdded       []string  `json:"enum_added,omitempty"`
+	EnumRemoved     []string  `json:"enum_removed,omitempty"`
+	Other           []string  `json:"other,omitempty"`
+}
+
+func writeChangesJSON(w io.Writer, cs []registrydiff.Change) error {
+	enc := json.NewEncoder(w)
+	for _, c := range cs {
+		d := c.Diff
+		if err := enc.Encode(changeJSON{c.Registry, c.Server, c.Tool, c.ObservedAt.UTC(), c.EventID, string(c.Kind),
+			c.TrustBefore, c.TrustAfter, c.DigestBefore, c.DigestAfter, d.PropsAdded, d.PropsRemoved, d.PropsRetyped,
+			d.RequiredAdded, d.RequiredRemoved, d.EnumAdded, d.EnumRemoved, d.Other}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

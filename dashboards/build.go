@@ -1,0 +1,227 @@
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+
+	"github.com/toolaudit/toolaudit/analytics"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// The provisioned datasources (provisioning/datasources/toolaudit.yaml):
+// the dashboards refer to them by these uids.
+const (
+	ClickHouseUID  = "toolaudit-clickhouse"
+	PrometheusUID  = "toolaudit-prometheus"
+	clickHouseType = "grafana-clickhouse-datasource"
+	prometheusType = "prometheus"
+	// pluginVersion marks the queries as the plugin's v4 model: without
+	// it the plugin migrates them as v3 queries.
+	pluginVersion = "4.0.0"
+)
+
+// The dashboards' uids, stable across regenerations (links use them).
+const (
+	UIDFleet    = "toolaudit-fleet"
+	UIDServers  = "toolaudit-servers"
+	UIDIncident = "toolaudit-incident"
+	UIDPipeline = "toolaudit-pipeline"
+)
+
+func ref(typ, uid string) common.DataSourceRef { return common.DataSourceRef{Type: &typ, Uid: &uid} }
+
+var (
+	clickhouse = ref(clickHouseType, ClickHouseUID)
+	prom       = ref(prometheusType, PrometheusUID)
+)
+
+// chTarget is a ClickHouse query of the plugin, built through the SDK's
+// unknown-dataquery builder (the SDK has no ClickHouse query type): the
+// plugin's v4 SQL-editor model.
+func chTarget(refID string, q analytics.Query) cog.Builder[variants.Dataquery] {
+	queryType := "table"
+	if q.Format == analytics.TimeSeries {
+		queryType = "timeseries"
+	}
+	return variants.NewUnknownDataqueryBuilderFromObject(variants.UnknownDataquery{
+		"refId":         refID,
+		"datasource":    map[string]any{"type": clickHouseType, "uid": ClickHouseUID},
+		"editorType":    "sql",
+		"format":        int(q.Format),
+		"queryType":     queryType,
+		"rawSql":        q.SQL,
+		"pluginVersion": pluginVersion,
+	})
+}
+
+func promTarget(refID, expr, legend string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().RefId(refID).Datasource(prom).Expr(expr).LegendFormat(legend).Range()
+}
+
+// queryVariable is a variable whose options a ClickHouse query lists.
+func queryVariable(v analytics.VariableQuery, multi bool, current string) *dashboard.QueryVariableBuilder {
+	sql := v.SQL
+	b := dashboard.NewQueryVariableBuilder(v.Name).
+		Label(v.Label).
+		Datasource(clickhouse).
+		Query(dashboard.StringOrMap{String: &sql}).
+		Definition(v.SQL).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(multi).
+		IncludeAll(multi)
+	if multi {
+		b.Current(option("All", "$__all"))
+	} else if current != "" {
+		b.Current(option(current, current))
+	}
+	return b
+}
+
+func option(text, value string) dashboard.VariableOption {
+	sel := true
+	return dashboard.VariableOption{
+		Selected: &sel,
+		Text:     dashboard.StringOrArrayOfString{String: &text},
+		Value:    dashboard.StringOrArrayOfString{String: &value},
+	}
+}
+
+// classVariable offers the classes of the taxonomy.
+func classVariable() *dashboard.CustomVariableBuilder {
+	names := make([]string, len(schema.Classes))
+	for i, c := range schema.Classes {
+		names[i] = string(c)
+	}
+	values := strings.Join(names, ",")
+	return dashboard.NewCustomVariableBuilder(analytics.VarClass).
+		Label("Class").
+		Values(dashboard.StringOrMap{String: &values}).
+		Multi(true).
+		IncludeAll(true).
+		Current(option("All", "$__all"))
+}
+
+func textVariable(name, label, description string) *dashboard.TextBoxVariableBuilder {
+	empty := ""
+	return dashboard.NewTextBoxVariableBuilder(name).Label(label).Description(description).
+		DefaultValue(dashboard.StringOrMap{String: &empty})
+}
+
+// changeAnnotations marks listing changes on a dashboard's time series.
+func changeAnnotations() *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().
+		Name("Listing changes").
+		Datasource(clickhouse).
+		Enable(true).
+		IconColor("orange").
+		Target(chTarget("annotations", analytics.ChangeAnnotations()))
+}
+
+// groupingToMatrix turns (row, column, value) rows into a matrix table.
+func groupingToMatrix(row, column, value string) dashboard.DataTransformerConfig {
+	return dashboard.DataTransformerConfig{Id: "groupingToMatrix", Options: map[string]any{
+		"rowField": row, "columnField": column, "valueField": value, "emptyValue": "zero",
+	}}
+}
+
+// link is a field's data link: a click opens url (Grafana interpolates
+// ${__value.raw}, variables and ${__url_time_range}).
+func link(title, url string) dashboard.DynamicConfigValue {
+	return dashboard.DynamicConfigValue{Id: "links", Value: []map[string]any{{"title": title, "url": url}}}
+}
+
+// Marshal is a dashboard as the committed JSON: indented, a final newline.
+func Marshal(d dashboard.Dashboard) ([]byte, error) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("dashboards: marshal %s: %w", *d.Uid, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Dashboard is one generated dashboard and its file under json/.
+type Dashboard struct {
+	File string
+	dashboard.Dashboard
+}
+
+// All builds every dashboard.
+func All() ([]Dashboard, error) {
+	var out []Dashboard
+	for _, b := range []struct {
+		file  string
+		build func() *dashboard.DashboardBuilder
+	}{
+		{"fleet-overview.json", fleet},
+		{"mcp-servers.json", servers},
+		{"incident-drilldown.json", incident},
+		{"pipeline-health.json", pipeline},
+	} {
+		d, err := b.build().Build()
+		if err != nil {
+			return nil, fmt.Errorf("dashboards: %s: %w", b.file, err)
+		}
+		numberPanels(&d)
+		out = append(out, Dashboard{File: b.file, Dashboard: d})
+	}
+	return out, nil
+}
+
+// numberPanels gives every panel and row its id, 1, 2, ... in layout
+// order: Grafana keys panel links, the panel editor and view=panel URLs
+// by them.
+func numberPanels(d *dashboard.Dashboard) {
+	var n uint32
+	for i := range d.Panels {
+		n++
+		switch p := d.Panels[i]; {
+		case p.Panel != nil:
+			id := n
+			p.Panel.Id = &id
+		case p.RowPanel != nil:
+			p.RowPanel.Id = n
+		}
+	}
+}
+
+// Expr is one Prometheus expression of a dashboard panel.
+type Expr struct {
+	Dashboard, Panel, Expr string
+}
+
+// PromQL returns every Prometheus expression of the dashboards, as
+// Grafana sends it but for $__rate_interval, which Grafana fills in.
+func PromQL() ([]Expr, error) {
+	ds, err := All()
+	if err != nil {
+		return nil, err
+	}
+	var out []Expr
+	for _, d := range ds {
+		for _, p := range d.Panels {
+			if p.Panel == nil {
+				continue
+			}
+			for _, tg := range p.Panel.Targets {
+				q, ok := tg.(prometheus.Dataquery)
+				if !ok {
+					continue
+				}
+				title := ""
+				if p.Panel.Title != nil {
+					title = *p.Panel.Title
+				}
+				out = append(out, Expr{Dashboard: d.File, Panel: title, Expr: q.Expr})
+			}
+		}
+	}
+	return out, nil
+}

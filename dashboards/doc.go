@@ -1,0 +1,19 @@
+// Package dashboards generates toolaudit's Grafana dashboards from Go
+// (github.com/grafana/grafana-foundation-sdk/go): fleet overview, MCP
+// servers, incident drill-down (ClickHouse, through the
+// grafana-clickhouse-datasource plugin) and pipeline health
+// (Prometheus). The generated JSON is committed under json/, with the
+// provisioning files under provisioning/ (the ClickHouse and Prometheus
+// datasources, and a provider that loads json/); README.md says how to
+// load them and what was tested.
+//
+// Every ClickHouse query comes from package analytics, which tests each
+// one on the real engine with the plugin's macro expansion; the SDK has no
+// ClickHouse query type, so targets are built with its unknown-dataquery
+// builder in the plugin's v4 SQL model. After editing, regenerate:
+//
+//	go run ./dashboards/gen
+//
+// TestGenerated fails while the committed JSON differs from what the code
+// generates.
+package dashboards

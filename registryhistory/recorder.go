@@ -1,0 +1,223 @@
+package registryhistory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// Writer stores rows of the registry history: sink.ClickHouse's
+// WriteRegistryChanges. It returns nil once they are stored.
+type Writer interface {
+	WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error
+}
+
+// WriterFunc adapts a function to a Writer.
+type WriterFunc func(ctx context.Context, cs []registrydiff.Change) error
+
+// WriteRegistryChanges calls f.
+func (f WriterFunc) WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
+	return f(ctx, cs)
+}
+
+var _ Writer = WriterFunc(nil)
+
+// Options configure a Recorder; zero fields take the defaults.
+type Options struct {
+	// MaxQueued bounds the rows waiting to be written. Default 100,000
+	// (tens of megabytes at most).
+	MaxQueued int
+	// BatchRows is the most rows of one write. Default 10,000.
+	BatchRows int
+	// RetryMin and RetryMax bound the backoff between failed writes.
+	// Defaults 100ms and 10s.
+	RetryMin, RetryMax time.Duration
+	// Permanent reports a write error that retrying cannot fix (for
+	// ClickHouse: sink.IsPermanent): the batch is dropped. Default: none
+	// is.
+	Permanent func(error) bool
+	// Logger and Registerer: nil means none.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = 100_000
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 10_000
+	}
+	if o.RetryMin <= 0 {
+		o.RetryMin = 100 * time.Millisecond
+	}
+	if o.RetryMax < o.RetryMin {
+		o.RetryMax = max(10*time.Second, o.RetryMin)
+	}
+	if o.Permanent == nil {
+		o.Permanent = func(error) bool { return false }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Recorder computes the registry history of the listings it is told of
+// and writes it. ObserveListings is safe for concurrent use with Run.
+type Recorder struct {
+	w   Writer
+	o   Options
+	m   metrics
+	now func() time.Time
+
+	mu      sync.Mutex // guards the fields below
+	tracker *registrydiff.Tracker
+	queue   []registrydiff.Change
+	last    time.Time // RecordedAt of the last batch
+	wake    chan struct{}
+}
+
+type metrics struct {
+	written, dropped, writeErrors prometheus.Counter
+	queued                        prometheus.GaugeFunc
+}
+
+// New returns a Recorder writing to w; Run starts its writing.
+func New(w Writer, o Options) (*Recorder, error) {
+	o = o.withDefaults()
+	r := &Recorder{w: w, o: o, now: time.Now, tracker: registrydiff.NewTracker(), wake: make(chan struct{}, 1)}
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: "registry_history", Name: name, Help: help}
+	}
+	r.m = metrics{
+		written:     prometheus.NewCounter(opts("changes_written_total", "Rows of the registry history written to table registry_changes.")),
+		dropped:     prometheus.NewCounter(opts("changes_dropped_total", "Rows of the registry history dropped (queue full, or a write the store cannot take); the next start writes them again.")),
+		writeErrors: prometheus.NewCounter(opts("write_errors_total", "Failed writes of registry history rows (retried unless permanent).")),
+		queued: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "toolaudit", Subsystem: "registry_history", Name: "changes_queued",
+			Help: "Rows of the registry history waiting to be written."}, r.queued),
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{r.m.written, r.m.dropped, r.m.writeErrors, r.m.queued} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r *Recorder) queued() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return float64(len(r.queue))
+}
+
+// ObserveListings applies listings to the history and queues the rows
+// they change. It does not wait for the store: rows beyond MaxQueued are
+// dropped and counted.
+func (r *Recorder) ObserveListings(ls []*schema.Listing) {
+	r.mu.Lock()
+	cs := r.tracker.Apply(ls...)
+	if len(cs) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	at := r.now().UTC().Truncate(time.Millisecond)
+	if !at.After(r.last) {
+		at = r.last.Add(time.Millisecond)
+	}
+	r.last = at
+	for i := range cs {
+		cs[i].RecordedAt = at
+	}
+	room := max(r.o.MaxQueued-len(r.queue), 0)
+	dropped := 0
+	if len(cs) > room {
+		dropped = len(cs) - room
+		cs = cs[:room]
+	}
+	r.queue = append(r.queue, cs...)
+	r.mu.Unlock()
+	if dropped > 0 {
+		r.m.dropped.Add(float64(dropped))
+		r.o.Logger.Warn("registry history: queue full, rows dropped (the next start writes them again)", "dropped", dropped)
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes the queued rows until ctx is done, and returns nil then.
+func (r *Recorder) Run(ctx context.Context) error {
+	for {
+		batch := r.take()
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-r.wake:
+				continue
+			}
+		}
+		if err := r.write(ctx, batch); err != nil {
+			return nil // ctx done
+		}
+	}
+}
+
+// take removes up to BatchRows rows from the queue.
+func (r *Recorder) take() []registrydiff.Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(len(r.queue), r.o.BatchRows)
+	if n == 0 {
+		return nil
+	}
+	batch := make([]registrydiff.Change, n)
+	copy(batch, r.queue)
+	r.queue = r.queue[n:]
+	if len(r.queue) == 0 {
+		r.queue = nil // let the backing array go
+	}
+	return batch
+}
+
+// write stores batch, retrying with backoff; it returns an error only
+// when ctx is done.
+func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error {
+	wait := r.o.RetryMin
+	for {
+		err := r.w.WriteRegistryChanges(ctx, batch)
+		if err == nil {
+			r.m.written.Add(float64(len(batch)))
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.m.writeErrors.Inc()
+		if r.o.Permanent(err) {
+			r.m.dropped.Add(float64(len(batch)))
+			r.o.Logger.Error("registry history: rows the store cannot take, dropped", "rows", len(batch), "err", err)
+			return nil
+		}
+		r.o.Logger.Warn("registry history: write failed, retrying", "rows", len(batch), "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, r.o.RetryMax)
+	}
+}

@@ -1,0 +1,304 @@
+package registryhistory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
+)
+
+func TestMain(m *testing.M) {
+	code := chenginetest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+// listings is a history of three servers with changes, removals, trust
+// changes and relistings, in event time.
+func listings() []*schema.Listing {
+	defs := []string{
+		`{"type":"object","properties":{"a":{"type":"string"}}}`,
+		`{"type":"object","properties":{"a":{"type":"integer"},"b":{}},"required":["b"]}`,
+		`{"type":"object","properties":{"q":{"enum":["x","y"]}}}`,
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var ls []*schema.Listing
+	for i := range 60 {
+		server := []string{"github", "gitlab", "fs"}[i%3]
+		l := &schema.Listing{EventID: fmt.Sprintf("l-%03d", i), ObservedAt: t0.Add(time.Duration(i) * time.Minute),
+			Registry: "fleet", Server: server, Trust: r.IntN(2), Op: schema.OpSnapshot}
+		if r.IntN(10) == 0 {
+			l.Op = schema.OpRemove
+		} else {
+			for _, name := range []string{"create", "search", "delete"} {
+				if r.IntN(4) > 0 {
+					l.Tools = append(l.Tools, schema.Tool{Name: name, InputSchema: []byte(defs[r.IntN(len(defs))])})
+				}
+			}
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+func newSink(t *testing.T) *sink.ClickHouse {
+	t.Helper()
+	srv := chenginetest.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := "registryhistory_" + fmt.Sprint(time.Now().UnixNano())
+	w, err := sink.NewClickHouse(ctx, sink.Config{Addr: []string{srv.Addr()}, Database: db}, sink.WithMigrate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// start runs r until the test ends.
+func start(t *testing.T, r *Recorder) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRecorderStore: listings observed in shuffled batches, written by
+// the Recorder to ClickHouse, read back with FINAL, are the history
+// computed in event time; a second instance writing the same history
+// changes nothing.
+func TestRecorderStore(t *testing.T) {
+	w := newSink(t)
+	reg := prometheus.NewRegistry()
+	rec, err := New(w, Options{Registerer: reg, BatchRows: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, rec)
+	ls := listings()
+	shuffled := append([]*schema.Listing(nil), ls...)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	emitted := 0 // rows the recorder queues: the same batches through another Tracker
+	replay := registrydiff.NewTracker()
+	for len(shuffled) > 0 {
+		n := min(5, len(shuffled))
+		rec.ObserveListings(shuffled[:n])
+		emitted += len(replay.Apply(shuffled[:n]...))
+		shuffled = shuffled[n:]
+	}
+	waitFor(t, "every row written", func() bool { return testutil.ToFloat64(rec.m.written) == float64(emitted) })
+
+	want := registrydiff.NewTracker().Apply(ls...)
+	read := func() []registrydiff.Change {
+		got, err := w.RegistryChanges(context.Background(), sink.ChangeFilter{Registry: "fleet"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := read(); !sameHistory(got, want) {
+		t.Fatalf("stored history (%d rows) is not the history in event time (%d rows)%s", len(got), len(want), diffRows(got, want))
+	}
+
+	other, err := New(w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, other)
+	other.ObserveListings(ls)
+	waitFor(t, "the second recorder", func() bool { return testutil.ToFloat64(other.m.written) == float64(len(want)) })
+	if got := read(); !sameHistory(got, want) {
+		t.Fatalf("after a second writer: %d rows, want %d", len(got), len(want))
+	}
+}
+
+// sameHistory compares what a reader sees: key, kind, digests, trust and
+// the summary.
+func sameHistory(got, want []registrydiff.Change) bool {
+	type row struct {
+		key              registrydiff.Key
+		kind             registrydiff.Kind
+		before, after    string
+		tBefore, tAfter  int
+		summary, eventID string
+	}
+	rows := func(cs []registrydiff.Change) []row {
+		var out []row
+		for _, c := range cs {
+			c.ObservedAt = c.ObservedAt.UTC()
+			out = append(out, row{c.Key(), c.Kind, c.DigestBefore, c.DigestAfter, c.TrustBefore, c.TrustAfter, c.Summary, c.EventID})
+		}
+		return out
+	}
+	registrydiff.SortChanges(got)
+	registrydiff.SortChanges(want)
+	g, w := rows(got), rows(want)
+	return len(g) > 0 && reflect.DeepEqual(g, w)
+}
+
+// TestRecorderRetries: failed writes are retried until they succeed; a
+// permanent failure drops its rows and counts them.
+func TestRecorderRetries(t *testing.T) {
+	var calls atomic.Int32
+	var stored sync.Map
+	w := WriterFunc(func(ctx context.Context, cs []registrydiff.Change) error {
+		switch calls.Add(1) {
+		case 1, 2:
+			return errors.New("connection refused")
+		case 3:
+			return errPermanent
+		}
+		for _, c := range cs {
+			stored.Store(c.Key(), c)
+		}
+		return nil
+	})
+	rec, err := New(w, Options{RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond, BatchRows: 1000,
+		Permanent: func(err error) bool { return errors.Is(err, errPermanent) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, rec)
+	ls := listings()
+	rec.ObserveListings(ls[:3]) // written at the third attempt... as permanent: dropped
+	waitFor(t, "the dropped batch", func() bool { return testutil.ToFloat64(rec.m.dropped) > 0 })
+	rec.ObserveListings(ls[3:])
+	rest := registrydiff.NewTracker()
+	rest.Apply(ls[:3]...)
+	restRows := len(rest.Apply(ls[3:]...))
+	waitFor(t, "the rest", func() bool { return testutil.ToFloat64(rec.m.written) == float64(restRows) })
+	if n := testutil.ToFloat64(rec.m.writeErrors); n != 3 {
+		t.Errorf("write errors = %v, want 3", n)
+	}
+	first := registrydiff.NewTracker().Apply(ls[:3]...)
+	if got := testutil.ToFloat64(rec.m.dropped); got != float64(len(first)) {
+		t.Errorf("dropped = %v, want the first batch's %d rows", got, len(first))
+	}
+}
+
+var errPermanent = errors.New("permanent")
+
+// TestRecorderQueueFull: with the store stuck, ObserveListings does not
+// block; rows beyond MaxQueued are dropped and counted; cancelling Run
+// returns at once though the write in progress never ends.
+func TestRecorderQueueFull(t *testing.T) {
+	w := WriterFunc(func(ctx context.Context, cs []registrydiff.Change) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	rec, err := New(w, Options{MaxQueued: 10, BatchRows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rec.Run(ctx); close(done) }()
+	observed := make(chan struct{})
+	go func() { rec.ObserveListings(listings()); close(observed) }()
+	select {
+	case <-observed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ObserveListings blocked on a stuck store")
+	}
+	all := len(registrydiff.NewTracker().Apply(listings()...))
+	waitFor(t, "the writer to take a batch", func() bool { return rec.queued() <= 6 })
+	if got := testutil.ToFloat64(rec.m.dropped); got != float64(all-10) {
+		t.Errorf("dropped %v of %d rows, want all but the 10 queued", got, all)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// TestRecordedAtIncreases: each batch is stamped later than the one
+// before, even within one millisecond.
+func TestRecordedAtIncreases(t *testing.T) {
+	rec, err := New(WriterFunc(func(context.Context, []registrydiff.Change) error { return nil }), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.now = func() time.Time { return t0 }
+	ls := listings()
+	var last time.Time
+	for _, l := range ls {
+		rec.ObserveListings([]*schema.Listing{l})
+		if n := len(rec.queue); n > 0 {
+			at := rec.queue[n-1].RecordedAt
+			if !at.After(last) && !last.IsZero() && at != last {
+				t.Fatalf("RecordedAt %v after %v", at, last)
+			}
+			last = at
+		}
+	}
+	seen := map[time.Time]bool{}
+	prev := time.Time{}
+	for _, c := range rec.queue {
+		if c.RecordedAt.Before(prev) {
+			t.Fatalf("RecordedAt went back: %v after %v", c.RecordedAt, prev)
+		}
+		prev = c.RecordedAt
+		seen[c.RecordedAt] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("%d distinct stamps for %d listings", len(seen), len(ls))
+	}
+}
+
+func diffRows(got, want []registrydiff.Change) string {
+	in := map[registrydiff.Key]registrydiff.Change{}
+	for _, c := range want {
+		c.ObservedAt = c.ObservedAt.UTC()
+		in[c.Key()] = c
+	}
+	out := ""
+	for _, c := range got {
+		c.ObservedAt = c.ObservedAt.UTC()
+		w, ok := in[c.Key()]
+		if !ok {
+			out += fmt.Sprintf("\nextra %+v", c)
+		} else if w.Kind != c.Kind || w.Summary != c.Summary || w.EventID != c.EventID {
+			out += fmt.Sprintf("\ndiffers got %s %s %s want %s %s %s", c.Kind, c.Summary, c.EventID, w.Kind, w.Summary, w.EventID)
+		}
+		delete(in, c.Key())
+	}
+	for _, c := range in {
+		out += fmt.Sprintf("\nmissing %+v", c)
+	}
+	return out
+}
