@@ -14,9 +14,14 @@ import (
 // Tracker turns listing events, applied in any order, into the registry
 // history: for every listing, what it changed about each tool of its
 // server against the server's previous listing in event time. It keeps
-// every server's listings as points in time (a relisting that changes
-// nothing costs one point, about 40 bytes) and every distinct definition
-// once.
+// every server's listings as points in time and every distinct
+// definition once. A relisting that changes nothing costs one point
+// (about 40 bytes) only while it is within the late window behind its
+// server's newest listing (registryversions.DefaultLateWindow, as the
+// registry store): older ones are dropped, so that memory grows with
+// changes, not with routine relistings. A listing later than that which
+// changes its server's state holds until the server's next retained
+// listing, exactly as in the registry store.
 //
 // A listing that arrives after a later one of its server (Kafka delivers
 // the listings topic's partitions in any order, and hosts send late) is
@@ -92,7 +97,33 @@ type point struct {
 	st    *state // nil: the server was removed
 }
 
-type timeline struct{ points []point } // sorted by at
+type timeline struct {
+	points  []point // sorted by at
+	compact int     // compact the points when there are this many
+}
+
+// minCompact is the fewest points a timeline compacts at: compaction is
+// a pass over the points, done when their number has doubled.
+const minCompact = 64
+
+// maybeCompact drops the points that repeat their predecessor's state
+// and are older than the late window behind the newest point.
+func (tl *timeline) maybeCompact(window int64) {
+	if len(tl.points) < max(tl.compact, minCompact) {
+		return
+	}
+	horizon := tl.points[len(tl.points)-1].at - window
+	kept := tl.points[:1]
+	for _, p := range tl.points[1:] {
+		if p.at < horizon && p.st == kept[len(kept)-1].st {
+			continue // an unchanged relisting outside the window
+		}
+		kept = append(kept, p)
+	}
+	clear(tl.points[len(kept):])
+	tl.points = kept
+	tl.compact = 2 * len(kept)
+}
 
 type pointKey struct {
 	sk serverKey
@@ -141,6 +172,7 @@ func (t *Tracker) Apply(ls ...*schema.Listing) []Change {
 		} else {
 			tl.points = slices.Insert(tl.points, i, p)
 		}
+		tl.maybeCompact(int64(registryversions.DefaultLateWindow))
 	}
 	var out []Change
 	for _, k := range touched {

@@ -235,3 +235,30 @@ func keys(cs []Change) []string {
 	}
 	return out
 }
+
+// TestTrackerRelistingsBounded: routine relistings do not grow the
+// Tracker: unchanged relistings older than the late window are dropped,
+// and a change after ten thousand of them is still one row.
+func TestTrackerRelistingsBounded(t *testing.T) {
+	tr := NewTracker()
+	const n = 10000
+	for i := range n { // one relisting every 10 minutes: 69 days
+		if cs := tr.Apply(listing(fmt.Sprintf("r-%d", i), 600*i, "gh", 1, "create_issue", issueV1)); i > 0 && len(cs) != 0 {
+			t.Fatalf("relisting %d changed %v", i, cs)
+		}
+	}
+	tl := tr.servers[serverKey{"fleet", "gh"}]
+	// The window holds 24 h / 10 min = 144 relistings; compaction runs
+	// when the points have doubled.
+	if got := len(tl.points); got > 2*(144+2)+minCompact {
+		t.Fatalf("%d points kept after %d unchanged relistings", got, n)
+	}
+	cs := tr.Apply(listing("change", 600*n, "gh", 1, "create_issue", issueV2))
+	if len(cs) != 1 || cs[0].Tool != "create_issue" || cs[0].Deleted {
+		t.Fatalf("the change: %+v", cs)
+	}
+	// A late relisting inside the window is placed and changes nothing.
+	if cs := tr.Apply(listing("late", 600*(n-3)+1, "gh", 1, "create_issue", issueV1)); len(cs) != 0 {
+		t.Fatalf("late relisting: %+v", cs)
+	}
+}

@@ -67,7 +67,7 @@ echo "    $(scripts/fetch-chengine.sh)"
 
 mkdir -p "$DIR"
 echo "==> starting resolverd (embedded Kafka on 127.0.0.1:$KAFKA_PORT, ClickHouse on 127.0.0.1:$CH_PORT / http $CH_HTTP_PORT, HTTP API on $HTTP), log in $DIR/resolverd.log"
-"$BIN/resolverd" run --embedded "$DIR/data" --http "$HTTP" --listing-hold 1s --analysis "$ANALYSIS" \
+"$BIN/resolverd" run --embedded "$DIR/data" --http "$HTTP" --listing-hold 1s --analysis "$ANALYSIS" --registry-history \
   --embedded-kafka-port "$KAFKA_PORT" --embedded-clickhouse-port "$CH_PORT" --embedded-clickhouse-http-port "$CH_HTTP_PORT" \
   > "$DIR/resolverd.log" 2>&1 &
 echo $! > "$DIR/resolverd.pid"

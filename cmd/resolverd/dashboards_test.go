@@ -82,7 +82,7 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	p := freePorts(t, 4)
 	d := &daemon{http: fmt.Sprintf("127.0.0.1:%d", p[0]), kafka: fmt.Sprintf("127.0.0.1:%d", p[1]),
 		clickhouse: fmt.Sprintf("127.0.0.1:%d", p[2]), log: &syncBuffer{}}
-	args := append([]string{"run", "--embedded", t.TempDir(), "--http", d.http, "--listing-hold", "0s", "--analysis", "live",
+	args := append([]string{"run", "--embedded", t.TempDir(), "--http", d.http, "--listing-hold", "0s", "--analysis", "live", "--registry-history",
 		"--embedded-kafka-port", strconv.Itoa(p[1]), "--embedded-clickhouse-port", strconv.Itoa(p[2]),
 		"--embedded-clickhouse-http-port", strconv.Itoa(p[3])}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -148,7 +148,7 @@ func runCommand(std stdio) *ffcli.Command {
 	var ports portFlags
 	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
-	history := fs.Bool("registry-history", true, "write the registry history (what each listing changed, table registry_changes) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: in a fleet, turn it off on all instances but one")
+	history := fs.Bool("registry-history", false, "write the registry history (what each listing changed, table registry_changes, read by the dashboards and registry diff) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: turn it on in one instance of a fleet")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
