@@ -78,25 +78,25 @@ func DecodeListing(line []byte) (*Listing, error) {
 	i := 0
 	for it := tools.Items(); it.Next(); i++ {
 		to := it.Value()
-		at := "tools[" + strconv.Itoa(i) + "]"
+		at := func() string { return "tools[" + strconv.Itoa(i) + "]" } // for errors only: no string per tool
 		if to.Kind() != jsontape.Object {
-			return nil, malformed(id, at+" is not an object")
+			return nil, malformed(id, at()+" is not an object")
 		}
 		name, ok := optString(to.Get("name"))
 		if !ok || name == "" {
-			return nil, malformed(id, at+": name missing or not a non-empty string")
+			return nil, malformed(id, at()+": name missing or not a non-empty string")
 		}
 		if seen[name] {
-			return nil, malformed(id, at+": tool name "+strconv.Quote(name)+" appears twice")
+			return nil, malformed(id, at()+": tool name "+strconv.Quote(name)+" appears twice")
 		}
 		seen[name] = true
 		desc, ok := optString(to.Get("description"))
 		if !ok {
-			return nil, malformed(id, at+": description is not a string")
+			return nil, malformed(id, at()+": description is not a string")
 		}
 		is := to.Get("inputSchema")
 		if is.Kind() != jsontape.Object {
-			return nil, malformed(id, at+": inputSchema missing or not an object")
+			return nil, malformed(id, at()+": inputSchema missing or not an object")
 		}
 		l.Tools = append(l.Tools, Tool{Name: name, Description: desc, InputSchema: is.AppendCompact(nil)})
 	}

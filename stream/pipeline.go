@@ -202,6 +202,12 @@ func (p *Pipeline) commonOpts(suffix string) []kgo.Opt {
 	return opts
 }
 
+// The listings client's fetch batching (listingsOpts).
+const (
+	listingsFetchMinBytes = 256 << 10
+	listingsFetchMaxWait  = 100 * time.Millisecond
+)
+
 func (p *Pipeline) listingsOpts() []kgo.Opt {
 	// Partitions are added by the listings reader, each where the
 	// registry checkpoint ends or at the start.
@@ -211,6 +217,13 @@ func (p *Pipeline) listingsOpts() []kgo.Opt {
 		// in as few fetches as FetchMaxBytes allows, not 1 MiB per
 		// partition at a time (the client's default).
 		kgo.FetchMaxPartitionBytes(p.cfg.FetchMaxBytes),
+		// Live, listings trickle in (a fleet relists all day): a fetch
+		// per listing costs far more than the listing. The broker holds
+		// a fetch until it has listingsFetchMinBytes or
+		// listingsFetchMaxWait has passed, which batches a busy topic and
+		// delays a quiet one's listing by at most that wait.
+		kgo.FetchMinBytes(listingsFetchMinBytes),
+		kgo.FetchMaxWait(min(p.cfg.FetchMaxWait, listingsFetchMaxWait)),
 	)
 	return append(opts, p.cfg.KafkaOpts...)
 }
