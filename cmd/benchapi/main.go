@@ -43,7 +43,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -119,16 +118,17 @@ func run(args []string, out io.Writer) error {
 	defer stop()
 	fmt.Fprintf(out, "benchapi %s, %s, GOMAXPROCS %d, %s; open loop, %v per step after %v of warm-up\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), where, o.duration, o.warmup)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "req/s\tcalls/req\tsent\t200\terrors\tachieved/s\tp50\tp90\tp99\tp99.9\tmax\tlag p99\tCPU/req\t")
+	// Fixed widths, not a tabwriter: each row is printed as soon as its
+	// step ends, and a tabwriter aligns only what one flush holds.
+	const row = "%7v %10v %8v %8v %7v %11v %10v %10v %10v %10v %10v %11v %8v\n"
+	fmt.Fprintf(out, row, "req/s", "calls/req", "sent", "200", "errors", "achieved/s", "p50", "p90", "p99", "p99.9", "max", "lag p99", "CPU/req")
 	for _, batch := range o.batches {
 		bodies := makeBodies(calls, batch)
 		for _, rate := range o.rates {
 			r := load(base, o, bodies, rate)
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0fµs\t\n", rate, batch, r.sent, r.ok, r.errors,
-				float64(r.ok+r.errors)/r.elapsed.Seconds(), ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag),
-				r.cpu.Seconds()*1e6/float64(max(1, r.sent+r.warm)))
-			tw.Flush()
+			fmt.Fprintf(out, row, rate, batch, r.sent, r.ok, r.errors,
+				fmt.Sprintf("%.0f", float64(r.ok+r.errors)/r.elapsed.Seconds()), ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag),
+				fmt.Sprintf("%.0fµs", r.cpu.Seconds()*1e6/float64(max(1, r.sent+r.warm))))
 			if len(r.errorKinds) > 0 {
 				fmt.Fprintf(out, "  errors at %d req/s x %d: %s\n", rate, batch, r.errorSummary())
 			}
