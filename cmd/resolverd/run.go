@@ -422,7 +422,7 @@ func connectClickHouse(ctx context.Context, log *slog.Logger, cfg sink.Config, t
 		}
 		if time.Since(start)+wait > limit {
 			if limit < timeout {
-				return nil, fmt.Errorf("connection closed by the server for %s (a TLS port? see --clickhouse-tls): %w", limit, err)
+				return nil, fmt.Errorf("connection closed by the server on every try for %s (a TLS port? see --clickhouse-tls): %w", time.Since(start).Round(100*time.Millisecond), err)
 			}
 			return nil, fmt.Errorf("not reachable for %s (--connect-timeout): %w", timeout, err)
 		}
