@@ -205,6 +205,9 @@ func TestAuditAfterKill(t *testing.T) {
 		d := e.start("--http", "127.0.0.1:0", "--batch-wait", "2s")
 		url := d.apiURL(t)
 		d.waitLog(t, "listings caught up", 30*time.Second)
+		// Killed only once it owns partitions: kfake never expires a
+		// member killed while its JoinGroup was pending (see TestKill9).
+		d.waitLog(t, "topic=tool-audit", 60*time.Second)
 		body := string(calls[0])
 		if len(calls) > 1 {
 			body = "[" + string(bytes.Join(calls, []byte(","))) + "]"

@@ -182,6 +182,7 @@ upstreams:
 
 	// SIGKILL resolverd run and start it again: the audit records not yet
 	// committed are stored again, and FINAL keeps one row each.
+	run.waitLog(t, `msg="partitions assigned" topic=tool-audit`, 60*time.Second) // see TestKill9
 	run.kill()
 	run = e.start()
 	// The new process owns the audit partitions (and its SIGINT handler is
