@@ -179,7 +179,7 @@ func TestAPIMatchesCheck(t *testing.T) {
 	if int(stream) != len(c.calls) {
 		t.Fatalf("%d stream rows for %d calls", stream, len(c.calls))
 	}
-	out, err := runReport(e, "--toctou")
+	out, err := runReport(e, "--toctou", "--since", "all")
 	if err != nil || !strings.Contains(out, "0 call(s) decided differently") {
 		t.Fatalf("report --toctou: %v\n%s", err, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -231,4 +232,24 @@ func SpanOf(ctx context.Context, conn driver.Conn, analysis string) (from, to ti
 		return time.Time{}, time.Time{}, false, nil
 	}
 	return f, l, true, nil
+}
+
+// TOCTOU runs the incident dashboard's "call path against stream" panel
+// (analytics incident.toctou, the one text of that comparison) for o:
+// the calls decided in the call path whose decisions disagree on class,
+// at most 500.
+func TOCTOU(ctx context.Context, conn driver.Conn, o Options) (*analytics.Result, error) {
+	if o.Analysis == "" {
+		return nil, errors.New("report: no analysis")
+	}
+	return analytics.Run(ctx, conn, pick(analytics.Incident(), "incident.toctou"), o.Params(time.Minute))
+}
+
+// WriteTOCTOU writes TOCTOU's result for a terminal.
+func WriteTOCTOU(w io.Writer, o Options, res *analytics.Result) error {
+	ew := &errWriter{w: w}
+	section(ew, fmt.Sprintf("Call path against stream (time of check, time of use): analysis %q, calls emitted %s .. %s UTC",
+		o.Analysis, o.From.UTC().Format("2006-01-02 15:04:05"), o.To.UTC().Format("2006-01-02 15:04:05")), res)
+	fmt.Fprintf(ew, "%d call(s) decided differently in the call path and from the stream (FINAL, at most 500)\n", len(res.Rows))
+	return ew.err
 }

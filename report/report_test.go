@@ -74,6 +74,40 @@ func TestText(t *testing.T) {
 	}
 }
 
+// TestTOCTOU: report --toctou lists the fixture's one call whose API and
+// stream decisions differ (c-i3), in every session when none is given,
+// and nothing outside the range.
+func TestTOCTOU(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		session  string
+		from, to time.Duration
+		want     []string
+	}{
+		{"all sessions", "", 0, 10 * 24 * time.Hour, []string{"c-i3", "agent-7", "api: OK (enforced), stream: H2", "rv-s-1", "1 call(s) decided differently"}},
+		{"the session", "s-incident", 0, 10 * 24 * time.Hour, []string{"c-i3", "1 call(s) decided differently"}},
+		{"another session", "s-other", 0, 10 * 24 * time.Hour, []string{"(none)", "0 call(s) decided differently"}},
+		{"before it", "", 0, 2 * time.Hour, []string{"(none)", "0 call(s) decided differently"}},
+	} {
+		o := options()
+		o.Session, o.From, o.To = tc.session, base.Add(tc.from), base.Add(tc.to)
+		res, err := TOCTOU(context.Background(), fixture(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := WriteTOCTOU(&b, o, res); err != nil {
+			t.Fatal(err)
+		}
+		flat := strings.Join(strings.Fields(b.String()), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(flat, w) {
+				t.Errorf("%s: no %q in\n%s", tc.name, w, b.String())
+			}
+		}
+	}
+}
+
 // TestSpan: the span of the fixture's analysis.
 func TestSpan(t *testing.T) {
 	from, to, ok, err := SpanOf(context.Background(), fixture(t), analyticsfixture.Analysis)

@@ -40,7 +40,7 @@
 // store keeps one row per (analysis, call key, source), so the stream's
 // own decision of the same event, when it arrives through the calls
 // topic, is a second row: comparing the two shows what changed between
-// enforcement and the stream (sink.TOCTOU). A record that does not decode
+// enforcement and the stream (`resolverd report --toctou`). A record that does not decode
 // (package audit's strict rules) is dead-lettered and makes no row.
 //
 // # Acks travel with the data

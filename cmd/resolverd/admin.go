@@ -119,11 +119,10 @@ func reportCommand(std stdio) *ffcli.Command {
 	expect := fs.Int("expect", 0, "instead, wait until at least `N` decisions are stored (and counted by the rollups), then print the exact count per class")
 	timeout := fs.Duration("timeout", 2*time.Minute, "longest wait for --expect")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often --expect counts the stored decisions (benchmarks poll faster to time the end closely)")
-	toctou := fs.Bool("toctou", false, "list the calls whose decision in the call path (api, gateway) and from the stream differ, instead of the counts")
-	limit := fs.Int("limit", 100, "most calls --toctou lists")
+	toctou := fs.Bool("toctou", false, "list the calls of the range whose decisions in the call path (api, gateway) and from the stream differ, instead of the counts")
 	return &ffcli.Command{
 		Name:       "report",
-		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N | --toctou [--limit N]",
+		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N | --toctou",
 		ShortHelp:  "headline analytics of the decisions, on a terminal or as HTML",
 		LongHelp: `Prints the fleet analytics of one analysis over a time range of the
 calls' emitted_at (--since, --to): decisions, verdicts, the hallucination,
@@ -142,10 +141,13 @@ analysis are stored, then prints their exact count per class and verdict
 (read with FINAL): the demo's and the benchmarks' way of knowing that every
 call was decided.
 
-With --toctou it lists instead the calls decided in the call path (POST
-/v1/resolve, the gateway: source api or gateway) whose class differs from
-the stream's decision of the same event, newest first, with both
-registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
+With --toctou it lists instead the calls of the range decided in the call
+path (POST /v1/resolve, the gateway: source api or gateway) whose
+decisions disagree on class (most often the stream's, made later against
+another registry version), with every decision and registry version of
+each: the time-of-check/time-of-use gap, the incident dashboard's panel
+of that name (at most 500 calls; --registry, --model and --session
+narrow it).`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -158,14 +160,6 @@ registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
 			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
 			if err != nil {
 				return usageError{err}
-			}
-			if *toctou {
-				c, err := sink.NewClickHouse(ctx, cfg)
-				if err != nil {
-					return fmt.Errorf("clickhouse: %w", err)
-				}
-				defer c.Close()
-				return printTOCTOU(ctx, std, c, *analysis, *limit)
 			}
 			if *expect > 0 {
 				return waitAndCount(ctx, std, cfg, *analysis, *expect, *timeout, *poll)
@@ -206,6 +200,13 @@ registry versions: the time-of-check/time-of-use gap (sink.TOCTOUQuery).`,
 				if !o.To.After(o.From) {
 					o.To = o.From.Add(time.Second)
 				}
+			}
+			if *toctou {
+				res, err := report.TOCTOU(ctx, conn, o)
+				if err != nil {
+					return err
+				}
+				return report.WriteTOCTOU(std.out, o, res)
 			}
 			r, err := report.Collect(ctx, conn, o)
 			if err != nil {
