@@ -321,6 +321,7 @@ func TestAPIBoundaries(t *testing.T) {
 	}
 	d := e.start("--http", "127.0.0.1:0", "--http-tokens-file", tokens, "--http-max-body-kb", "64", "--http-read-timeout", "1s")
 	url := d.apiURL(t)
+	d.waitLog(t, "listings caught up", 30*time.Second) // 503 not_ready before
 	call := string(c.calls[0])
 	for _, tc := range []struct {
 		name, token, body string

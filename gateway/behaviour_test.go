@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,4 +296,53 @@ func TestLimits(t *testing.T) {
 			t.Error("the oversize call was decided")
 		}
 	})
+}
+
+// TestBareNameBeforeComplete: while a higher-trust upstream has not
+// listed yet, a bare name that only the lower-trust one provides is not
+// decided (it would be allowed, and become M3 a moment later): -32603
+// naming the missing upstream, no audit record, nothing forwarded. A
+// qualified name is served. Once both listed, the bare name is M3.
+func TestBareNameBeforeComplete(t *testing.T) {
+	low, urlLow := httpFixture(t, "low")
+	high, urlHigh := httpFixture(t, "high")
+	var up atomic.Bool // the high-trust upstream answers only once set
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(mustURL(t, urlHigh)).ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { gate.CloseClientConnections(); gate.Close() })
+	st := startNoWait(t, Config{Upstreams: []Upstream{{Name: "high", Trust: 2, URL: gate.URL}, {Name: "low", Trust: 1, URL: urlLow}}}, Options{})
+	waitFor(t, 20*time.Second, "low listed", func() bool { return len(st.rec.lists()) == 1 })
+	c := connect(t, st.url, nil)
+	_, je := c.call(t, "echo", `{"message":"x"}`)
+	if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "not: high") {
+		t.Fatalf("bare name before high listed: %v", je)
+	}
+	if n := len(st.rec.recs()); n != 0 {
+		t.Fatalf("%d audit records for a call not decided", n)
+	}
+	if got, je := c.call(t, "low__echo", `{"message":"x"}`); je != nil || got != "echo: x" {
+		t.Fatalf("qualified name before high listed: %q %v", got, je)
+	}
+	up.Store(true)
+	waitFor(t, 20*time.Second, "every upstream listed", func() bool { ok, _ := st.gw.Ready(); return ok })
+	_, je = c.call(t, "echo", `{"message":"x"}`)
+	if je == nil || je.Code != CodeRejected || decodeAnswer(t, je).Class != "M3" {
+		t.Fatalf("bare name once both listed: %v", je)
+	}
+	if low.Calls() != 1 || high.Calls() != 0 {
+		t.Fatalf("upstreams got %d (low) and %d (high) calls, want 1 and 0", low.Calls(), high.Calls())
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -61,6 +61,15 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: CodeRejected, Message: err.Error()}
 	}
+	if !g.complete.Load() {
+		// A bare name (not shown, not qualified) could belong to an
+		// upstream not listed yet, whose trust may outrank the one that
+		// provides it now: no verdict until every upstream has listed.
+		if srv, _, _ := g.target(s, p.Name); srv == "" {
+			g.m.refused.WithLabelValues("not_ready").Inc()
+			return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: fmt.Sprintf("%q names no upstream, and not every upstream has listed its tools yet (not: %s): retry", p.Name, strings.Join(g.notListed(), ", "))}
+		}
+	}
 	vs := g.store.Snapshot()
 	rec := g.decide(w, s, p.Name, args, vs)
 	d := &rec.Decision

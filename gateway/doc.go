@@ -81,6 +81,14 @@
 // the upstream's own). An upstream that is down, starting, or whose
 // current listing is not recorded is an error at once, never a wait.
 //
+// Until every upstream has listed its tools once, a call to a name that
+// is neither in the session's catalogue nor qualified with an upstream's
+// name is answered -32603 naming the upstreams not listed yet, and is not
+// decided: an upstream still starting may provide that name with a
+// higher trust, and the verdict from the partial registry (allowed) would
+// be M3 a moment later. Catalogue and qualified names are pinned and are
+// served meanwhile.
+//
 // # Authentication
 //
 // With Options.Auth, every request needs a bearer token (401 otherwise);

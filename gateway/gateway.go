@@ -82,7 +82,10 @@ type Gateway struct {
 	defs   map[string]map[string]*mcp.Tool // each server's latest tools
 	last   map[string][]byte               // each server's latest tools, encoded
 	listed map[string]bool                 // servers listed at least once
-	cat    atomic.Pointer[catalogue]
+	// complete: every upstream has been listed at least once, so a bare
+	// name can be resolved (it stays true: servers stay listed).
+	complete atomic.Bool
+	cat      atomic.Pointer[catalogue]
 
 	work sync.Pool // *callWork
 }
@@ -188,6 +191,27 @@ func (g *Gateway) Ready() (ready bool, down []string) {
 	return ready, down
 }
 
+// notListed returns the upstreams not listed yet, in configuration order.
+func (g *Gateway) notListed() []string {
+	g.listMu.Lock()
+	defer g.listMu.Unlock()
+	var out []string
+	for _, u := range g.order {
+		if !g.listed[u.Name()] {
+			out = append(out, u.Name())
+		}
+	}
+	return out
+}
+
+// markListed notes that server has been listed; listMu is held.
+func (g *Gateway) markListed(server string) {
+	g.listed[server] = true
+	if len(g.listed) == len(g.order) {
+		g.complete.Store(true)
+	}
+}
+
 // record records an upstream's tools: a listing event produced to the
 // listings topic (acknowledged), then applied to the registry, then the
 // catalogue rebuilt and the clients told. A listing the registry would
@@ -213,7 +237,7 @@ func (g *Gateway) record(ctx context.Context, server string, tools []*mcp.Tool) 
 	// is compared with.
 	content := schema.AppendListing(nil, l, raws)
 	if prev, ok := g.last[server]; ok && string(prev) == string(content) {
-		g.listed[server] = true
+		g.markListed(server)
 		g.m.listings.WithLabelValues("unchanged").Inc()
 		return nil
 	}
@@ -240,7 +264,7 @@ func (g *Gateway) record(ctx context.Context, server string, tools []*mcp.Tool) 
 	}
 	g.defs[server] = defs
 	g.last[server] = content
-	g.listed[server] = true
+	g.markListed(server)
 	g.m.listings.WithLabelValues("produced").Inc()
 	v := g.store.At(g.cfg.Registry, g.clock.latest())
 	g.cat.Store(newCatalogue(v, g.defs, g.cfg.Separator))

@@ -128,6 +128,17 @@ type started struct {
 // upstream is listed.
 func start(t *testing.T, cfg Config, opts Options) *started {
 	t.Helper()
+	st := startNoWait(t, cfg, opts)
+	waitFor(t, 20*time.Second, "every upstream listed", func() bool {
+		ok, _ := st.gw.Ready()
+		return ok
+	})
+	return st
+}
+
+// startNoWait is start without waiting for the upstreams.
+func startNoWait(t *testing.T, cfg Config, opts Options) *started {
+	t.Helper()
 	rec := &recorder{}
 	opts.Config = cfg
 	if opts.Listings == nil {
@@ -158,10 +169,6 @@ func start(t *testing.T, cfg Config, opts Options) *started {
 		}
 		srv.CloseClientConnections()
 		srv.Close()
-	})
-	waitFor(t, 20*time.Second, "every upstream listed", func() bool {
-		ok, _ := gw.Ready()
-		return ok
 	})
 	return &started{gw: gw, url: srv.URL, rec: rec}
 }

@@ -42,6 +42,9 @@
 // audit_unavailable with Retry-After and no verdict: an enforcement point
 // never receives a verdict that leaves no trace. Hosts that must not
 // block on it treat 503 as their own policy says (fail open or closed).
+// Likewise, until Config.Decides reports the registry complete (resolverd
+// run: the listings topic read to its end once), a request is answered
+// 503 not_ready: no verdict from a partial registry.
 //
 // # Bounds
 //

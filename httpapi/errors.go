@@ -19,6 +19,7 @@ const (
 	codeTooLarge      = "payload_too_large"  // 413: body or batch over its limit
 	codeOverloaded    = "overloaded"         // 503: too many requests or body bytes in flight
 	codeAuditDown     = "audit_unavailable"  // 503: the audit trail did not take the decisions
+	codeNotReady      = "not_ready"          // 503: the registry is not complete yet (Config.Decides)
 	contentTypeJSON   = "application/json"
 	retryAfterSeconds = 1
 )

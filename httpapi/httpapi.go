@@ -66,6 +66,13 @@ type Config struct {
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (the answer's body). A nil Ready means always ready.
 	Ready func() error
+	// Decides, when set, says whether the registry is complete enough to
+	// decide on (resolverd run: the listings topic read to its end once):
+	// until it returns nil, /v1/resolve answers 503 not_ready with its
+	// reason. A verdict from a partial registry could allow what the
+	// whole one rejects: a trusted server's listing not yet read lets a
+	// lower-trust server's same name resolve (M3 missed).
+	Decides func() error
 	// Gatherer serves /metrics; nil serves no metrics endpoint.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger

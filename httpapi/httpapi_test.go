@@ -266,3 +266,34 @@ func TestProbesAndMetrics(t *testing.T) {
 		t.Fatalf("metrics %d:\n%s", code, body)
 	}
 }
+
+// TestNoVerdictBeforeComplete: while Config.Decides says the registry is
+// not complete, a call gets 503 not_ready (JSON, Retry-After) and no
+// decision; once it is, the same call is decided.
+func TestNoVerdictBeforeComplete(t *testing.T) {
+	var complete atomic.Bool
+	s, _ := server(t, Config{Decides: func() error {
+		if !complete.Load() {
+			return errors.New("the listings topic has not been read to its end yet")
+		}
+		return nil
+	}})
+	calls, want := sample(t)
+	var c struct {
+		EventID string `json:"event_id"`
+	}
+	if err := json.Unmarshal([]byte(calls[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	r := post(t, s.URL, "", calls[0])
+	var e struct{ Error, Message string }
+	if r.status != 503 || r.header.Get("Retry-After") == "" || json.Unmarshal(r.body, &e) != nil ||
+		e.Error != codeNotReady || !strings.Contains(e.Message, "not been read to its end") {
+		t.Fatalf("before: status %d, Retry-After %q, %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	complete.Store(true)
+	r = post(t, s.URL, "", calls[0])
+	if d := r.decision(t); r.status != 200 || d["class"] != want[c.EventID] {
+		t.Fatalf("after: status %d, %v, want class %s", r.status, d, want[c.EventID])
+	}
+}

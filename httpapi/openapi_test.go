@@ -173,12 +173,13 @@ func TestOpenAPIAgrees(t *testing.T) {
 		}
 		o.at(t, "paths", "/v1/resolve", op, "responses", strconv.Itoa(tc.status))
 	}
-	// 408 and 503 are answered by TestSlowBody, TestInFlightRequests and
-	// TestAuditFailClosed; here: documented, with the codes errors.go has.
+	// 408 and 503 are answered by TestSlowBody, TestInFlightRequests,
+	// TestAuditFailClosed and TestNoVerdictBeforeComplete; here:
+	// documented, with the codes errors.go has.
 	for _, st := range []string{"408", "503"} {
 		o.at(t, "paths", "/v1/resolve", "post", "responses", st)
 	}
-	for _, c := range []string{codeTimeout, codeOverloaded, codeAuditDown} {
+	for _, c := range []string{codeTimeout, codeOverloaded, codeAuditDown, codeNotReady} {
 		codes[c] = true
 	}
 	var documented []string

@@ -110,6 +110,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	if err != nil {
 		return fail(w, http.StatusBadRequest, codeBadRequest, err.Error())
 	}
+	if h.cfg.Decides != nil {
+		if err := h.cfg.Decides(); err != nil {
+			return fail(w, http.StatusServiceUnavailable, codeNotReady, "no verdict from a partial registry: "+err.Error())
+		}
+	}
 	maxBody := h.cfg.MaxBody
 	if r.ContentLength > maxBody {
 		return fail(w, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("body of %d bytes: at most %d", r.ContentLength, maxBody))

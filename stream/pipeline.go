@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -104,6 +105,17 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 // /readyz.
 func (p *Pipeline) Ready() bool {
 	return p.live.Load() && p.joined.Load() && !p.wm.time().IsZero()
+}
+
+// Decides reports whether the registry is complete enough to decide calls
+// on, for the resolve API: nil once the listings topic has been read to
+// its end once (the first catch-up; the group need not be joined), else
+// why not.
+func (p *Pipeline) Decides() error {
+	if p.wm.time().IsZero() {
+		return errors.New("the listings topic has not been read to its end yet")
+	}
+	return nil
 }
 
 // Run runs the pipeline until ctx is done, then shuts down in two phases:

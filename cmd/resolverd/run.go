@@ -340,7 +340,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 			}
 			return nil
 		}
-		if err := serveHTTP(gctx, g, log, reg, a, store, ready); err != nil {
+		if err := serveHTTP(gctx, g, log, reg, a, store, ready, p.Decides); err != nil {
 			return err
 		}
 	}

@@ -28,13 +28,13 @@ import (
 // serveHTTP starts the HTTP API in g: the audit producer, the bearer
 // tokens (watched, and reloaded on SIGHUP with the TLS certificate), the
 // handler and the bounded server. It returns once listening.
-func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registryversions.Store, ready func() error) error {
+func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registryversions.Store, ready, decides func() error) error {
 	hf := a.http
 	closeAudit := func() {}
 	cfg := httpapi.Config{
 		Store: store, Resolver: a.stream.Resolver, Suggester: a.stream.Suggester, ResolverBuild: a.stream.ResolverBuild,
 		MaxBody: hf.maxBodyKB << 10, MaxBatch: hf.maxBatch, MaxInFlight: hf.inflight, MaxInFlightBytes: hf.inflightMB << 20,
-		Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, Pprof: hf.pprof,
+		Ready: ready, Decides: decides, Gatherer: reg, Registerer: reg, Logger: log, Pprof: hf.pprof,
 		AuthProbes: hf.authProbes,
 	}
 	if hf.auditTopic != "" {
