@@ -319,7 +319,7 @@ func TestBareNameBeforeComplete(t *testing.T) {
 	waitFor(t, 20*time.Second, "low listed", func() bool { return len(st.rec.lists()) == 1 })
 	c := connect(t, st.url, nil)
 	_, je := c.call(t, "echo", `{"message":"x"}`)
-	if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "not: high") {
+	if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "not yet: high") {
 		t.Fatalf("bare name before high listed: %v", je)
 	}
 	if n := len(st.rec.recs()); n != 0 {

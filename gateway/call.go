@@ -67,7 +67,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		// provides it now: no verdict until every upstream has listed.
 		if srv, _, _ := g.target(s, p.Name); srv == "" {
 			g.m.refused.WithLabelValues("not_ready").Inc()
-			return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: fmt.Sprintf("%q names no upstream, and not every upstream has listed its tools yet (not: %s): retry", p.Name, strings.Join(g.notListed(), ", "))}
+			return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: fmt.Sprintf("%q is neither in this session's catalogue nor qualified with an upstream's name, and not every upstream has listed its tools yet (not yet: %s): retry", p.Name, strings.Join(g.notListed(), ", "))}
 		}
 	}
 	vs := g.store.Snapshot()
