@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/offline"
@@ -28,13 +27,7 @@ import (
 	"github.com/toolaudit/toolaudit/stream"
 )
 
-// TestMain runs the tests against one shared engine (chenginetest), then
-// checks that no goroutine outlived its test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withEngine{m}) }
-
-type withEngine struct{ m *testing.M }
-
-func (w withEngine) Run() int { return chenginetest.Main(w.m) }
+func TestMain(m *testing.M) { chenginetest.MainLeakChecked(m) }
 
 const (
 	callsTopic    = "tool-calls"

@@ -14,45 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
-export PATH="/usr/local/go/bin:$PATH"
-work=$(mktemp -d)
-
-go build -o "$work/" ./cmd/resolverd ./cmd/ingest
-scripts/fetch-chengine.sh > /dev/null
-
-# The backlog: corpus calls (sample + BFCL) with unique event ids.
-cat testdata/corpus/sample/listings.jsonl testdata/corpus/bfcl/listings.jsonl > "$work/listings.jsonl"
-python3 - "$N" "$work/calls.jsonl" <<'PY'
-import sys
-n, out = int(sys.argv[1]), sys.argv[2]
-lines = [l.rstrip('\n') for f in ('testdata/corpus/sample/calls.jsonl', 'testdata/corpus/bfcl/calls.jsonl') for l in open(f)]
-with open(out, 'w') as w:
-    for i in range(n):
-        l = lines[i % len(lines)]
-        w.write(l.replace('"event_id": "', '"event_id": "r%d-' % (i // len(lines)), 1) + '\n')
-PY
-
-# Free ports, so that the bench runs beside a demo or another stack; the
-# stack prints the addresses it chose.
-"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" > "$work/stack.log" 2>&1 &
-stackpid=$!
-echo $stackpid > "$work/stackpid"
-trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
-for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; done
-# "kafka 127.0.0.1:P, clickhouse 127.0.0.1:Q (http 127.0.0.1:R); Ctrl-C stops"
-addrs=$(grep -m1 "Ctrl-C" "$work/stack.log") || { echo "bench: the stack did not start:" >&2; cat "$work/stack.log" >&2; exit 1; }
-KAFKA=$(sed -E 's/.*kafka ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-CH=$(sed -E 's/.*clickhouse ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-CH_HTTP=$(sed -E 's/.*http ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-echo "stack: kafka $KAFKA, clickhouse $CH, http $CH_HTTP"
-"$work/resolverd" migrate --clickhouse "$CH" > /dev/null 2>&1
-echo "loading the backlog: $N calls"
-"$work/ingest" --brokers "$KAFKA" "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
-
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
-# This stack's engine: a child of the stack process (other engines may run
-# on the machine).
-engine=$(pgrep -P "$stackpid" -f chengine-engine -n)
+. scripts/bench-stack.sh
 
 # Each run starts on empty tables and a quiet server. With earlier runs'
 # rows in place, which run paid for merging them into larger parts
@@ -61,21 +23,10 @@ engine=$(pgrep -P "$stackpid" -f chengine-engine -n)
 # two (14.4 and 12.4 us a row against 7.3 and 7.5). And the previous
 # run's background merges (its rows are merged for seconds after it ends)
 # would count against the next one.
-q() { curl -sS --fail-with-body "http://$CH_HTTP/" --data-binary "$1"; }
-settle() {
-  q "TRUNCATE TABLE toolaudit.decisions"
-  q "TRUNCATE TABLE toolaudit.decisions_by_minute"
-  for _ in $(seq 600); do
-    [ "$(q "SELECT count() FROM system.merges")" = 0 ] && return
-    sleep 0.2
-  done
-  echo "bench: background merges still running after 120 s" >&2
-  exit 1
-}
 
 run() { # name, extra flags...
   local name=$1; shift
-  settle
+  settle decisions decisions_by_minute
   local e0; e0=$(cpu "$engine")
   "$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" \
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &

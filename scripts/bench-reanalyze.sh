@@ -20,55 +20,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
-export PATH="/usr/local/go/bin:$PATH"
-work=$(mktemp -d)
-
-go build -o "$work/" ./cmd/resolverd ./cmd/ingest
-scripts/fetch-chengine.sh > /dev/null
-
-cat testdata/corpus/sample/listings.jsonl testdata/corpus/bfcl/listings.jsonl > "$work/listings.jsonl"
-python3 - "$N" "$work/calls.jsonl" <<'PY'
-import sys
-n, out = int(sys.argv[1]), sys.argv[2]
-lines = [l.rstrip('\n') for f in ('testdata/corpus/sample/calls.jsonl', 'testdata/corpus/bfcl/calls.jsonl') for l in open(f)]
-with open(out, 'w') as w:
-    for i in range(n):
-        l = lines[i % len(lines)]
-        w.write(l.replace('"event_id": "', '"event_id": "r%d-' % (i // len(lines)), 1) + '\n')
-PY
+. scripts/bench-stack.sh
 # Every call of the corpus is emitted in these three days. The backlog
 # repeats the corpus, whose sample (December 1) comes before BFCL
 # (November 29): a partition's timestamps go back 59 hours at each turn,
 # which --skew 72h covers (the whole topic is read either way).
 FROM=2026-11-29T00:00:00Z
 TO=2026-12-02T00:00:00Z
-
-"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" > "$work/stack.log" 2>&1 &
-stackpid=$!
-echo $stackpid > "$work/stackpid"
-trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
-for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; done
-addrs=$(grep -m1 "Ctrl-C" "$work/stack.log") || { echo "bench: the stack did not start:" >&2; cat "$work/stack.log" >&2; exit 1; }
-KAFKA=$(sed -E 's/.*kafka ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-CH=$(sed -E 's/.*clickhouse ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-CH_HTTP=$(sed -E 's/.*http ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
-echo "stack: kafka $KAFKA, clickhouse $CH, http $CH_HTTP"
-"$work/resolverd" migrate --clickhouse "$CH" > /dev/null 2>&1
-echo "loading the backlog: $N calls"
-"$work/ingest" --brokers "$KAFKA" "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
-
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
-engine=$(pgrep -P "$stackpid" -f chengine-engine -n)
-q() { curl -sS --fail-with-body "http://$CH_HTTP/" --data-binary "$1"; }
-settle() { # tables to truncate...
-  for t in "$@"; do q "TRUNCATE TABLE toolaudit.$t"; done
-  for _ in $(seq 600); do
-    [ "$(q "SELECT count() FROM system.merges")" = 0 ] && return
-    sleep 0.2
-  done
-  echo "bench: background merges still running after 120 s" >&2
-  exit 1
-}
 
 # report name start end resolverd-cpu-ticks resolverd-peak-rss-kb engine-cpu-before
 report() {

@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/offline"
@@ -27,14 +26,7 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// TestMain runs the tests, stops the ClickHouse engine if one started
-// (chenginetest), then checks that no goroutine outlived its test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withEngine{m}) }
-
-// withEngine runs the tests through chenginetest.Main.
-type withEngine struct{ m *testing.M }
-
-func (w withEngine) Run() int { return chenginetest.Main(w.m) }
+func TestMain(m *testing.M) { chenginetest.MainLeakChecked(m) }
 
 const (
 	callsTopic    = "tool-calls"

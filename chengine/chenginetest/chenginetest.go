@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine"
 )
@@ -67,6 +68,15 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// MainLeakChecked is Main, then goleak's check that no goroutine outlived
+// its test; it exits: func TestMain(m *testing.M) { chenginetest.MainLeakChecked(m) }.
+func MainLeakChecked(m *testing.M) { goleak.VerifyTestMain(mainRunner{m}) }
+
+// mainRunner runs the tests through Main for goleak.
+type mainRunner struct{ m *testing.M }
+
+func (r mainRunner) Run() int { return Main(r.m) }
 
 // Server returns the test binary's shared server, starting it on first use
 // with its data in a temporary directory. Without a library it skips tb, or

@@ -1,0 +1,57 @@
+# Sourced by scripts/bench-pipeline.sh and scripts/bench-reanalyze.sh, with
+# N (calls) set: builds resolverd and ingest into $work, writes the backlog
+# (corpus calls, sample and BFCL, with unique event ids), starts `resolverd
+# stack` on free ports, migrates, ingests the backlog, and defines KAFKA,
+# CH, CH_HTTP, stackpid, engine (the stack's engine process), cpu PID (its
+# user+system clock ticks), q SQL (a query over HTTP) and settle TABLE...
+# (truncate them, then wait until no merge runs). Its EXIT trap stops the
+# stack and the run whose pid is in $work/pid, and removes $work.
+export PATH="/usr/local/go/bin:$PATH"
+work=$(mktemp -d)
+
+go build -o "$work/" ./cmd/resolverd ./cmd/ingest
+scripts/fetch-chengine.sh > /dev/null
+
+cat testdata/corpus/sample/listings.jsonl testdata/corpus/bfcl/listings.jsonl > "$work/listings.jsonl"
+python3 - "$N" "$work/calls.jsonl" <<'PY'
+import sys
+n, out = int(sys.argv[1]), sys.argv[2]
+lines = [l.rstrip('\n') for f in ('testdata/corpus/sample/calls.jsonl', 'testdata/corpus/bfcl/calls.jsonl') for l in open(f)]
+with open(out, 'w') as w:
+    for i in range(n):
+        l = lines[i % len(lines)]
+        w.write(l.replace('"event_id": "', '"event_id": "r%d-' % (i // len(lines)), 1) + '\n')
+PY
+
+# Free ports, so that the bench runs beside a demo or another stack; the
+# stack prints the addresses it chose.
+"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" > "$work/stack.log" 2>&1 &
+stackpid=$!
+echo $stackpid > "$work/stackpid"
+trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
+for _ in $(seq 60); do grep -q "Ctrl-C" "$work/stack.log" && break; sleep 0.5; done
+# "kafka 127.0.0.1:P, clickhouse 127.0.0.1:Q (http 127.0.0.1:R); Ctrl-C stops"
+addrs=$(grep -m1 "Ctrl-C" "$work/stack.log") || { echo "bench: the stack did not start:" >&2; cat "$work/stack.log" >&2; exit 1; }
+KAFKA=$(sed -E 's/.*kafka ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+CH=$(sed -E 's/.*clickhouse ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+CH_HTTP=$(sed -E 's/.*http ([0-9.]+:[0-9]+).*/\1/' <<< "$addrs")
+echo "stack: kafka $KAFKA, clickhouse $CH, http $CH_HTTP"
+"$work/resolverd" migrate --clickhouse "$CH" > /dev/null 2>&1
+echo "loading the backlog: $N calls"
+"$work/ingest" --brokers "$KAFKA" "$work/listings.jsonl" "$work/calls.jsonl" 2>&1 | tail -1
+
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # user+system clock ticks
+# This stack's engine: a child of the stack process (other engines may run
+# on the machine).
+engine=$(pgrep -P "$stackpid" -f chengine-engine -n)
+
+q() { curl -sS --fail-with-body "http://$CH_HTTP/" --data-binary "$1"; }
+settle() { # tables to truncate...
+  for t in "$@"; do q "TRUNCATE TABLE toolaudit.$t"; done
+  for _ in $(seq 600); do
+    [ "$(q "SELECT count() FROM system.merges")" = 0 ] && return
+    sleep 0.2
+  done
+  echo "bench: background merges still running after 120 s" >&2
+  exit 1
+}
