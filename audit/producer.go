@@ -150,11 +150,7 @@ func (k *Kafka) Produce(ctx context.Context, recs ...*Record) error {
 		return nil
 	}
 	start := time.Now()
-	var one [1]kgo.Record
-	krs := one[:0]
-	if len(recs) > 1 {
-		krs = make([]kgo.Record, 0, len(recs))
-	}
+	krs := make([]kgo.Record, 0, len(recs))
 	ptrs := make([]*kgo.Record, len(recs))
 	bufs := make([]*[]byte, len(recs))
 	for i, r := range recs {

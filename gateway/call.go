@@ -76,9 +76,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	var hints suggest.Hints
 	if d.Verdict == schema.Reject && g.opts.Hints != nil {
 		hints = g.opts.Hints.Hints(vs, &w.call, d)
-		if (d.Class == schema.H1 || d.Class == schema.M1) && len(hints.Tools) > 0 {
-			rec.SuggestedTool = hints.Tools[0]
-		}
+		rec.SuggestedTool = hints.SuggestedTool(d.Class)
 		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), w.call.Server, hints.Tools)
 	}
 	if g.opts.Audit != nil {

@@ -225,9 +225,7 @@ func (h *handler) decide(wk *work, p params) {
 		if rec.Decision.Verdict == schema.Reject {
 			// Hints read the call, which the next Decode replaces.
 			wk.hints[i] = h.cfg.Suggester.Hints(vs, &wk.call, &rec.Decision)
-			if c := rec.Decision.Class; (c == schema.H1 || c == schema.M1) && len(wk.hints[i].Tools) > 0 {
-				rec.SuggestedTool = wk.hints[i].Tools[0]
-			}
+			rec.SuggestedTool = wk.hints[i].SuggestedTool(rec.Decision.Class)
 		}
 		wk.ptrs = append(wk.ptrs, rec)
 	}

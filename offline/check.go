@@ -109,7 +109,7 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 
 	nChunks := 4 * cfg.Workers
 	budget := semaphore.NewWeighted(cfg.MaxInFlight)
-	long := &longDecoder{}
+	long := &longDecoder{d: decider{args: schema.NewArgsSummarizer(cfg.ArgsKey)}}
 	free := make(chan *chunk, nChunks)
 	for range nChunks {
 		free <- &chunk{}
@@ -124,7 +124,6 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 			defer wg.Done()
 			w := worker{res: cfg.Resolver, snap: snap, maxLine: cfg.MaxLine, long: long, hash: cfg.ArgsKey != nil}
 			w.own.args = schema.NewArgsSummarizer(cfg.ArgsKey)
-			long.once.Do(func() { long.d.args = schema.NewArgsSummarizer(cfg.ArgsKey) })
 			for c := range work {
 				w.run(c)
 				done <- c
@@ -287,9 +286,8 @@ type decider struct {
 
 // longDecoder decides the lines longer than LongLine, one at a time.
 type longDecoder struct {
-	mu   sync.Mutex
-	once sync.Once
-	d    decider
+	mu sync.Mutex
+	d  decider
 }
 
 func (w *worker) run(c *chunk) {

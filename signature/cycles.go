@@ -33,8 +33,12 @@ func (n *node) succ(out []*node) []*node {
 
 // cycles finds the strongly connected components of the same-value graph
 // (Tarjan's algorithm, iterative: a chain of $refs can be as long as the
-// schema) and marks every node of a cyclic one.
+// schema) and marks every node of a cyclic one. Only a $ref can lead back
+// to a node already built: without one the graph is a tree.
 func (c *compiler) cycles() {
+	if len(c.refs) == 0 {
+		return
+	}
 	num := make(map[*node]int, len(c.all))
 	low := make(map[*node]int, len(c.all))
 	on := make(map[*node]bool)

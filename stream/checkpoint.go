@@ -56,15 +56,6 @@ type checkpointMarker struct {
 	WrittenAt     time.Time       `json:"written_at"`
 }
 
-func header(r *kgo.Record, key string) (string, bool) {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value), true
-		}
-	}
-	return "", false
-}
-
 // checkpointer writes checkpoints; write is called from one goroutine at
 // a time.
 type checkpointer struct {
@@ -160,11 +151,11 @@ func readCheckpoint(ctx context.Context, cfg Config, adm *kadm.Client, opts []kg
 		if rec == nil {
 			return checkpointMarker{}, nil, errNoCheckpoint
 		}
-		if _, ok := header(rec, hdrMarker); ok {
+		if headerValue(rec, hdrMarker) != "" {
 			marker = rec
 			break
 		}
-		p, _ := header(rec, hdrPrev)
+		p := headerValue(rec, hdrPrev)
 		prev, err := strconv.ParseInt(p, 10, 64)
 		if err != nil || prev < start.Offset {
 			return checkpointMarker{}, nil, errNoCheckpoint
@@ -186,10 +177,10 @@ func readCheckpoint(ctx context.Context, cfg Config, adm *kadm.Client, opts []kg
 	}
 	chunks := make([][]byte, m.Parts)
 	if err := readRange(ctx, topic, m.First, marker.Offset, opts, func(r *kgo.Record) {
-		if g, _ := header(r, hdrGen); g != m.Gen {
+		if headerValue(r, hdrGen) != m.Gen {
 			return // another writer's
 		}
-		p, _ := header(r, hdrPart)
+		p := headerValue(r, hdrPart)
 		if i, err := strconv.Atoi(p); err == nil && i >= 0 && i < len(chunks) {
 			chunks[i] = r.Value
 		}

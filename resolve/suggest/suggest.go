@@ -147,13 +147,30 @@ func (s *Suggester) Hints(vs resolve.Versions, c *schema.Call, d *schema.Decisio
 // emitted one (the first of Hints' Tools), else "": the decision row's
 // suggested_tool.
 func (s *Suggester) Tool(vs resolve.Versions, c *schema.Call, d *schema.Decision) string {
-	if d.Class != schema.H1 && d.Class != schema.M1 {
+	if !namesTool(d.Class) {
 		return ""
 	}
-	if ns := s.names(vs, c); len(ns) > 0 {
-		return ns[0]
+	return firstName(s.names(vs, c))
+}
+
+// SuggestedTool is Tool's answer read from the hints of a decision of
+// class c, for the front ends that computed them anyway.
+func (h *Hints) SuggestedTool(c schema.Class) string {
+	if !namesTool(c) {
+		return ""
 	}
-	return ""
+	return firstName(h.Tools)
+}
+
+// namesTool reports whether a decision of class c has a suggested tool:
+// the name was not found (H1, M1).
+func namesTool(c schema.Class) bool { return c == schema.H1 || c == schema.M1 }
+
+func firstName(ns []string) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	return ns[0]
 }
 
 func (s *Suggester) names(vs resolve.Versions, c *schema.Call) []string {
