@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// errEmptyBatch and errBatchShape say why a body that starts with '[' is
-// not an array of call events; errTooMany that it has too many.
+// errEmptyBatch says why a body that starts with '[' is not an array of
+// call events; errTooMany that it has too many.
 var (
 	errEmptyBatch = errors.New("the array holds no call event")
 	errTooMany    = errors.New("too many call events")

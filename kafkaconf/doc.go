@@ -1,6 +1,6 @@
 // Package kafkaconf is the one set of Kafka connection options that every
-// command with a Kafka client shares (resolverd run, ingest; reanalysis
-// and the gateway to come): TLS and SASL from flags, as kgo options, and
+// command with a Kafka client shares (resolverd run, reanalyze and
+// gateway, ingest): TLS and SASL from flags, as kgo options, and
 // the start-up check that turns a refused connection into an error
 // instead of a retry loop.
 //

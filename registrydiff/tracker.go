@@ -21,7 +21,8 @@ import (
 // registry store): older ones are dropped, so that memory grows with
 // changes, not with routine relistings. A listing later than that which
 // changes its server's state holds until the server's next retained
-// listing, exactly as in the registry store.
+// listing, the registry store's rule; the two compact at their own
+// moments, so for such a listing they may retain different relistings.
 //
 // A listing that arrives after a later one of its server (Kafka delivers
 // the listings topic's partitions in any order, and hosts send late) is

@@ -18,7 +18,7 @@ const (
 	envClickHousePasswordDeprecated = "RESOLVERD_CLICKHOUSE_PASSWORD"
 )
 
-// chFlags are the ClickHouse flags shared by run, migrate and report.
+// chFlags are the ClickHouse flags of every command that opens ClickHouse.
 type chFlags struct {
 	addr, db, user, passwordFile, compression string
 	tls                                       connsec.TLS

@@ -43,6 +43,6 @@
 //
 // A command does not inherit the gateway's environment, which holds the
 // gateway's own secrets (Kafka passwords): it gets Config.Env only
-// (the gateway's configuration passes PATH and HOME and what the operator
-// lists).
+// (the gateway's configuration passes PATH, HOME, LANG and TMPDIR and
+// what the operator lists).
 package upstream

@@ -8,8 +8,8 @@
 // skipped; surrounding spaces are trimmed. A name is letters, digits, '.',
 // '_' and '-'; a token containing ':' must therefore be given a name. A
 // token is at least MinTokenLen bytes without spaces; a token or a name
-// given twice is an error. Unnamed tokens are named "line-N". Names appear
-// in logs and metrics; tokens never do.
+// given twice is an error. Unnamed tokens are named "line-N". A name
+// identifies its client (the gateway's agent_id); a token is never shown.
 //
 // # Checking
 //

@@ -20,7 +20,7 @@
 // and joined without separators. Two names match within an edit distance
 // (insertions, deletions, substitutions and transpositions of adjacent
 // characters, on the normalised forms) of a quarter of the name's
-// length, at least 1 and at most 3, so "create_issues", "CreateIssue" and
+// length, at least 1 and at most 2, so "create_issues", "CreateIssue" and
 // "functions.create_isue" all find "create_issue", while "wipe_disk"
 // finds nothing in a registry of file tools. At most MaxNames names are
 // returned, nearest first.
@@ -34,8 +34,10 @@
 // whose length is within the distance, skips those whose character
 // counts differ by more than the distance allows (an edit changes them by
 // at most one up and one down), and computes the distance in a band of its
-// bound, stopping as soon as a row exceeds it. Answers are kept in an LRU
-// by (version id, pin, name), so a repeated wrong name costs one lookup.
+// bound, stopping as soon as a row exceeds it. In a version of more than
+// 256 names, answers are kept in an LRU by (version id, pin, name), so a
+// repeated wrong name costs one lookup; a smaller one is searched faster
+// than a cache is kept up.
 // Schemas are parsed once per tool digest (another LRU), their property
 // names normalised once; the walk to a failing path follows at most 16
 // schema nodes at a time and 32 $refs, so a recursive or combinatorial
