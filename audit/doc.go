@@ -19,9 +19,10 @@
 //	    "reanalysis": those rows are the pipeline's own).
 //	  - action: what the host reports it did with the verdict: "enforced",
 //	    "observed", or "" (unknown).
-//	  - call: the call event exactly as received when it is valid JSON in
-//	    valid UTF-8 without surrounding whitespace; otherwise "call_base64",
-//	    its bytes in standard base64,
+//	  - call: the call event exactly as received when the strict parser
+//	    (jsontape) takes it: valid JSON in valid UTF-8, no repeated member
+//	    name, nesting within jsontape.MaxDepth, no surrounding whitespace;
+//	    otherwise "call_base64", its bytes in standard base64,
 //	    so that the row of a MALFORMED call is derived from the very bytes
 //	    that were decided.
 //	  - decision: the decision as answered (schema.Decision.AppendJSON's
@@ -29,14 +30,13 @@
 //	    decided_at; its member names and types are those of the decision
 //	    row's columns (schema.Columns). Hints are answered, never stored.
 //
-// Decoding is strict, as for every event from outside: the record must be
-// valid JSON in valid UTF-8; a member repeated at the top level or in the
-// decision is refused (two readers must not see two records); type must
-// be "audit"; source, action, class and verdict must be known values and
-// agree (the verdict is the class's); decided_at is required. Members not
-// listed are ignored (forward compatibility). The call's own members are
-// the call decoder's business: a call that repeats a key is still a valid
-// record, whose decision says MALFORMED.
+// Decoding is strict, as for every event from outside: the record is
+// parsed by jsontape, so it must be valid JSON in valid UTF-8 with no
+// member name repeated anywhere, the call's included (two readers must not
+// see two records; a call that repeats one travels as call_base64); type
+// must be "audit"; source, action, class and verdict must be known values
+// and agree (the verdict is the class's); decided_at is required. Members
+// not listed are ignored (forward compatibility).
 //
 // # Producing
 //

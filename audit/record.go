@@ -3,13 +3,12 @@ package audit
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -114,11 +113,21 @@ func (r *Record) AppendJSON(b []byte) []byte {
 }
 
 // embeddable reports whether call can be written as the record's "call"
-// member and read back byte for byte: valid JSON in valid UTF-8, without
-// surrounding whitespace (a JSON reader drops it).
+// member and read back byte for byte by Decode: JSON that the strict
+// parser takes (valid UTF-8, no repeated member name, nesting within
+// jsontape.MaxDepth), without surrounding whitespace (the member's value
+// starts and ends with the call).
 func embeddable(call []byte) bool {
-	return len(call) > 0 && len(bytes.TrimSpace(call)) == len(call) && utf8.Valid(call) && json.Valid(call)
+	if len(call) == 0 || len(bytes.TrimSpace(call)) != len(call) {
+		return false
+	}
+	t := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(t)
+	return t.Parse(call) == nil
 }
+
+// tapes are the parsers of records and calls, reused.
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
 
 // Fill sets the decision and the stamps of row from the record: the
 // decision, suggested_tool, resolver_build, policy_version, decided_at,
@@ -157,32 +166,26 @@ func Decode(b []byte, r *Record) error {
 }
 
 func decode(b []byte, r *Record) error {
-	if !utf8.Valid(b) {
-		return errors.New("not valid UTF-8")
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := expectDelim(d, '{'); err != nil {
+	t := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(t)
+	if err := t.Parse(b); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	var hasCall, hasDecision bool
-	for d.More() {
-		key, err := memberName(d, seen, "")
-		if err != nil {
-			return err
-		}
-		switch key {
+	root := t.Root()
+	if root.Kind() != jsontape.Object {
+		return errors.New("not a JSON object")
+	}
+	var hasType, hasCall, hasBase64, hasDecision bool
+	for m := root.Members(); m.Next(); {
+		v := m.Value()
+		switch key := string(m.Name()); key {
 		case "type":
-			s, err := stringValue(d, key)
-			if err != nil {
-				return err
+			if !v.StrIs("audit") {
+				return fmt.Errorf(`type %s, want "audit"`, v.Raw())
 			}
-			if s != "audit" {
-				return fmt.Errorf(`type %q, want "audit"`, s)
-			}
+			hasType = true
 		case "source":
-			s, err := stringValue(d, key)
+			s, err := stringValue(v, key)
 			if err != nil {
 				return err
 			}
@@ -193,7 +196,7 @@ func decode(b []byte, r *Record) error {
 				return fmt.Errorf(`source %q, want "api" or "gateway"`, s)
 			}
 		case "action":
-			s, err := stringValue(d, key)
+			s, err := stringValue(v, key)
 			if err != nil {
 				return err
 			}
@@ -201,46 +204,32 @@ func decode(b []byte, r *Record) error {
 				return err
 			}
 		case "call":
-			var raw json.RawMessage
-			if err := d.Decode(&raw); err != nil {
-				return fmt.Errorf("call: %w", err)
-			}
-			r.Call, hasCall = bytes.Clone(raw), true
+			r.Call, hasCall = bytes.Clone(v.Raw()), true
 		case "call_base64":
-			s, err := stringValue(d, key)
+			s, err := stringValue(v, key)
 			if err != nil {
 				return err
 			}
 			if r.Call, err = base64.StdEncoding.DecodeString(s); err != nil {
 				return fmt.Errorf("call_base64: %w", err)
 			}
-			hasCall = true
+			hasBase64 = true
 		case "decision":
-			if err := decodeDecision(d, r); err != nil {
+			if err := decodeDecision(v, r); err != nil {
 				return err
 			}
 			hasDecision = true
-		default:
-			if err := skip(d); err != nil {
-				return err
-			}
 		}
 	}
-	if err := expectDelim(d, '}'); err != nil {
-		return err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return errors.New("data after the record")
-	}
 	switch {
-	case !seen["type"]:
+	case !hasType:
 		return errors.New("type missing")
 	case r.Source == "":
 		return errors.New("source missing")
-	case !hasCall:
-		return errors.New("call missing")
-	case seen["call"] && seen["call_base64"]:
+	case hasCall && hasBase64:
 		return errors.New("both call and call_base64")
+	case !hasCall && !hasBase64:
+		return errors.New("call missing")
 	case !hasDecision:
 		return errors.New("decision missing")
 	}
@@ -249,48 +238,43 @@ func decode(b []byte, r *Record) error {
 
 // decodeDecision reads the decision object into r, member by member
 // through the row's columns.
-func decodeDecision(d *json.Decoder, r *Record) error {
-	if err := expectDelim(d, '{'); err != nil {
-		return fmt.Errorf("decision: %w", err)
+func decodeDecision(d jsontape.Value, r *Record) error {
+	if d.Kind() != jsontape.Object {
+		return errors.New("decision is not an object")
 	}
 	var row schema.Row
-	seen := map[string]bool{}
-	for d.More() {
-		key, err := memberName(d, seen, "decision.")
-		if err != nil {
-			return err
-		}
+	var decided bool
+	for m := d.Members(); m.Next(); {
+		key := string(m.Name())
 		col, ok := columns[key]
 		if !ok {
-			if err := skip(d); err != nil {
-				return err
-			}
 			continue
 		}
+		v := m.Value()
 		switch {
 		case col.Str != nil:
-			if *col.Str(&row), err = stringValue(d, "decision."+key); err != nil {
+			s, err := stringValue(v, "decision."+key)
+			if err != nil {
 				return err
 			}
+			*col.Str(&row) = s
 		case col.Bool != nil:
-			tok, err := d.Token()
-			v, ok := tok.(bool)
-			if err != nil || !ok {
+			switch v.Kind() {
+			case jsontape.True, jsontape.False:
+				*col.Bool(&row) = v.Kind() == jsontape.True
+			default:
 				return fmt.Errorf("decision.%s is not a boolean", key)
 			}
-			*col.Bool(&row) = v
 		case col.Time != nil:
-			s, err := stringValue(d, "decision."+key)
+			s, err := stringValue(v, "decision."+key)
 			if err != nil {
 				return err
 			}
 			if *col.Time(&row), err = schema.ParseTime(s); err != nil {
 				return fmt.Errorf("decision.%s is not an RFC 3339 UTC time", key)
 			}
+			decided = decided || key == "decided_at"
 		}
-	}
-	if err := expectDelim(d, '}'); err != nil {
-		return fmt.Errorf("decision: %w", err)
 	}
 	if row.Class.Index() < 0 {
 		return fmt.Errorf("decision.class %q is not a class", row.Class)
@@ -298,7 +282,7 @@ func decodeDecision(d *json.Decoder, r *Record) error {
 	if row.Verdict != schema.VerdictOf(row.Class) {
 		return fmt.Errorf("decision.verdict %q disagrees with class %s", row.Verdict, row.Class)
 	}
-	if !seen["decided_at"] {
+	if !decided {
 		return errors.New("decision.decided_at missing")
 	}
 	r.Decision = row.Decision
@@ -306,48 +290,9 @@ func decodeDecision(d *json.Decoder, r *Record) error {
 	return nil
 }
 
-func expectDelim(d *json.Decoder, want json.Delim) error {
-	tok, err := d.Token()
-	if err != nil {
-		return fmt.Errorf("not valid JSON: %w", err)
-	}
-	if tok != want {
-		return fmt.Errorf("want %q, got %v", want, tok)
-	}
-	return nil
-}
-
-// memberName reads an object member's name and refuses a repeated one.
-func memberName(d *json.Decoder, seen map[string]bool, prefix string) (string, error) {
-	tok, err := d.Token()
-	if err != nil {
-		return "", fmt.Errorf("not valid JSON: %w", err)
-	}
-	key := tok.(string) // json.Decoder: inside an object, names are strings
-	if seen[key] {
-		return "", fmt.Errorf("member %s%s repeated", prefix, key)
-	}
-	seen[key] = true
-	return key, nil
-}
-
-func stringValue(d *json.Decoder, name string) (string, error) {
-	tok, err := d.Token()
-	if err != nil {
-		return "", fmt.Errorf("not valid JSON: %w", err)
-	}
-	s, ok := tok.(string)
-	if !ok {
+func stringValue(v jsontape.Value, name string) (string, error) {
+	if v.Kind() != jsontape.String {
 		return "", fmt.Errorf("%s is not a string", name)
 	}
-	return s, nil
-}
-
-// skip reads past one value of a member the decoder does not know.
-func skip(d *json.Decoder) error {
-	var raw json.RawMessage
-	if err := d.Decode(&raw); err != nil {
-		return fmt.Errorf("not valid JSON: %w", err)
-	}
-	return nil
+	return string(v.Str()), nil
 }
