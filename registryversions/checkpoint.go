@@ -52,7 +52,7 @@ func (s *Store) AppendCheckpoint(dst []byte) []byte {
 	for i, d := range defs {
 		defIndex[d] = uint64(i)
 		dst = appendString(dst, d.name)
-		dst = appendString(dst, string(d.schema))
+		dst = appendString(dst, string(d.sig.Schema()))
 		dst = appendString(dst, d.description)
 	}
 	contentIndex := make(map[*content]uint64, len(s.contents))
@@ -181,7 +181,7 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 	}
 	defs := make([]defIn, rd.count())
 	for i := range defs {
-		defs[i] = defIn{name: string(rd.bytes()), schema: slices.Clone(rd.bytes()), description: string(rd.bytes())}
+		defs[i] = defIn{name: string(rd.bytes()), schema: rd.bytes(), description: string(rd.bytes())} // Compile keeps its own copy
 	}
 	if rd.err != nil {
 		return rd.err
@@ -253,10 +253,8 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 			ds[i] = old
 			continue
 		}
-		ds[i] = &def{name: d.name, digest: d.digest, description: d.description, schema: d.schema, sig: d.sig}
-		s.defs[d.digest] = ds[i]
-		s.compiled.Add(1)
-		s.n.defBytes += int64(10*len(d.schema) + len(d.description) + len(d.name) + 200)
+		ds[i] = &def{name: d.name, digest: d.digest, description: d.description, sig: d.sig}
+		s.addDef(ds[i])
 	}
 	cs := make([]*content, len(contentDefs))
 	for i, idx := range contentDefs {

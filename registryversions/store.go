@@ -143,10 +143,18 @@ type Stats struct {
 func (s *Store) Stats() Stats { return *s.statsPub.Load() }
 
 // def is one tool definition: a name and an inputSchema, known by digest.
+// The schema's text, as first listed, is sig.Schema() (checkpoints write
+// it).
 type def struct {
 	name, digest, description string
-	schema                    []byte // as first listed; kept for checkpoints
 	sig                       *signature.Signature
+}
+
+// addDef installs a new definition.
+func (s *Store) addDef(d *def) {
+	s.defs[d.digest] = d
+	s.compiled.Add(1)
+	s.n.defBytes += int64(10*len(d.sig.Schema()) + len(d.description) + len(d.name) + 200)
 }
 
 // content is one server state as listed: trust and definitions, sorted
@@ -295,10 +303,8 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 		if j.sigErr != nil {
 			continue
 		}
-		s.compiled.Add(1)
-		d := &def{name: j.t.Name, digest: j.digest, description: j.t.Description, schema: j.t.InputSchema, sig: j.sig}
-		s.defs[d.digest] = d
-		s.n.defBytes += int64(10*len(d.schema) + len(d.description) + len(d.name) + 200)
+		d := &def{name: j.t.Name, digest: j.digest, description: j.t.Description, sig: j.sig}
+		s.addDef(d)
 		j.d = d
 		for _, u := range j.sig.Unsupported() {
 			issue(j, "inputSchema"+u.String())
