@@ -357,7 +357,8 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 // process lives (kafkaconf.Check), and waits up to timeout for a broker to
 // answer. opts are kafka's.
 func checkKafka(ctx context.Context, log *slog.Logger, brokers []string, clientID string, kafka kafkaconf.Config, opts []kgo.Opt, timeout time.Duration) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(clientID + "-check")}, opts...)...)
+	// The check's client id last: opts may name the command's own.
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...), kgo.ClientID(clientID+"-check"))...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
