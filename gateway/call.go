@@ -187,9 +187,20 @@ func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []s
 		return names
 	}
 	has := func(srv, tool string) bool { s := v.Server(srv); return s != nil && s.Tool(tool) != nil }
+	// suggest writes server__tool; it is read back by this gateway's
+	// server names, since one may contain "__" itself (with another
+	// separator) and a tool name may too.
+	split := func(n string) (srv, tool string, ok bool) {
+		for _, u := range g.order {
+			if t, ok := strings.CutPrefix(n, u.Name()+"__"); ok && has(u.Name(), t) {
+				return u.Name(), t, true
+			}
+		}
+		return "", "", false
+	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if srv, t, ok := strings.Cut(n, "__"); ok && has(srv, t) {
+		if srv, t, ok := split(n); ok {
 			n = srv + g.cfg.Separator + t
 		} else if pin != "" && has(pin, n) {
 			n = pin + g.cfg.Separator + n

@@ -133,3 +133,22 @@ func TestCallEvent(t *testing.T) {
 		t.Errorf("decision %+v", d)
 	}
 }
+
+// TestHintsQualifiedName: a hint names a tool as clients call it, with
+// the gateway's separator, also for a server whose name holds "__" (the
+// hints' own qualification): a bare misspelt name near a tool two servers
+// share.
+func TestHintsQualifiedName(t *testing.T) {
+	_, urlA := httpFixture(t, "git__hub")
+	_, urlB := httpFixture(t, "web")
+	st := start(t, Config{Separator: ".", Upstreams: []Upstream{{Name: "git__hub", Trust: 1, URL: urlA}, {Name: "web", Trust: 1, URL: urlB}}}, Options{})
+	c := connect(t, st.url, nil)
+	c.list(t)
+	_, je := c.call(t, "ecoh", `{"message":"hi"}`)
+	if je == nil {
+		t.Fatal("a misspelt tool was forwarded")
+	}
+	if a := decodeAnswer(t, je); a.Class != "M1" || !slices.Contains(a.Hints.Tools, "git__hub.echo") || !slices.Contains(a.Hints.Tools, "web.echo") {
+		t.Fatalf("class %s, hints %v; want M1 with git__hub.echo and web.echo", a.Class, a.Hints.Tools)
+	}
+}
