@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/toolaudit/toolaudit/internal/lines"
 )
 
 // DefaultMaxLineBytes is the longest line an [Ingester] reads by default.
@@ -185,28 +187,13 @@ func (in *Ingester) Ingest(ctx context.Context, source string, r io.Reader) (Sta
 	return st, nil
 }
 
-// readLine reads one line into buf without its end of line. A line longer
-// than max is read to its end and dropped: tooLong is then true. err is
-// io.EOF at the end of input, with the last line if it had no newline.
+// readLine reads one line into buf without its end of line (lines.Append:
+// a line longer than max, "\r\n" aside, is read to its end and dropped,
+// with tooLong; err is io.EOF at the end of input, with the last line if
+// it had no newline).
 func readLine(br *bufio.Reader, max int, buf []byte) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > max+2 { // room for "\r\n"
-				tooLong, buf = true, buf[:0]
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil:
-			return trimEOL(buf), tooLong, err
-		default:
-			return trimEOL(buf), tooLong, nil
-		}
-	}
+	line, tooLong, err = lines.Append(br, buf, max+2)
+	return trimEOL(line), tooLong, err
 }
 
 func trimEOL(b []byte) []byte {

@@ -2,18 +2,17 @@ package offline
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/toolaudit/toolaudit/internal/lines"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
@@ -187,7 +186,7 @@ func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, cal
 // workers once the budget admits it.
 func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work chan<- *chunk, budget *semaphore.Weighted) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	SkipBOM(br)
+	lines.SkipBOM(br)
 	seq := 0
 	var c *chunk
 	get := func() bool {
@@ -219,33 +218,13 @@ func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work
 			return context.Cause(ctx)
 		}
 		start := len(c.in)
-		tooLong := false
+		var tooLong bool
 		var err error
-		for {
-			var frag []byte
-			frag, err = br.ReadSlice('\n')
-			if !tooLong {
-				if len(c.in)-start+len(frag) > cfg.MaxLine {
-					tooLong = true
-					c.in = c.in[:start]
-				} else {
-					if len(c.in)+len(frag) > cap(c.in) {
-						// Double: a long line arrives 1 MiB at a time, and
-						// append's growth of large slices (1.25x) would
-						// leave four times the line behind as garbage.
-						c.in = slices.Grow(c.in, max(len(frag), cap(c.in)))
-					}
-					c.in = append(c.in, frag...)
-				}
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				break
-			}
-		}
+		c.in, tooLong, err = lines.Append(br, c.in, cfg.MaxLine)
 		switch {
 		case tooLong:
 			c.lines = append(c.lines, line{start, -1})
-		case !blank(c.in[start:]):
+		case !lines.Blank(c.in[start:]):
 			c.lines = append(c.lines, line{start, len(c.in)})
 		default:
 			c.in = c.in[:start]
@@ -322,26 +301,4 @@ func (w *worker) decide(x *decider, line []byte, c *chunk) []byte {
 		out = append(out, '}')
 	}
 	return append(out, '\n')
-}
-
-// blank reports whether line holds only JSON whitespace: a line with
-// anything else gets a decision.
-func blank(line []byte) bool {
-	for _, c := range line {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
-var bom = []byte{0xef, 0xbb, 0xbf}
-
-// SkipBOM skips a UTF-8 byte order mark at the start of a file: editors
-// on some systems write one, and ingest accepts it too. Anywhere else it
-// is not JSON.
-func SkipBOM(br *bufio.Reader) {
-	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
-		_, _ = br.Discard(len(bom))
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/lines"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -63,21 +64,21 @@ func FuzzCheck(f *testing.F) {
 		if limit := fuzzBase + fuzzPerByte*time.Duration(len(listings)+len(calls)); took > limit {
 			t.Fatalf("%s for %d bytes, more than %s", took, len(listings)+len(calls), limit)
 		}
-		lines := 0
+		nonBlank := 0
 		for i, l := range bytes.Split(calls, []byte("\n")) {
 			if i == 0 {
-				l = bytes.TrimPrefix(l, bom)
+				l = bytes.TrimPrefix(l, []byte("\xef\xbb\xbf"))
 			}
-			if !blank(l) {
-				lines++
+			if !lines.Blank(l) {
+				nonBlank++
 			}
 		}
 		ds := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
 		if out.Len() == 0 {
 			ds = nil
 		}
-		if len(ds) != lines || sum.Calls != lines {
-			t.Fatalf("%d decisions (summary %d) for %d lines", len(ds), sum.Calls, lines)
+		if len(ds) != nonBlank || sum.Calls != nonBlank {
+			t.Fatalf("%d decisions (summary %d) for %d lines", len(ds), sum.Calls, nonBlank)
 		}
 		for _, d := range ds {
 			var v struct {

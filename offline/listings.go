@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/toolaudit/toolaudit/internal/lines"
 	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
@@ -35,13 +36,13 @@ func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	var st LoadStats
-	var lines [][]byte
+	var batch [][]byte
 	var nums []int
 	size := 0
 	flush := func() {
-		ls := make([]*schema.Listing, len(lines))
-		errs := make([]error, len(lines))
-		par.For(len(lines), 16, func(i int) { ls[i], errs[i] = schema.DecodeListing(lines[i]) })
+		ls := make([]*schema.Listing, len(batch))
+		errs := make([]error, len(batch))
+		par.For(len(batch), 16, func(i int) { ls[i], errs[i] = schema.DecodeListing(batch[i]) })
 		ok := ls[:0]
 		for i, l := range ls {
 			if errs[i] != nil {
@@ -56,35 +57,21 @@ func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) 
 			log.Warn("listing issue", "issue", is.String())
 		}
 		st.Applied += len(ok)
-		lines, nums, size = lines[:0], nums[:0], 0
+		batch, nums, size = batch[:0], nums[:0], 0
 	}
 	br := bufio.NewReaderSize(r, 1<<20)
-	SkipBOM(br)
+	lines.SkipBOM(br)
 	for {
-		var line []byte // its own: the batch keeps it until flush
-		tooLong := false
-		var err error
-		for {
-			var frag []byte
-			frag, err = br.ReadSlice('\n')
-			if !tooLong && len(line)+len(frag) > DefaultMaxLine {
-				tooLong, line = true, nil
-			}
-			if !tooLong {
-				line = append(line, frag...)
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				break
-			}
-		}
+		// Each line its own: the batch keeps it until flush.
+		line, tooLong, err := lines.Append(br, nil, DefaultMaxLine)
 		if len(line) > 0 || tooLong {
 			st.Lines++
 			switch {
 			case tooLong:
 				st.Bad++
 				log.Warn("bad listing skipped", "line", st.Lines, "err", "line longer than "+strconv.Itoa(DefaultMaxLine)+" bytes")
-			case !blank(line):
-				lines = append(lines, line)
+			case !lines.Blank(line):
+				batch = append(batch, line)
 				nums = append(nums, st.Lines)
 				if size += len(line); size >= loadBatchBytes {
 					flush()

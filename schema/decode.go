@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolaudit/toolaudit/internal/lines"
 	"github.com/toolaudit/toolaudit/jsontape"
 )
 
@@ -38,7 +39,7 @@ type CallDecoder struct {
 // says where.
 func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	*c = Call{}
-	if blank(line) {
+	if lines.Blank(line) {
 		return malformed("", "empty line")
 	}
 	if err := d.tape.Parse(line); err != nil {
@@ -148,16 +149,6 @@ func unrepeatedID(root jsontape.Value, err error) string {
 		return ""
 	}
 	return string(root.Get("event_id").Str())
-}
-
-// blank reports whether line holds only JSON whitespace.
-func blank(line []byte) bool {
-	for _, c := range line {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
 }
 
 // The members of a call event that Decode reads.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/toolaudit/toolaudit/internal/lines"
 	"github.com/toolaudit/toolaudit/jsontape"
 )
 
@@ -14,7 +15,7 @@ import (
 // anywhere in the event (top level, a tool, a tool's inputSchema) rejects
 // it, as do invalid UTF-8 and nesting deeper than jsontape.MaxDepth.
 func DecodeListing(line []byte) (*Listing, error) {
-	if blank(line) {
+	if lines.Blank(line) {
 		return nil, malformed("", "empty line")
 	}
 	tape := tapes.Get().(*jsontape.Tape)
