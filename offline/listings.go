@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
-	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -40,18 +39,10 @@ func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) 
 	var nums []int
 	size := 0
 	flush := func() {
-		ls := make([]*schema.Listing, len(batch))
-		errs := make([]error, len(batch))
-		par.For(len(batch), 16, func(i int) { ls[i], errs[i] = schema.DecodeListing(batch[i]) })
-		ok := ls[:0]
-		for i, l := range ls {
-			if errs[i] != nil {
-				st.Bad++
-				log.Warn("bad listing skipped", "line", nums[i], "err", errs[i])
-				continue
-			}
-			ok = append(ok, l)
-		}
+		ok := schema.DecodeListings(len(batch), func(i int) []byte { return batch[i] }, func(i int, err error) {
+			st.Bad++
+			log.Warn("bad listing skipped", "line", nums[i], "err", err)
+		})
 		for _, is := range store.Apply(ok...) {
 			st.Issues++
 			log.Warn("listing issue", "issue", is.String())

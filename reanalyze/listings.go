@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -63,20 +62,10 @@ func LoadListings(ctx context.Context, opts []kgo.Opt, topic string, store *regi
 	})
 	const maxLogged = 20
 	err = readRanges(ctx, opts, topic, ranges, log, func(recs []*kgo.Record) error {
-		// Decoding is a quarter of applying a history: every core takes
-		// part.
-		decoded := make([]*schema.Listing, len(recs))
-		errs := make([]error, len(recs))
-		par.For(len(recs), 32, func(i int) { decoded[i], errs[i] = schema.DecodeListing(recs[i].Value) })
-		batch := decoded[:0]
-		for i, l := range decoded {
-			if errs[i] != nil {
-				st.Bad++
-				log.Warn("bad listing skipped", "partition", recs[i].Partition, "offset", recs[i].Offset, "err", errs[i])
-				continue
-			}
-			batch = append(batch, l)
-		}
+		batch := schema.DecodeListings(len(recs), func(i int) []byte { return recs[i].Value }, func(i int, err error) {
+			st.Bad++
+			log.Warn("bad listing skipped", "partition", recs[i].Partition, "offset", recs[i].Offset, "err", err)
+		})
 		for _, is := range store.Apply(batch...) {
 			if st.Issues++; st.Issues <= maxLogged {
 				log.Warn("listing issue", "issue", is.String())

@@ -6,8 +6,27 @@ import (
 	"sync"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
+	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/jsontape"
 )
+
+// DecodeListings decodes n listing events, event(i) each, on every core
+// (decoding is most of applying a history), and returns those that decode,
+// in order; bad is called, in order, with each that does not.
+func DecodeListings(n int, event func(i int) []byte, bad func(i int, err error)) []*Listing {
+	ls := make([]*Listing, n)
+	errs := make([]error, n)
+	par.For(n, 16, func(i int) { ls[i], errs[i] = DecodeListing(event(i)) })
+	ok := ls[:0]
+	for i, l := range ls {
+		if errs[i] != nil {
+			bad(i, errs[i])
+			continue
+		}
+		ok = append(ok, l)
+	}
+	return ok
+}
 
 // DecodeListing parses one listing event. A listing is used whole or not
 // at all: a snapshot replaces a server's entire tool set, so applying part

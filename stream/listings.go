@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/internal/par"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -115,23 +114,14 @@ func (l *listings) fetch(ctx context.Context) {
 				recs = append(recs, r)
 			}
 		})
-		// Decoding is a quarter of applying the history at start-up, when
-		// no call is decided yet: every core takes part.
-		decoded := make([]*schema.Listing, len(recs))
-		errs := make([]error, len(recs))
-		par.For(len(recs), 32, func(i int) { decoded[i], errs[i] = schema.DecodeListing(recs[i].Value) })
-		batch := decoded[:0]
-		for i, li := range decoded {
-			if err := errs[i]; err != nil {
-				r := recs[i]
-				l.m.listingsBad.Inc()
-				l.log.Warn("bad listing skipped", "partition", r.Partition, "offset", r.Offset, "err", err)
-				continue
-			}
-			if live {
+		batch := schema.DecodeListings(len(recs), func(i int) []byte { return recs[i].Value }, func(i int, err error) {
+			l.m.listingsBad.Inc()
+			l.log.Warn("bad listing skipped", "partition", recs[i].Partition, "offset", recs[i].Offset, "err", err)
+		})
+		if live {
+			for _, li := range batch {
 				l.m.listingLateness.Observe(now.Sub(li.ObservedAt).Seconds())
 			}
-			batch = append(batch, li)
 		}
 		if len(batch) > 0 {
 			l.apply(batch)
