@@ -133,7 +133,10 @@ func New(opts Options) (*Gateway, error) {
 	if g.m, err = newMetrics(opts.Registerer, g.sessions.len); err != nil {
 		return nil, err
 	}
-	um := upstream.NewMetrics(opts.Registerer)
+	um, err := upstream.NewMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	for _, u := range cfg.Upstreams {
 		uc := opts.Upstream
 		uc.Name = u.Name

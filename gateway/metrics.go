@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolaudit/toolaudit/internal/promutil"
+)
 
 // metrics are the gateway's own; the upstreams' are package upstream's.
 type metrics struct {
@@ -27,15 +31,7 @@ func newMetrics(reg prometheus.Registerer, sessions func() int) (*metrics, error
 			Help:    "Time from receiving a forwarded call to the upstream's answer.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}),
 	}
-	if reg == nil {
-		return m, nil
-	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sessions",
 		Help: "Client sessions open."}, func() float64 { return float64(sessions()) })
-	for _, c := range []prometheus.Collector{m.calls, m.refused, m.listings, m.decided, m.forwarded, open} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return m, promutil.Register(reg, m.calls, m.refused, m.listings, m.decided, m.forwarded, open)
 }

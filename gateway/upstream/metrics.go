@@ -1,6 +1,10 @@
 package upstream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolaudit/toolaudit/internal/promutil"
+)
 
 // Metrics are the upstreams' metrics, labelled by upstream name; one set
 // serves every upstream of a gateway.
@@ -12,9 +16,9 @@ type Metrics struct {
 	callSeconds *prometheus.HistogramVec
 }
 
-// NewMetrics registers the metrics on reg; nil registers them nowhere.
-// It panics if they are registered already (one gateway per registry).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics registers the metrics on reg; nil registers them nowhere. It
+// fails if they are registered already (one gateway per registry).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "toolaudit", "gateway_upstream"
 	m := &Metrics{
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "up",
@@ -29,10 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from forwarding a call to the upstream's answer.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}, []string{"upstream"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.up, m.restarts, m.listings, m.calls, m.callSeconds)
-	}
-	return m
+	return m, promutil.Register(reg, m.up, m.restarts, m.listings, m.calls, m.callSeconds)
 }
 
 // upstreamMetrics are one upstream's.

@@ -168,7 +168,7 @@ func New(cfg Config, l Lister, log *slog.Logger, m *Metrics) (*Upstream, error) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m, _ = NewMetrics(nil) // registers nothing: no error
 	}
 	log = log.With("upstream", cfg.Name)
 	return &Upstream{

@@ -184,7 +184,7 @@ func TestCommandFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var lg logs
-			m := NewMetrics(nil)
+			m, _ := NewMetrics(nil)
 			cfg := fast
 			cfg.Name, cfg.Command, cfg.ListTimeout = "s", tc.argv, 300*time.Millisecond
 			u, err := New(cfg, &lister{}, slog.New(slog.NewTextHandler(&lg, nil)), m)
