@@ -45,9 +45,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/benchutil"
 	"github.com/toolaudit/toolaudit/offline"
@@ -197,22 +194,12 @@ func serve(o options) (string, func(), error) {
 		}
 	}
 	if o.audit {
-		k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, audit.DefaultTopic))
+		p, stopAudit, err := benchutil.KfakeAudit()
 		if err != nil {
 			return "", nil, err
 		}
-		stops = append(stops, k.Close)
-		p, err := audit.NewKafka(audit.KafkaConfig{Brokers: k.ListenAddrs()}, nil, nil)
-		if err != nil {
-			stop()
-			return "", nil, err
-		}
-		stops = append(stops, p.Close)
+		stops = append(stops, stopAudit)
 		cfg.Audit = p
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); benchutil.Trim(ctx, k.ListenAddrs(), audit.DefaultTopic) }()
-		stops = append(stops, func() { cancel(); <-done })
 	}
 	h, err := httpapi.New(cfg)
 	if err != nil {
@@ -244,13 +231,7 @@ type result struct {
 	errorKinds       map[string]int
 }
 
-func (r *result) q(p float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
-	}
-	i := int(p * float64(len(r.lat)-1))
-	return r.lat[i]
-}
+func (r *result) q(p float64) time.Duration { return benchutil.Quantile(r.lat, p) }
 
 func (r *result) errorSummary() string {
 	var parts []string
@@ -360,9 +341,7 @@ func load(base string, o options, bodies [][]byte, rate int) *result {
 	}
 	slices.Sort(r.lat)
 	slices.Sort(lags)
-	if len(lags) > 0 {
-		r.lag = lags[int(0.99*float64(len(lags)-1))]
-	}
+	r.lag = benchutil.Quantile(lags, 0.99)
 	return r
 }
 

@@ -191,7 +191,7 @@ func setUp(o options) (_ *env, err error) {
 		Upstreams: []gateway.Upstream{{Name: "up", Trust: 1, URL: upURL}},
 	}}
 	if o.audit {
-		auditor, stop, err := kafkaAudit()
+		auditor, stop, err := benchutil.KfakeAudit()
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +263,7 @@ type result struct {
 	cpu          time.Duration   // per call
 }
 
-func (r result) q(p float64) time.Duration { return quantile(r.lat, p) }
+func (r result) q(p float64) time.Duration { return benchutil.Quantile(r.lat, p) }
 
 // measure runs one warm-up and one measured period at rate against tg.
 func measure(tg *target, rate int, o options) result {
@@ -330,26 +330,17 @@ func measure(tg *target, rate int, o options) result {
 	}
 	slices.Sort(ok)
 	slices.Sort(lg)
-	r.lat, r.lag = ok, quantile(lg, 0.99)
+	r.lat, r.lag = ok, benchutil.Quantile(lg, 0.99)
 	first := start.Add(time.Duration(warm) * interval)
 	if span := time.Unix(0, lastEnd.Load()).Sub(first); span > 0 {
 		r.achieved = float64(len(ok)) / span.Seconds()
 	}
 	return r
 }
-
-func quantile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return quantile(s, 0.5)
+	return benchutil.Quantile(s, 0.5)
 }
 
 func list(ds []time.Duration) string {

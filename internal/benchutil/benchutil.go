@@ -1,7 +1,7 @@
 // Package benchutil holds what the bench commands (cmd/benchapi,
 // cmd/benchgateway) share: the -rates flag's list, the process's CPU
-// time, a CPU profile for the run, and trimming an embedded broker's
-// audit topic that nothing consumes.
+// time, a CPU profile for the run, an audit trail on an embedded broker
+// whose topic is trimmed as nothing consumes it, and the quantile.
 package benchutil
 
 import (
@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/audit"
 )
 
 // Ints parses a comma-separated list of positive integers (-rates).
@@ -84,4 +87,33 @@ func Trim(ctx context.Context, brokers []string, topic string) {
 		ends.Each(func(o kadm.ListedOffset) { os.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset}) })
 		adm.DeleteRecords(ctx, os)
 	}
+}
+
+// KfakeAudit is an audit trail on an embedded broker through the
+// front ends' own producer (audit.Kafka: acks=all, waited for before each
+// answer), its topic trimmed as the run goes (Trim); stop closes it all.
+func KfakeAudit() (p audit.Producer, stop func(), err error) {
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, audit.DefaultTopic))
+	if err != nil {
+		return nil, nil, err
+	}
+	kp, err := audit.NewKafka(audit.KafkaConfig{Brokers: k.ListenAddrs()}, nil, nil)
+	if err != nil {
+		k.Close()
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); Trim(ctx, k.ListenAddrs(), audit.DefaultTopic) }()
+	return kp, func() { cancel(); <-done; kp.Close(); k.Close() }, nil
+}
+
+// Quantile is the p-quantile (nearest rank) of sorted durations, 0 for
+// none: both benches report their quantiles by it.
+func Quantile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }
