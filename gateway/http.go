@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -47,15 +46,15 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, err := g.opts.Auth.Authorize(r)
-		switch {
-		case errors.Is(err, bearer.ErrNoTokens):
+		if err != nil {
 			g.m.refused.WithLabelValues("unauthorized").Inc()
-			writeError(w, http.StatusForbidden, err.Error())
-			return
-		case err != nil:
-			g.m.refused.WithLabelValues("unauthorized").Inc()
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolaudit-gateway"`)
-			writeError(w, http.StatusUnauthorized, err.Error()+": send Authorization: Bearer <token>")
+			status, challenge := bearer.Refusal(err, "toolaudit-gateway")
+			msg := err.Error()
+			if challenge != "" {
+				w.Header().Set("WWW-Authenticate", challenge)
+				msg += ": send Authorization: Bearer <token>"
+			}
+			writeError(w, status, msg)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), name)))

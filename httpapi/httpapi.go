@@ -197,20 +197,23 @@ func (h *handler) auth(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := h.cfg.Tokens.Authorize(r)
-		switch {
-		case err == nil:
+		if err == nil {
 			next.ServeHTTP(w, r)
-		case errors.Is(err, bearer.ErrNoTokens):
+			return
+		}
+		status, challenge := bearer.Refusal(err, "toolaudit")
+		switch {
+		case status == http.StatusForbidden:
 			h.authFails.WithLabelValues("no_tokens").Inc()
-			writeError(w, http.StatusForbidden, codeForbidden, err.Error())
+			writeError(w, status, codeForbidden, err.Error())
 		default:
-			reason, challenge := "missing", `Bearer realm="toolaudit"`
+			reason := "missing"
 			if errors.Is(err, bearer.ErrInvalid) {
-				reason, challenge = "invalid", `Bearer realm="toolaudit", error="invalid_token"`
+				reason = "invalid"
 			}
 			h.authFails.WithLabelValues(reason).Inc()
 			w.Header().Set("WWW-Authenticate", challenge)
-			writeError(w, http.StatusUnauthorized, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
+			writeError(w, status, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
 		}
 	})
 }

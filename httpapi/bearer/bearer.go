@@ -186,6 +186,19 @@ func validName(s string) bool {
 	return true
 }
 
+// Refusal is how a server answers Authorize's error err: 403 for
+// ErrNoTokens, else 401 with the WWW-Authenticate challenge of realm
+// (RFC 6750; error="invalid_token" for ErrInvalid).
+func Refusal(err error, realm string) (status int, challenge string) {
+	switch {
+	case errors.Is(err, ErrNoTokens):
+		return http.StatusForbidden, ""
+	case errors.Is(err, ErrInvalid):
+		return http.StatusUnauthorized, `Bearer realm="` + realm + `", error="invalid_token"`
+	}
+	return http.StatusUnauthorized, `Bearer realm="` + realm + `"`
+}
+
 // Authorize checks the request's "Authorization: Bearer TOKEN" header and
 // returns the token's name, or ErrMissing, ErrInvalid or ErrNoTokens.
 func (t *Tokens) Authorize(r *http.Request) (string, error) {
