@@ -19,29 +19,15 @@ import (
 
 // archiveColumns are the columns of call_events the writer fills and the
 // readers read, in this order, with their types (checked by CheckArchive).
-var archiveColumns = []struct {
-	name string
-	typ  schema.ColumnType
-}{
-	{"emitted_at", schema.TypeTime},
-	{"topic", schema.TypeLowCardinality},
-	{"partition", schema.TypeInt32},
-	{"offset", schema.TypeInt64},
-	{"timestamp", schema.TypeTime},
-	{"key", schema.TypeString},
-	{"value", schema.TypeString},
-	{"archived_at", schema.TypeTime},
-}
-
-func archiveColumnList() string {
-	s := ""
-	for i, c := range archiveColumns {
-		if i > 0 {
-			s += ", "
-		}
-		s += "`" + c.name + "`"
-	}
-	return s
+var archiveColumns = []schema.Column{
+	{Name: "emitted_at", Type: schema.TypeTime},
+	{Name: "topic", Type: schema.TypeLowCardinality},
+	{Name: "partition", Type: schema.TypeInt32},
+	{Name: "offset", Type: schema.TypeInt64},
+	{Name: "timestamp", Type: schema.TypeTime},
+	{Name: "key", Type: schema.TypeString},
+	{Name: "value", Type: schema.TypeString},
+	{Name: "archived_at", Type: schema.TypeTime},
 }
 
 // events are the archive rows of a Batch, in column form (archiveColumns'
@@ -63,7 +49,7 @@ func newEvents() *events {
 	e.archivedAt = new(proto.ColDateTime64).WithPrecision(proto.PrecisionMilli).WithLocation(time.UTC)
 	data := []proto.ColInput{e.emittedAt, &e.topic, &e.partition, &e.offset, e.ts, &e.key, &e.value, e.archivedAt}
 	for i, c := range archiveColumns {
-		e.input = append(e.input, proto.InputColumn{Name: c.name, Data: data[i]})
+		e.input = append(e.input, proto.InputColumn{Name: c.Name, Data: data[i]})
 	}
 	return e
 }
@@ -163,22 +149,7 @@ func (c *ClickHouse) insertEvents(ctx context.Context, b *Batch) error {
 // writes and reads, with their types: a missing or mismatched table is
 // ErrSchemaMismatch (permanent), found before the first write.
 func (c *ClickHouse) CheckArchive(ctx context.Context) error {
-	have, err := tableColumns(ctx, c.conn, c.db, "call_events")
-	if err != nil {
-		return err
-	}
-	if len(have) == 0 {
-		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.call_events does not exist (run resolverd migrate)", ErrSchemaMismatch, c.db)}
-	}
-	for _, col := range archiveColumns {
-		switch typ, ok := have[col.name]; {
-		case !ok:
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.call_events has no column %s", ErrSchemaMismatch, c.db, col.name)}
-		case typ != string(col.typ):
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.call_events.%s is %s, want %s", ErrSchemaMismatch, c.db, col.name, typ, col.typ)}
-		}
-	}
-	return nil
+	return checkColumns(ctx, c.conn, c.db, "call_events", archiveColumns)
 }
 
 func windowParams(w schema.Window) []proto.Parameter {
@@ -234,7 +205,7 @@ func (c *ClickHouse) CallEvents(ctx context.Context, w schema.Window, fn func([]
 		{Name: "value", Data: &value}, {Name: "archived_at", Data: &archivedAt},
 	}
 	err := c.do(ctx, ch.Query{
-		Body:       "SELECT " + archiveColumnList() + " FROM `" + c.db + "`.call_events FINAL" + archiveWhere,
+		Body:       "SELECT " + columnList(archiveColumns) + " FROM `" + c.db + "`.call_events FINAL" + archiveWhere,
 		Parameters: windowParams(w),
 		Settings:   []ch.Setting{ch.SettingInt("do_not_merge_across_partitions_select_final", 1)},
 		Result:     res,

@@ -106,15 +106,15 @@ func NewClickHouse(ctx context.Context, cfg Config, opts ...Option) (*ClickHouse
 			return fail(err)
 		}
 	}
-	if err := checkSchema(ctx, conn, cfg.Database); err != nil {
+	if err := checkColumns(ctx, conn, cfg.Database, "decisions", columns); err != nil {
 		return fail(err)
 	}
 	c := &ClickHouse{
 		conn:       conn,
 		db:         cfg.Database,
 		pool:       newPool(cfg),
-		insertSQL:  "INSERT INTO `" + cfg.Database + "`.`decisions` (" + columnList() + ") VALUES",
-		archiveSQL: "INSERT INTO `" + cfg.Database + "`.`call_events` (" + archiveColumnList() + ") VALUES",
+		insertSQL:  "INSERT INTO `" + cfg.Database + "`.`decisions` (" + columnList(columns) + ") VALUES",
+		archiveSQL: "INSERT INTO `" + cfg.Database + "`.`call_events` (" + columnList(archiveColumns) + ") VALUES",
 		log:        o.log,
 		m:          newMetrics(o.reg, "clickhouse"),
 	}
@@ -181,23 +181,23 @@ func (c Config) open(ctx context.Context, db string) (driver.Conn, error) {
 	return conn, nil
 }
 
-// checkSchema verifies that db.decisions has every column of columns with
-// the same type. Extra columns are fine (a newer migration added them with
-// defaults).
-func checkSchema(ctx context.Context, conn driver.Conn, db string) error {
-	have, err := tableColumns(ctx, conn, db, "decisions")
+// checkColumns verifies that db.table has every column of cols with the
+// same type, or is ErrSchemaMismatch (permanent). Extra columns are fine
+// (a newer migration added them with defaults).
+func checkColumns(ctx context.Context, conn driver.Conn, db, table string, cols []schema.Column) error {
+	have, err := tableColumns(ctx, conn, db, table)
 	if err != nil {
 		return err
 	}
 	if len(have) == 0 {
-		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.decisions does not exist (run sink.Migrate)", ErrSchemaMismatch, db)}
+		return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: table %s.%s does not exist (run resolverd migrate)", ErrSchemaMismatch, db, table)}
 	}
-	for _, c := range columns {
+	for _, c := range cols {
 		switch typ, ok := have[c.Name]; {
 		case !ok:
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions has no column %s", ErrSchemaMismatch, db, c.Name)}
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.%s has no column %s", ErrSchemaMismatch, db, table, c.Name)}
 		case typ != string(c.Type):
-			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.decisions.%s is %s, want %s", ErrSchemaMismatch, db, c.Name, typ, c.Type)}
+			return &Permanent{Kind: KindSchema, Err: fmt.Errorf("%w: %s.%s.%s is %s, want %s", ErrSchemaMismatch, db, table, c.Name, typ, c.Type)}
 		}
 	}
 	return nil

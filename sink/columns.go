@@ -10,10 +10,11 @@ import (
 // INSERT's columns, the reads' and the types checked at start.
 var columns = schema.Columns()
 
-// columnList is "event_id, verdict, ..." for INSERT and SELECT.
-func columnList() string {
+// columnList is "`event_id`, `verdict`, ..." of cols, for INSERT and
+// SELECT.
+func columnList(cols []schema.Column) string {
 	b := make([]byte, 0, 512)
-	for i, c := range columns {
+	for i, c := range cols {
 		if i > 0 {
 			b = append(b, ", "...)
 		}

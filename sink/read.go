@@ -65,7 +65,7 @@ func (c *ClickHouse) Stored(ctx context.Context, analysisID string) (int, error)
 // latest decision of each call), ordered by call key; limit 0 means all.
 // Times come back in UTC, the stored epoch as the zero time.
 func (c *ClickHouse) Rows(ctx context.Context, analysisID string, limit int) ([]schema.Row, error) {
-	q := "SELECT " + columnList() + " FROM `" + c.db + "`.decisions FINAL WHERE analysis_id = {aid:String} ORDER BY call_key"
+	q := "SELECT " + columnList(columns) + " FROM `" + c.db + "`.decisions FINAL WHERE analysis_id = {aid:String} ORDER BY call_key"
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
