@@ -177,6 +177,10 @@ func (m *Members) Name() []byte { return m.t.str0(m.cur) }
 // Value returns the current member's value.
 func (m *Members) Value() Value { return Value{m.t, m.cur + 1} }
 
+// NameValue returns the current member's name as a String value, so that
+// a name can be checked like any string (JSON Schema's propertyNames).
+func (m *Members) NameValue() Value { return Value{m.t, m.cur} }
+
 // Items is a cursor over an array's items:
 //
 //	for it := v.Items(); it.Next(); { use(it.Value()) }

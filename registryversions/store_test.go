@@ -296,8 +296,8 @@ func TestSignaturesCompiledOnce(t *testing.T) {
 func TestUnsupportedKeywordIsAnIssue(t *testing.T) {
 	s := New()
 	issues := s.Apply(listing("l1", "2026-01-01T00:00:01Z", "r", "s", 0, schema.OpSnapshot,
-		tool("t", `{"type":"object","properties":{"a":{"type":"object","patternProperties":{"^x":{}}}}}`, "")))
-	if len(issues) != 1 || issues[0].Tool != "t" || !strings.Contains(issues[0].Detail, "patternProperties") {
+		tool("t", `{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, "")))
+	if len(issues) != 1 || issues[0].Tool != "t" || !strings.Contains(issues[0].Detail, "$ref") || !strings.Contains(issues[0].Detail, "not enforced") {
 		t.Fatalf("issues = %v", issues)
 	}
 	if s.At("r", ts(t, "2026-01-01T00:00:01Z")).Server("s").Tool("t") == nil {

@@ -13,11 +13,18 @@ import (
 // Kind is the outcome of a check.
 type Kind uint8
 
-// Outcomes, in increasing priority: a key failure outranks a value failure.
+// Outcomes, in increasing priority: a key failure outranks a value
+// failure, which outranks an unchecked one.
 const (
-	Pass      Kind = iota
-	ValueFail      // H3: type, enum, const, range, length, pattern, items count
-	KeyFail        // H2: undeclared key or missing required key
+	Pass Kind = iota
+	// Unchecked: the value reaches a part of the schema that the checker
+	// does not enforce (Unsupported.Unchecked) and nothing else fails. The
+	// value may satisfy the schema or not; it is refused all the same
+	// (H3, the reason saying the contract is not enforced there), so that
+	// an unenforced keyword is never an open door.
+	Unchecked
+	ValueFail // H3: type, enum, const, range, length, pattern, items count
+	KeyFail   // H2: undeclared or missing required key
 )
 
 // Result of a check. Path is a JSON pointer into the arguments.
@@ -41,10 +48,11 @@ type fail struct {
 var (
 	quietKey = &fail{kind: KeyFail}
 	quietVal = &fail{kind: ValueFail}
+	quietUnk = &fail{kind: Unchecked}
 )
 
 // walk is the state of one check: its mode (loud failures carry a reason
-// and a path) and the work it may still do.
+// and a path), the work it may still do, and the dynamic scope.
 //
 // Checking a value against a schema costs, in the worst case, the product
 // of their sizes (an anyOf of many branches over a long array) or more (a
@@ -60,6 +68,10 @@ var (
 type walk struct {
 	quiet bool
 	steps int
+	// scope is the dynamic scope, outermost first: the resources entered
+	// on the way to the node being checked (signatures with a dynamic
+	// $dynamicRef only).
+	scope []*resource
 }
 
 const (
@@ -67,8 +79,12 @@ const (
 	budgetPerByte = 16
 )
 
-func newWalk(args jsontape.Value, quiet bool) walk {
-	return walk{quiet: quiet, steps: budgetBase + budgetPerByte*len(args.Raw())}
+func newWalk(s *Signature, args jsontape.Value, quiet bool) walk {
+	w := walk{quiet: quiet, steps: budgetBase + budgetPerByte*len(args.Raw())}
+	if s.dynamic {
+		w.scope = make([]*resource, 0, 8)
+	}
+	return w
 }
 
 // tooCostly is the reason of a check that ran out of steps.
@@ -77,8 +93,11 @@ var tooCostly = "arguments too costly to check against this schema (more than " 
 
 func (w *walk) fail(k Kind, reason string) *fail {
 	if w.quiet {
-		if k == KeyFail {
+		switch k {
+		case KeyFail:
 			return quietKey
+		case Unchecked:
+			return quietUnk
 		}
 		return quietVal
 	}
@@ -91,7 +110,7 @@ func (w *walk) spend(n int) bool {
 	return w.steps >= 0
 }
 
-func (f *fail) quiet() bool { return f == quietKey || f == quietVal }
+func (f *fail) quiet() bool { return f == quietKey || f == quietVal || f == quietUnk }
 
 func (f *fail) at(seg string) *fail {
 	if !f.quiet() {
@@ -114,9 +133,18 @@ func (f *fail) atIndex(i int) *fail {
 	return f
 }
 
+// worse returns the failure of higher priority, a on a tie (the first
+// found).
+func worse(a, b *fail) *fail {
+	if a == nil || b != nil && b.kind > a.kind {
+		return b
+	}
+	return a
+}
+
 // Check checks the arguments of a call. It does not allocate when they pass.
 func (s *Signature) Check(args jsontape.Value) Result {
-	w := newWalk(args, false)
+	w := newWalk(s, args, false)
 	f := check(s.root, args, &w)
 	if f == nil {
 		return Result{}
@@ -129,22 +157,59 @@ func (s *Signature) Check(args jsontape.Value) Result {
 	return Result{Kind: f.kind, Path: b.String(), Reason: f.reason, Coercible: f.coercible}
 }
 
-// Accepts reports whether the arguments pass.
+// Accepts reports whether the arguments pass. Unchecked is not a pass.
 func (s *Signature) Accepts(args jsontape.Value) bool {
-	w := newWalk(args, true)
+	w := newWalk(s, args, true)
 	return check(s.root, args, &w) == nil
 }
 
+// check checks v against n, entering n's resource into the dynamic scope
+// when the signature has one.
 func check(n *node, v jsontape.Value, w *walk) *fail {
+	if n.has&cScope != 0 && (len(w.scope) == 0 || w.scope[len(w.scope)-1] != n.res) {
+		w.scope = append(w.scope, n.res)
+		f := checkNode(n, v, w)
+		w.scope = w.scope[:len(w.scope)-1]
+		return f
+	}
+	return checkNode(n, v, w)
+}
+
+// target is the node a $ref or $dynamicRef of n leads to, or nil.
+func (w *walk) target(n *node) *node {
+	if n.ref != nil {
+		return n.ref
+	}
+	if d := n.dyn; d != nil {
+		for _, r := range w.scope {
+			if t := r.dynNodes[d.name]; t != nil {
+				return t
+			}
+		}
+		return d.initial
+	}
+	return nil
+}
+
+func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 	if !w.spend(1) {
 		return w.fail(ValueFail, tooCostly)
 	}
-	if n.has&(cNever|cRef) != 0 {
+	var f *fail
+	if n.has&(cNever|cRef|cUnchecked) != 0 {
 		if n.never {
 			return w.fail(ValueFail, n.why)
 		}
-		if f := check(n.ref, v, w); f != nil {
-			return f
+		if n.unchecked != "" { // go on: a definite failure below outranks it
+			f = w.fail(Unchecked, "not enforced: "+n.unchecked)
+		}
+		if r := w.target(n); r != nil {
+			if g := check(r, v, w); g != nil {
+				if g.kind == KeyFail {
+					return g
+				}
+				f = worse(f, g)
+			}
 		}
 	}
 	t := v.Kind()
@@ -162,24 +227,29 @@ func check(n *node, v jsontape.Value, w *walk) *fail {
 	if n.has&cConst != 0 && !(w.spend(v.Size()) && jsontape.Equal(v, n.constVal)) {
 		return w.fail(ValueFail, "value is not the const")
 	}
-	var f *fail
+	var g *fail
 	switch {
 	case t == jsontape.Object && n.has&cObject != 0:
-		f = n.object(v, w)
+		g = n.object(v, w)
 	case t == jsontape.Array && n.has&cArray != 0:
-		f = n.array(v, w)
+		g = n.array(v, w)
 	case t == jsontape.String && n.has&cString != 0:
-		f = n.string(v, w)
+		g = n.string(v, w)
 	case t == jsontape.Number && n.has&cNumber != 0:
-		f = n.number(v, w)
+		g = n.number(v, w)
 	}
-	if f != nil && f.kind == KeyFail || n.has&cComb == 0 {
+	if f = worse(f, g); f != nil && f.kind == KeyFail {
 		return f
 	}
 	// Combinators: a key failure found in them still outranks a value
 	// failure found above.
-	if g := n.combinators(v, w); g != nil && (f == nil || g.kind > f.kind) {
-		return g
+	if n.has&cComb != 0 {
+		if f = worse(f, n.combinators(v, w)); f != nil && f.kind == KeyFail {
+			return f
+		}
+	}
+	if n.has&cUneval != 0 {
+		f = worse(f, n.unevaluated(v, w))
 	}
 	return f
 }
@@ -191,38 +261,105 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 			if f.kind == KeyFail {
 				return f
 			}
-			if worst == nil {
-				worst = f
-			}
+			worst = worse(worst, f)
 		}
 	}
-	if worst != nil {
+	if worst != nil && worst.kind == ValueFail {
 		return worst
 	}
 	if n.anyOf != nil {
-		passed, key := branches(n.anyOf, v, w, true)
+		passed, key, unk := branches(n.anyOf, v, w, true)
 		if passed == 0 {
-			return explain(n.anyOf, key, v, "anyOf", w)
+			if unk >= 0 {
+				worst = worse(worst, w.unknown(n.anyOf[unk], v, "anyOf"))
+			} else {
+				return explain(n.anyOf, key, v, "anyOf", w)
+			}
 		}
 	}
 	if n.oneOf != nil {
-		switch passed, key := branches(n.oneOf, v, w, false); {
-		case passed == 0:
-			return explain(n.oneOf, key, v, "oneOf", w)
+		switch passed, key, unk := branches(n.oneOf, v, w, false); {
 		case passed > 1:
 			return w.fail(ValueFail, "matches more than one branch of oneOf")
+		case passed == 0 && unk < 0:
+			return explain(n.oneOf, key, v, "oneOf", w)
+		case unk >= 0:
+			worst = worse(worst, w.unknown(n.oneOf[unk], v, "oneOf"))
 		}
 	}
 	if n.not != nil {
 		f := w.quietly(n.not, v)
-		if w.steps < 0 {
+		switch {
+		case w.steps < 0:
 			return w.fail(ValueFail, tooCostly)
-		}
-		if f == nil {
+		case f == nil:
 			return w.fail(ValueFail, "matches the schema of not")
+		case f.kind == Unchecked:
+			worst = worse(worst, w.unknown(n.not, v, "not"))
+		}
+	}
+	if n.ifN != nil {
+		worst = worse(worst, n.conditional(v, w))
+		if worst != nil && worst.kind == KeyFail {
+			return worst
+		}
+	}
+	if n.depSchemas != nil && v.Kind() == jsontape.Object {
+		for _, d := range n.depSchemas {
+			if !w.spend(v.Len()) {
+				return w.fail(ValueFail, tooCostly)
+			}
+			if !v.Get(d.name).Exists() {
+				continue
+			}
+			if f := check(d.n, v, w); f != nil {
+				if f.kind == KeyFail {
+					return f
+				}
+				worst = worse(worst, f)
+			}
+		}
+	}
+	return worst
+}
+
+// conditional checks if, then and else. When if itself cannot be decided,
+// the value passes only if it passes both then and else.
+func (n *node) conditional(v jsontape.Value, w *walk) *fail {
+	c := w.quietly(n.ifN, v)
+	switch {
+	case w.steps < 0:
+		return w.fail(ValueFail, tooCostly)
+	case c == nil:
+		if n.thenN != nil {
+			return check(n.thenN, v, w)
+		}
+	case c.kind != Unchecked:
+		if n.elseN != nil {
+			return check(n.elseN, v, w)
+		}
+	default:
+		for _, b := range [...]*node{n.thenN, n.elseN} {
+			if b != nil && w.quietly(b, v) != nil {
+				return w.unknown(n.ifN, v, "if")
+			}
 		}
 	}
 	return nil
+}
+
+// unknown is the failure of a value that an unchecked part of s decides:
+// Unchecked, with the reason of the part (checked again, loud).
+func (w *walk) unknown(s *node, v jsontape.Value, kw string) *fail {
+	if w.quiet {
+		return quietUnk
+	}
+	f := check(s, v, w)
+	if f == nil || f.kind != Unchecked {
+		return w.fail(Unchecked, "not enforced: a branch of "+kw+" cannot be checked")
+	}
+	f.segs = f.segs[:0] // the path is the value's, not the branch's inside it
+	return f
 }
 
 // quietly checks v against s without building failures: the branches of
@@ -239,21 +376,24 @@ func (w *walk) quietly(s *node, v jsontape.Value) *fail {
 
 // branches counts the subs that v passes (stopping at the first when
 // first is set) and returns the index of the first that failed on keys,
-// or -1.
-func branches(subs []*node, v jsontape.Value, w *walk, first bool) (passed, key int) {
-	key = -1
+// and of the first unchecked, or -1.
+func branches(subs []*node, v jsontape.Value, w *walk, first bool) (passed, key, unk int) {
+	key, unk = -1, -1
 	for i, s := range subs {
 		f := w.quietly(s, v)
-		if f == nil {
+		switch {
+		case f == nil:
 			passed++
 			if first {
-				return passed, key
+				return passed, key, unk
 			}
-		} else if f.kind == KeyFail && key < 0 {
+		case f.kind == KeyFail && key < 0:
 			key = i
+		case f.kind == Unchecked && unk < 0:
+			unk = i
 		}
 	}
-	return passed, key
+	return passed, key, unk
 }
 
 // explain is the failure of a value that passes no branch of subs. A
@@ -279,30 +419,53 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 	nReq := 0 // required names present (an object has no repeated names)
 	for m := v.Members(); m.Next(); {
 		k := m.Name()
-		var p *node
+		declared := false
 		if i := n.prop(k); i >= 0 {
-			p = n.props[i].n
+			declared = true
 			if n.props[i].req {
 				nReq++
 			}
-		} else {
+			if f := check(n.props[i].n, m.Value(), w); f != nil {
+				if f.atKey(k).kind == KeyFail {
+					return f
+				}
+				val = worse(val, f)
+			}
+		} else if n.reqOther != nil && n.reqOther[string(k)] {
+			nReq++
+		}
+		if n.patterns != nil {
+			d, f := n.patternProps(k, m.Value(), w)
+			declared = declared || d
+			if f != nil {
+				if f.atKey(k).kind == KeyFail {
+					return f
+				}
+				val = worse(val, f)
+			}
+		}
+		if !declared {
 			if n.closed {
 				return w.fail(KeyFail, "undeclared argument").atKey(k)
 			}
-			if n.reqOther != nil && n.reqOther[string(k)] {
-				nReq++
-			}
-			if p = n.addl; p == nil {
-				continue // free-form
+			if n.addl != nil {
+				if f := check(n.addl, m.Value(), w); f != nil {
+					if f.atKey(k).kind == KeyFail {
+						return f
+					}
+					val = worse(val, f)
+				}
 			}
 		}
-		if f := check(p, m.Value(), w); f != nil {
-			f.atKey(k)
-			if f.kind == KeyFail {
-				return f
-			}
-			if val == nil {
-				val = f
+		if n.propNames != nil {
+			if f := check(n.propNames, m.NameValue(), w); f != nil {
+				if f.kind != Unchecked {
+					f = w.fail(KeyFail, "key not allowed by propertyNames: "+f.reason)
+				}
+				if f.atKey(k).kind == KeyFail {
+					return f
+				}
+				val = worse(val, f)
 			}
 		}
 	}
@@ -312,13 +475,58 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 		}
 		return w.fail(KeyFail, "required argument missing").at(n.missing(v))
 	}
-	if val != nil {
+	for _, d := range n.depReq {
+		if !w.spend(v.Len() * (1 + len(d.req))) {
+			return w.fail(ValueFail, tooCostly)
+		}
+		if !v.Get(d.name).Exists() {
+			continue
+		}
+		for _, r := range d.req {
+			if !v.Get(r).Exists() {
+				return w.fail(KeyFail, "required argument missing (dependentRequired of "+strconv.Quote(d.name)+")").at(r)
+			}
+		}
+	}
+	if val != nil && val.kind == ValueFail {
 		return val
 	}
 	if l := v.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
 		return w.fail(ValueFail, "number of properties out of range")
 	}
-	return nil
+	return val
+}
+
+// patternProps checks a member against the patternProperties whose
+// pattern matches its key, and reports whether one did. A pattern that
+// cannot be run leaves it unknown whether the key is declared: the member
+// is unchecked, and counted as declared so that it is not also refused as
+// undeclared.
+func (n *node) patternProps(k []byte, v jsontape.Value, w *walk) (bool, *fail) {
+	declared := false
+	var worst *fail
+	for i := range n.patterns {
+		p := &n.patterns[i]
+		if p.unchecked != "" {
+			declared = true
+			worst = worse(worst, w.fail(Unchecked, "not enforced: "+p.unchecked))
+			continue
+		}
+		if !w.spend(p.insts * (len(k) + 4) / 4) {
+			return true, w.fail(ValueFail, tooCostly)
+		}
+		if !p.re.Match(k) {
+			continue
+		}
+		declared = true
+		if f := check(p.n, v, w); f != nil {
+			if f.kind == KeyFail {
+				return true, f
+			}
+			worst = worse(worst, f)
+		}
+	}
+	return declared, worst
 }
 
 // missing returns the first required name, in "required" order, that
@@ -378,16 +586,13 @@ func (n *node) array(v jsontape.Value, w *walk) *fail {
 			break
 		}
 		if f := check(s, it.Value(), w); f != nil {
-			f.atIndex(i)
-			if f.kind == KeyFail {
+			if f.atIndex(i).kind == KeyFail {
 				return f
 			}
-			if val == nil {
-				val = f
-			}
+			val = worse(val, f)
 		}
 	}
-	if val != nil {
+	if val != nil && val.kind == ValueFail {
 		return val
 	}
 	if n.unique {
@@ -398,7 +603,213 @@ func (n *node) array(v jsontape.Value, w *walk) *fail {
 			return w.fail(ValueFail, "items are not unique").atIndex(i)
 		}
 	}
+	if n.contains != nil {
+		return worse(val, n.containsCount(v, w))
+	}
+	return val
+}
+
+// containsCount checks contains, minContains and maxContains. Items whose
+// match is unchecked may count either way: the result is unchecked unless
+// the bounds hold, or fail, whichever way they count.
+func (n *node) containsCount(v jsontape.Value, w *walk) *fail {
+	matched, unk, first := 0, 0, -1
+	i := 0
+	for it := v.Items(); it.Next(); i++ {
+		switch f := w.quietly(n.contains, it.Value()); {
+		case f == nil:
+			matched++
+		case f.kind == Unchecked:
+			unk++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	switch {
+	case w.steps < 0:
+		return w.fail(ValueFail, tooCostly)
+	case matched+unk < n.minContains:
+		if n.minContains == 1 {
+			return w.fail(ValueFail, "no item matches contains")
+		}
+		return w.fail(ValueFail, "fewer items than minContains match contains")
+	case n.maxContains >= 0 && matched > n.maxContains:
+		return w.fail(ValueFail, "more items than maxContains match contains")
+	case matched < n.minContains || n.maxContains >= 0 && matched+unk > n.maxContains:
+		return w.unknownItem(n.contains, v, first, "contains")
+	}
 	return nil
+}
+
+// unknownItem is unknown for item i of array v.
+func (w *walk) unknownItem(s *node, v jsontape.Value, i int, kw string) *fail {
+	if w.quiet {
+		return quietUnk
+	}
+	j := 0
+	for it := v.Items(); it.Next(); j++ {
+		if j == i {
+			return w.unknown(s, it.Value(), kw).atIndex(i)
+		}
+	}
+	return w.fail(Unchecked, "not enforced: "+kw)
+}
+
+// unevaluated checks unevaluatedProperties and unevaluatedItems: the
+// members or items that no other keyword of n, its references and its
+// passing branches evaluated (JSON Schema 2020-12 §11).
+func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
+	switch t := v.Kind(); {
+	case t == jsontape.Object && n.uneval != nil && v.Len() > 0:
+		ev := make([]bool, v.Len())
+		w.evalProps(n, v, ev, true)
+		var val *fail
+		i := 0
+		for m := v.Members(); m.Next(); i++ {
+			if ev[i] {
+				continue
+			}
+			if n.uneval.never && n.uneval.why == falseSchema {
+				return w.fail(KeyFail, "undeclared argument").atKey(m.Name())
+			}
+			if f := check(n.uneval, m.Value(), w); f != nil {
+				if f.atKey(m.Name()).kind == KeyFail {
+					return f
+				}
+				val = worse(val, f)
+			}
+		}
+		return val
+	case t == jsontape.Array && n.unevalItems != nil && v.Len() > 0:
+		ev := make([]bool, v.Len())
+		w.evalItems(n, v, ev, true)
+		var val *fail
+		i := 0
+		for it := v.Items(); it.Next(); i++ {
+			if ev[i] {
+				continue
+			}
+			if f := check(n.unevalItems, it.Value(), w); f != nil {
+				if n.unevalItems.never && n.unevalItems.why == falseSchema && !f.quiet() {
+					f.reason = "item not allowed (unevaluatedItems)"
+				}
+				if f.atIndex(i).kind == KeyFail {
+					return f
+				}
+				val = worse(val, f)
+			}
+		}
+		return val
+	}
+	return nil
+}
+
+// evalProps marks in ev the members of object v that n evaluates: its
+// properties, patternProperties, additionalProperties and
+// unevaluatedProperties, and those of its references and of the in-place
+// branches that pass (allOf, anyOf, oneOf, if/then/else, dependentSchemas;
+// not never). self is the node whose unevaluatedProperties asks.
+func (w *walk) evalProps(n *node, v jsontape.Value, ev []bool, self bool) {
+	if !w.spend(1) || n.never {
+		return
+	}
+	if r := w.target(n); r != nil {
+		w.evalProps(r, v, ev, false)
+	}
+	if n.hasAddl || n.closed || (!self && n.uneval != nil) {
+		for i := range ev {
+			ev[i] = true
+		}
+		return
+	}
+	i := 0
+	for m := v.Members(); m.Next(); i++ {
+		if ev[i] {
+			continue
+		}
+		k := m.Name()
+		if n.prop(k) >= 0 {
+			ev[i] = true
+			continue
+		}
+		for _, p := range n.patterns {
+			if p.re != nil && w.spend(p.insts*(len(k)+4)/4) && p.re.Match(k) {
+				ev[i] = true
+				break
+			}
+		}
+	}
+	w.evalBranches(n, v, ev, false)
+}
+
+// evalItems marks in ev the items of array v that n evaluates, as
+// evalProps does for members.
+func (w *walk) evalItems(n *node, v jsontape.Value, ev []bool, self bool) {
+	if !w.spend(1) || n.never {
+		return
+	}
+	if r := w.target(n); r != nil {
+		w.evalItems(r, v, ev, false)
+	}
+	if n.items != nil || (!self && n.unevalItems != nil) {
+		for i := range ev {
+			ev[i] = true
+		}
+		return
+	}
+	for i := 0; i < len(n.tuple) && i < len(ev); i++ {
+		ev[i] = true
+	}
+	if n.contains != nil {
+		i := 0
+		for it := v.Items(); it.Next(); i++ {
+			if !ev[i] && w.quietly(n.contains, it.Value()) == nil {
+				ev[i] = true
+			}
+		}
+	}
+	w.evalBranches(n, v, ev, true)
+}
+
+// evalBranches runs evalProps (evalItems if items) over the in-place
+// branches of n that v passes.
+func (w *walk) evalBranches(n *node, v jsontape.Value, ev []bool, items bool) {
+	if n.has&cComb == 0 {
+		return
+	}
+	eval := func(w *walk, s *node, v jsontape.Value, ev []bool, self bool) {
+		if items {
+			w.evalItems(s, v, ev, self)
+		} else {
+			w.evalProps(s, v, ev, self)
+		}
+	}
+	for _, s := range n.allOf {
+		eval(w, s, v, ev, false)
+	}
+	for _, subs := range [...][]*node{n.anyOf, n.oneOf} {
+		for _, s := range subs {
+			if w.quietly(s, v) == nil {
+				eval(w, s, v, ev, false)
+			}
+		}
+	}
+	if n.ifN != nil {
+		if w.quietly(n.ifN, v) == nil {
+			eval(w, n.ifN, v, ev, false)
+			if n.thenN != nil {
+				eval(w, n.thenN, v, ev, false)
+			}
+		} else if n.elseN != nil {
+			eval(w, n.elseN, v, ev, false)
+		}
+	}
+	for _, d := range n.depSchemas {
+		if v.Kind() == jsontape.Object && v.Get(d.name).Exists() {
+			eval(w, d.n, v, ev, false)
+		}
+	}
 }
 
 // firstRepeat returns the smallest index of an item of array v equal to
@@ -457,9 +868,6 @@ func firstRepeat(v jsontape.Value) int {
 }
 
 func (n *node) string(v jsontape.Value, w *walk) *fail {
-	if n.minLen == 0 && n.maxLen < 0 && n.pattern == nil {
-		return nil
-	}
 	b := v.Str()
 	if n.minLen > 0 || n.maxLen >= 0 {
 		if !w.spend(len(b)>>5 + 1) {
@@ -482,6 +890,17 @@ func (n *node) string(v jsontape.Value, w *walk) *fail {
 			return w.fail(ValueFail, "string does not match pattern")
 		}
 	}
+	if n.format != nil {
+		if !w.spend(len(b)>>3 + 1) {
+			return w.fail(ValueFail, tooCostly)
+		}
+		if !n.format(string(b)) {
+			return w.fail(ValueFail, "string is not a valid "+n.formatName)
+		}
+	}
+	if n.patUnchecked != "" {
+		return w.fail(Unchecked, "not enforced: "+n.patUnchecked)
+	}
 	return nil
 }
 
@@ -500,13 +919,22 @@ func (n *node) number(v jsontape.Value, w *walk) *fail {
 	case n.hasExMax && x >= n.exMax:
 		return w.fail(ValueFail, "not below exclusiveMaximum")
 	}
-	if n.multipleOf > 0 {
-		q := x / n.multipleOf
-		if math.IsInf(q, 0) || math.Abs(q-math.Round(q)) > 1e-9*math.Max(1, math.Abs(q)) {
-			return w.fail(ValueFail, "not a multiple of multipleOf")
-		}
+	if n.multipleOf > 0 && !multipleOf(x, n.multipleOf) {
+		return w.fail(ValueFail, "not a multiple of multipleOf")
 	}
 	return nil
+}
+
+// multipleOf reports whether x is a multiple of m (m > 0). The quotient is
+// compared with its rounding at a relative tolerance, so that 0.3 is a
+// multiple of 0.1 as written in decimal; a quotient too large for a float
+// (1e308 of 0.5) is decided exactly by the remainder instead.
+func multipleOf(x, m float64) bool {
+	q := x / m
+	if math.IsInf(q, 0) {
+		return math.Mod(x, m) == 0
+	}
+	return math.Abs(q-math.Round(q)) <= 1e-9*math.Max(1, math.Abs(q))
 }
 
 func (n *node) inEnum(v jsontape.Value, t jsontape.Kind, w *walk) bool {

@@ -20,30 +20,58 @@ import (
 type Signature struct {
 	root        *node
 	unsupported []Unsupported
+	unchecked   bool           // some part of the schema is not enforced (Enforced)
+	dynamic     bool           // the schema has a $dynamicRef that looks along the dynamic scope
 	schema      []byte         // the inputSchema compiled, for Schema
 	values      *jsontape.Tape // the enum and const values, copied out of the schema
 }
 
-// Unsupported is a keyword of the schema that the checker does not enforce,
-// a keyword whose value is not valid JSON Schema, or a part of the schema
-// that matches no value for a reason worth reporting (a $ref cycle).
+// Unsupported is a part of the schema the checker does not enforce as
+// written: a keyword it cannot enforce, a keyword whose value is not valid
+// JSON Schema, a reference that leads nowhere, a pattern that RE2 cannot
+// run, or a part that matches no value for a reason worth reporting (a
+// $ref cycle, an unknown type name).
 type Unsupported struct {
 	Path    string // JSON pointer into the schema
 	Keyword string
 	Why     string
+	// Unchecked: a value that reaches this part cannot be shown to satisfy
+	// it, so a check that reaches it fails with kind Unchecked (the
+	// checker fails closed: an unenforced part is never an open door).
+	// Otherwise the part is stricter than written (it matches nothing, or
+	// an OpenAPI keyword is ignored): it can only refuse more.
+	Unchecked bool
 }
 
 func (u Unsupported) String() string {
-	return u.Path + "/" + u.Keyword + ": " + u.Why
+	s := u.Path + "/" + u.Keyword + ": " + u.Why
+	if u.Unchecked {
+		s += " (not enforced: calls that reach it are refused)"
+	}
+	return s
 }
 
-// Unsupported lists what the checker ignores in this schema; empty for the
-// schemas of every real manifest in the corpus. At most maxReports entries
-// are listed, the last one saying how many more there were.
+// Unsupported lists what the checker does not enforce as written in this
+// schema; empty for the schemas of every real manifest in the corpus. At
+// most maxReports entries are listed, the last one saying how many more
+// there were.
 func (s *Signature) Unsupported() []Unsupported { return s.unsupported }
+
+// Enforced reports whether the checker enforces every part of the schema:
+// false when a check can end Unchecked (see Unsupported.Unchecked).
+func (s *Signature) Enforced() bool { return !s.unchecked }
 
 // ErrSchema is returned by Compile for a schema it cannot use at all.
 var ErrSchema = errors.New("unusable inputSchema")
+
+// Options change how a schema is compiled.
+type Options struct {
+	// Formats asserts the "format" values that package format knows
+	// (date-time, email, uri, ...): a string that is not of its format
+	// fails (H3). Off, format is an annotation, as JSON Schema 2020-12
+	// says by default.
+	Formats bool
+}
 
 type typeSet uint8
 
@@ -91,19 +119,24 @@ const (
 	cString
 	cNumber
 	cComb
+	cUnchecked
+	cScope  // the node opens a schema resource of a signature with dynamic references
+	cUneval // unevaluatedProperties or unevaluatedItems
 )
 
 // node is one compiled schema node. Zero values mean "no constraint". The
 // fields read for every value come first.
 type node struct {
-	has   checks
-	types typeSet // 0: any type
-	never bool    // the false schema, or a node of a $ref cycle
-	why   string  // why never: the failure's reason
+	has       checks
+	types     typeSet // 0: any type
+	never     bool    // the false schema, or a node of a $ref cycle
+	why       string  // why never: the failure's reason
+	unchecked string  // non-empty: a value reaching this node cannot be checked, and why
 
 	// objects
-	props     []prop         // sorted by name; nil when "properties" is absent
+	props     []prop         // sorted by name; nil when no key is declared by name
 	propIndex map[string]int // name -> index in props
+	patterns  []patProp      // patternProperties
 	// required lists the distinct required names in schema order; nReq
 	// counts them. Those that are props are flagged (prop.req); the others
 	// are in reqOther, so that an object's keys are counted against
@@ -111,22 +144,37 @@ type node struct {
 	required   []string
 	reqOther   map[string]bool
 	closed     bool  // undeclared keys fail (H2)
+	hasAddl    bool  // additionalProperties is present (it evaluates every other key)
 	addl       *node // schema for undeclared keys when open with a schema
 	minProps   int
 	maxProps   int // -1: none
-	hasObjKeys bool
+	propNames  *node
+	depReq     []depRequired
+	depSchemas []depSchema
+	uneval     *node // unevaluatedProperties
+	// decl and declPat are the keys a branch (if, then, else, a
+	// dependentSchemas value) declares for the node it belongs to.
+	decl    []string
+	declPat []patProp
 
 	// arrays
-	items    *node
-	tuple    []*node
-	minItems int
-	maxItems int // -1: none
-	unique   bool
+	items       *node // beyond the tuple
+	tuple       []*node
+	minItems    int
+	maxItems    int // -1: none
+	unique      bool
+	contains    *node
+	minContains int // 1 unless minContains says otherwise
+	maxContains int // -1: none
+	unevalItems *node
 
 	// strings
 	minLen, maxLen int // maxLen -1: none
 	pattern        *regexp.Regexp
-	patInsts       int // the pattern's program size: matching costs up to this per byte
+	patInsts       int    // the pattern's program size: matching costs up to this per byte
+	patUnchecked   string // non-empty: the pattern cannot be run, and why
+	format         func(string) bool
+	formatName     string
 
 	// numbers
 	min, max, exMin, exMax             float64
@@ -140,7 +188,37 @@ type node struct {
 
 	anyOf, oneOf, allOf []*node
 	not                 *node
+	ifN, thenN, elseN   *node
 	ref                 *node
+	dyn                 *dynRef   // a $dynamicRef resolved along the dynamic scope
+	res                 *resource // the resource the node belongs to (dynamic signatures)
+}
+
+// patProp is one member of patternProperties.
+type patProp struct {
+	re        *regexp.Regexp
+	insts     int
+	unchecked string // the pattern cannot be run: a key it might match is unchecked
+	n         *node
+}
+
+type depRequired struct {
+	name string
+	req  []string
+}
+
+type depSchema struct {
+	name string
+	n    *node
+}
+
+// dynRef is a $dynamicRef whose initial target carries a $dynamicAnchor:
+// when checking, the outermost resource of the dynamic scope that declares
+// the same dynamic anchor supplies the schema (JSON Schema 2020-12 §8.2.3.2).
+type dynRef struct {
+	name    string
+	initial *node
+	targets []*node // every resource's node for name: the candidates, for the cycle check
 }
 
 // enumSpec is a compiled enum, apart from the node: few nodes have one.
@@ -151,15 +229,10 @@ type enumSpec struct {
 	strSet map[string]struct{} // large string enums
 }
 
-// unsupportedKeywords are JSON Schema validation keywords this checker does
-// not enforce. They are reported at compile time.
-var unsupportedKeywords = map[string]bool{
-	"if": true, "then": true, "else": true, "dependencies": true,
-	"dependentRequired": true, "dependentSchemas": true, "patternProperties": true,
-	"propertyNames": true, "contains": true, "minContains": true, "maxContains": true,
-	"unevaluatedProperties": true, "unevaluatedItems": true, "additionalItems": true,
-	"$dynamicRef": true, "$recursiveRef": true, "$dynamicAnchor": true,
-	"$recursiveAnchor": true, "nullable": true,
+// uncheckedKeywords are keywords of other drafts that this checker does
+// not enforce: a value reaching a node that has one is unchecked.
+var uncheckedKeywords = map[string]string{
+	"$recursiveRef": "draft 2019-09's $recursiveRef is not supported (2020-12 replaced it with $dynamicRef)",
 }
 
 // Limits of Compile.
@@ -177,14 +250,17 @@ const (
 	smallEnum = 8
 )
 
-// Compile compiles an inputSchema (a JSON object). It fails only when the
-// schema is not a JSON object (or not JSON); problems inside it are
-// reported by Unsupported and the offending keyword is ignored.
+// Compile compiles an inputSchema (a JSON object) with the default
+// Options. It fails only when the schema is not a JSON object (or not
+// JSON); problems inside it are reported by Unsupported.
+func Compile(schema []byte) (*Signature, error) { return CompileWith(schema, Options{}) }
+
+// CompileWith compiles an inputSchema with options o.
 //
 // Compiling costs time and memory linear in the schema, whatever its
 // shape: a large object is indexed once when $ref pointers look into it,
 // paths of reports are spelled only for the reported ones.
-func Compile(schema []byte) (*Signature, error) {
+func CompileWith(schema []byte, o Options) (*Signature, error) {
 	tape := tapes.Get().(*jsontape.Tape)
 	defer tapes.Put(tape) // the signature keeps copies of what it needs (copyValues)
 	if err := tape.Parse(schema); err != nil {
@@ -194,11 +270,23 @@ func Compile(schema []byte) (*Signature, error) {
 	if root.Kind() != jsontape.Object {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrSchema)
 	}
-	c := &compiler{doc: root, refs: map[string]*node{}, index: map[jsontape.Value]*objIndex{}, at: map[*node]*seg{}}
+	c := &compiler{opts: o, doc: root, refs: map[string]*node{}, index: map[jsontape.Value]*objIndex{}, at: map[*node]*seg{}}
+	c.scan(root)
 	s := &Signature{root: c.alloc(nil)}
-	c.compile(s.root, root, nil, true)
+	c.refs[c.rootRes.uri.String()+"#"] = s.root // "#" is the root itself
+	c.compile(s.root, root, nil, kindRoot)
+	c.dynamicTargets()
 	c.cycles()
 	s.unsupported = c.reports()
+	s.unchecked = c.unchecked
+	s.dynamic = c.dynamic
+	if c.dynamic {
+		for _, n := range c.all {
+			if n.res != nil {
+				n.has |= cScope
+			}
+		}
+	}
 	s.values = c.copyValues()
 	s.schema = bytes.Clone(schema)
 	return s, nil
@@ -244,21 +332,31 @@ func (s *seg) String() string {
 }
 
 type report struct {
-	at      *seg
-	keyword string
-	why     string
+	at        *seg
+	keyword   string
+	why       string
+	unchecked bool
 }
 
 type compiler struct {
-	slab     []node // nodes are carved from slabs: a schema's nodes sit together in memory
-	all      []*node
-	at       map[*node]*seg
-	doc      jsontape.Value
-	refs     map[string]*node
-	index    map[jsontape.Value]*objIndex
-	reported []report
-	nReports int
-	kept     []*jsontape.Value // enum and const values, to copy out of the schema's tape
+	opts      Options
+	slab      []node // nodes are carved from slabs: a schema's nodes sit together in memory
+	all       []*node
+	at        map[*node]*seg
+	doc       jsontape.Value
+	refs      map[string]*node // compiled reference targets by canonical URI
+	index     map[jsontape.Value]*objIndex
+	reported  []report
+	nReports  int
+	kept      []*jsontape.Value // enum and const values, to copy out of the schema's tape
+	unchecked bool
+
+	resources map[string]*resource
+	resOf     map[jsontape.Value]*resource
+	rootRes   *resource
+	dyns      []*node // nodes with a dynamic $dynamicRef
+	dynamic   bool
+	negated   int // how many not keywords enclose the schema being compiled: odd, it is open
 }
 
 // copyValues moves the enum and const values to a tape of their own, so
@@ -295,17 +393,30 @@ func (c *compiler) alloc(at *seg) *node {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]node, 0, 16)
 	}
-	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1})
+	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1, minContains: 1, maxContains: -1})
 	n := &c.slab[len(c.slab)-1]
 	c.all = append(c.all, n)
 	c.at[n] = at
 	return n
 }
 
-func (c *compiler) report(at *seg, kw, why string) {
+// report notes a part of the schema not enforced as written.
+func (c *compiler) report(at *seg, kw, why string) { c.note(at, kw, why, false) }
+
+// uncheck makes node n unchecked (a value reaching it fails Unchecked) and
+// reports why.
+func (c *compiler) uncheck(n *node, at *seg, kw, why string) {
+	if n.unchecked == "" {
+		n.unchecked = kw + " at #" + at.String() + ": " + why
+	}
+	c.note(at, kw, why, true)
+}
+
+func (c *compiler) note(at *seg, kw, why string, unchecked bool) {
 	c.nReports++
+	c.unchecked = c.unchecked || unchecked
 	if len(c.reported) < maxReports {
-		c.reported = append(c.reported, report{at, kw, why})
+		c.reported = append(c.reported, report{at, kw, why, unchecked})
 	}
 }
 
@@ -315,35 +426,49 @@ func (c *compiler) reports() []Unsupported {
 	}
 	out := make([]Unsupported, 0, len(c.reported)+1)
 	for _, r := range c.reported {
-		out = append(out, Unsupported{Path: r.at.String(), Keyword: r.keyword, Why: r.why})
+		out = append(out, Unsupported{Path: r.at.String(), Keyword: r.keyword, Why: r.why, Unchecked: r.unchecked})
 	}
 	if more := c.nReports - len(c.reported); more > 0 {
-		out = append(out, Unsupported{Keyword: "…", Why: strconv.Itoa(more) + " more not listed"})
+		out = append(out, Unsupported{Keyword: "…", Why: strconv.Itoa(more) + " more not listed", Unchecked: c.unchecked})
 	}
 	return out
 }
 
+// nodeKind says where a schema sits, for the closed-world rule.
+type nodeKind uint8
+
+const (
+	kindPlain  nodeKind = iota
+	kindRoot            // the top-level inputSchema: closed even without properties
+	kindBranch          // if, then, else or a dependentSchemas value: declares keys for its parent, never closed by default
+	kindOpen            // an allOf, anyOf or oneOf branch of a node with unevaluatedProperties, which closes the whole
+)
+
 // node compiles the schema s found at at into a new node.
-func (c *compiler) node(s jsontape.Value, at *seg) *node {
+func (c *compiler) node(s jsontape.Value, at *seg) *node { return c.nodeOf(s, at, kindPlain) }
+
+func (c *compiler) nodeOf(s jsontape.Value, at *seg, k nodeKind) *node {
 	n := c.alloc(at)
-	c.compile(n, s, at, false)
+	c.compile(n, s, at, k)
 	return n
 }
 
-// compile compiles s into n. root marks the top-level inputSchema, which
-// is closed even without properties.
-func (c *compiler) compile(n *node, s jsontape.Value, at *seg, root bool) {
+// compile compiles s into n.
+func (c *compiler) compile(n *node, s jsontape.Value, at *seg, k nodeKind) {
+	if r := c.resOf[s]; r != nil {
+		n.res = r
+	}
 	switch s.Kind() {
 	case jsontape.True:
-		if root {
+		if k == kindRoot {
 			n.closed = true // closed-world: the top level never takes unknown keys
 		}
 	case jsontape.False:
-		n.never, n.why = true, "no value is allowed here"
+		n.never, n.why = true, falseSchema
 	case jsontape.Object:
-		c.fill(n, s, at, root)
+		c.fill(n, s, at, k)
 	default:
-		c.report(at, "", "schema is neither an object nor a boolean")
+		c.uncheck(n, at, "", "schema is neither an object nor a boolean")
 	}
 	n.markRequired()
 	n.has = n.summarize()
@@ -372,14 +497,17 @@ func (n *node) summarize() checks {
 		}
 	}
 	set(cNever, n.never)
-	set(cRef, n.ref != nil)
+	set(cRef, n.ref != nil || n.dyn != nil)
+	set(cUnchecked, n.unchecked != "")
 	set(cEnum, n.enum != nil)
 	set(cConst, n.hasConst)
-	set(cObject, n.props != nil || n.closed || n.addl != nil || n.required != nil || n.minProps > 0 || n.maxProps >= 0)
-	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique)
-	set(cString, n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil)
+	set(cObject, n.props != nil || n.patterns != nil || n.closed || n.addl != nil || n.required != nil ||
+		n.minProps > 0 || n.maxProps >= 0 || n.propNames != nil || n.depReq != nil)
+	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique || n.contains != nil)
+	set(cString, n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil || n.patUnchecked != "" || n.format != nil)
 	set(cNumber, n.hasMin || n.hasMax || n.hasExMin || n.hasExMax || n.multipleOf > 0)
-	set(cComb, n.anyOf != nil || n.oneOf != nil || n.allOf != nil || n.not != nil)
+	set(cComb, n.anyOf != nil || n.oneOf != nil || n.allOf != nil || n.not != nil || n.ifN != nil || n.depSchemas != nil)
+	set(cUneval, n.uneval != nil || n.unevalItems != nil)
 	return h
 }
 
@@ -399,100 +527,143 @@ func sortedMembers(o jsontape.Value) []member {
 	return ms
 }
 
-func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
-	addl := m.Get("additionalProperties")
+// namedProp is a declared key before the props are packed.
+type namedProp struct {
+	name string
+	n    *node
+}
+
+func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
+	branchKind := kindPlain
+	if m.Get("unevaluatedProperties").Exists() {
+		branchKind = kindOpen
+	}
+	var (
+		declared    []namedProp
+		hasProps    bool
+		itemsArray  bool
+		addlItems   jsontape.Value
+		hasUnevalPr bool
+	)
 	for _, kv := range sortedMembers(m) {
-		k, v := kv.name, kv.v
-		switch k {
+		key, v := kv.name, kv.v
+		switch key {
 		case "type":
-			n.types = c.types(v, at)
+			n.types = c.types(n, v, at)
 		case "properties":
 			if v.Kind() != jsontape.Object {
-				c.report(at, k, "not an object")
+				c.uncheck(n, at, key, "not an object")
 				continue
 			}
-			kp := at.child(k)
-			pm := sortedMembers(v)
-			n.hasObjKeys = true
-			n.props = make([]prop, 0, len(pm))
-			n.propIndex = make(map[string]int, len(pm))
-			// The names are packed in one string, so that looking a key up
-			// reads adjacent memory.
-			var b strings.Builder
-			for _, p := range pm {
-				b.WriteString(p.name)
+			hasProps = true
+			kp := at.child(key)
+			for _, p := range sortedMembers(v) {
+				declared = append(declared, namedProp{p.name, c.node(p.v, kp.child(p.name))})
 			}
-			packed := b.String()
-			off := 0
-			for _, p := range pm {
-				pn := c.node(p.v, kp.child(p.name))
-				n.propIndex[p.name] = len(n.props)
-				n.props = append(n.props, prop{tagOf(p.name), packed[off : off+len(p.name)], pn, false})
-				off += len(p.name)
+		case "patternProperties":
+			if v.Kind() != jsontape.Object {
+				c.uncheck(n, at, key, "not an object")
+				continue
+			}
+			hasProps = true
+			kp := at.child(key)
+			for _, p := range sortedMembers(v) {
+				pp := patProp{n: c.node(p.v, kp.child(p.name))}
+				pp.re, pp.insts, pp.unchecked = c.regex(p.name, kp, p.name)
+				n.patterns = append(n.patterns, pp)
 			}
 		case "required":
 			if v.Kind() != jsontape.Array {
-				c.report(at, k, "not an array")
+				c.uncheck(n, at, key, "not an array")
 				continue
 			}
-			seen := map[string]bool{}
-			for it := v.Items(); it.Next(); {
-				e := it.Value()
-				if e.Kind() != jsontape.String {
-					c.report(at, k, "an entry is not a string")
-					continue
-				}
-				if s := string(e.Str()); !seen[s] {
-					seen[s] = true
-					n.required = append(n.required, s)
-				}
-			}
+			n.required = c.names(n, v, at, key)
 		case "additionalProperties":
+			n.hasAddl = true
 			switch v.Kind() {
 			case jsontape.True, jsontape.False:
 			case jsontape.Object:
-				n.addl = c.node(v, at.child(k))
+				n.addl = c.node(v, at.child(key))
 			default:
-				c.report(at, k, "neither a boolean nor a schema")
+				c.uncheck(n, at, key, "neither a boolean nor a schema")
+			}
+		case "unevaluatedProperties":
+			hasUnevalPr = true
+			n.uneval = c.node(v, at.child(key))
+		case "propertyNames":
+			n.propNames = c.node(v, at.child(key))
+		case "dependentRequired":
+			c.depRequired(n, v, at, key)
+		case "dependentSchemas":
+			c.depSchemas(n, v, at, key)
+		case "dependencies": // draft 7: both of the above in one keyword
+			if v.Kind() != jsontape.Object {
+				c.uncheck(n, at, key, "not an object")
+				continue
+			}
+			kp := at.child(key)
+			for _, d := range sortedMembers(v) {
+				if d.v.Kind() == jsontape.Array {
+					n.depReq = append(n.depReq, depRequired{d.name, c.names(n, d.v, kp, d.name)})
+				} else {
+					n.depSchemas = append(n.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
+				}
 			}
 		case "minProperties":
-			n.minProps = c.count(v, at, k, 0)
+			n.minProps = c.count(n, v, at, key, 0)
 		case "maxProperties":
-			n.maxProps = c.count(v, at, k, -1)
+			n.maxProps = c.count(n, v, at, key, -1)
 		case "items":
 			if v.Kind() == jsontape.Array { // draft 4 to 2019-09 tuple form
-				n.tuple = c.nodes(v, at.child(k))
+				itemsArray = true
+				n.tuple = c.nodes(v, at.child(key))
 				continue
 			}
-			n.items = c.node(v, at.child(k))
+			n.items = c.node(v, at.child(key))
+		case "additionalItems": // draft 7: items beyond an items array
+			addlItems = v
 		case "prefixItems":
 			if v.Kind() != jsontape.Array {
-				c.report(at, k, "not an array")
+				c.uncheck(n, at, key, "not an array")
 				continue
 			}
-			n.tuple = c.nodes(v, at.child(k))
+			n.tuple = c.nodes(v, at.child(key))
+		case "unevaluatedItems":
+			n.unevalItems = c.node(v, at.child(key))
+		case "contains":
+			n.contains = c.node(v, at.child(key))
+		case "minContains":
+			n.minContains = c.count(n, v, at, key, 1)
+		case "maxContains":
+			n.maxContains = c.count(n, v, at, key, -1)
 		case "minItems":
-			n.minItems = c.count(v, at, k, 0)
+			n.minItems = c.count(n, v, at, key, 0)
 		case "maxItems":
-			n.maxItems = c.count(v, at, k, -1)
+			n.maxItems = c.count(n, v, at, key, -1)
 		case "uniqueItems":
 			switch v.Kind() {
 			case jsontape.True:
 				n.unique = true
 			case jsontape.False:
 			default:
-				c.report(at, k, "not a boolean")
+				c.uncheck(n, at, key, "not a boolean")
 			}
 		case "minLength":
-			n.minLen = c.count(v, at, k, 0)
+			n.minLen = c.count(n, v, at, key, 0)
 		case "maxLength":
-			n.maxLen = c.count(v, at, k, -1)
+			n.maxLen = c.count(n, v, at, key, -1)
 		case "pattern":
-			c.pattern(n, v, at)
+			if v.Kind() != jsontape.String {
+				c.uncheck(n, at, key, "not a string")
+				continue
+			}
+			n.pattern, n.patInsts, n.patUnchecked = c.regex(string(v.Str()), at, key)
+		case "format":
+			c.format(n, v)
 		case "minimum":
-			n.min, n.hasMin = c.number(v, at, k)
+			n.min, n.hasMin = c.number(n, v, at, key)
 		case "maximum":
-			n.max, n.hasMax = c.number(v, at, k)
+			n.max, n.hasMax = c.number(n, v, at, key)
 		case "exclusiveMinimum":
 			if b := v.Kind(); b == jsontape.True || b == jsontape.False { // draft 4: a modifier of minimum
 				if b == jsontape.True {
@@ -500,7 +671,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
 				}
 				continue
 			}
-			n.exMin, n.hasExMin = c.number(v, at, k)
+			n.exMin, n.hasExMin = c.number(n, v, at, key)
 		case "exclusiveMaximum":
 			if b := v.Kind(); b == jsontape.True || b == jsontape.False {
 				if b == jsontape.True {
@@ -508,15 +679,17 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
 				}
 				continue
 			}
-			n.exMax, n.hasExMax = c.number(v, at, k)
+			n.exMax, n.hasExMax = c.number(n, v, at, key)
 		case "multipleOf":
-			f, ok := c.number(v, at, k)
-			if ok && f > 0 {
-				n.multipleOf = f
+			f, ok := c.number(n, v, at, key)
+			if ok && f <= 0 {
+				c.uncheck(n, at, key, "not a positive number")
+				continue
 			}
+			n.multipleOf = f
 		case "enum":
 			if v.Kind() != jsontape.Array {
-				c.report(at, k, "not an array")
+				c.uncheck(n, at, key, "not an array")
 				continue
 			}
 			c.enum(n, v)
@@ -525,11 +698,11 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
 			c.kept = append(c.kept, &n.constVal)
 		case "anyOf", "oneOf", "allOf":
 			if v.Kind() != jsontape.Array || v.Len() == 0 {
-				c.report(at, k, "not a non-empty array")
+				c.uncheck(n, at, key, "not a non-empty array")
 				continue
 			}
-			subs := c.nodes(v, at.child(k))
-			switch k {
+			subs := c.nodesOf(v, at.child(key), branchKind)
+			switch key {
 			case "anyOf":
 				n.anyOf = subs
 			case "oneOf":
@@ -538,33 +711,175 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, root bool) {
 				n.allOf = subs
 			}
 		case "not":
-			n.not = c.node(v, at.child(k))
+			// Inside not, closing a node would make not pass more:
+			// nothing under an odd number of nots is closed by default.
+			c.negated++
+			n.not = c.node(v, at.child(key))
+			c.negated--
+		case "if":
+			n.ifN = c.nodeOf(v, at.child(key), kindBranch)
+		case "then":
+			n.thenN = c.nodeOf(v, at.child(key), kindBranch)
+		case "else":
+			n.elseN = c.nodeOf(v, at.child(key), kindBranch)
 		case "$ref":
-			n.ref = c.ref(v, at)
+			n.ref = c.ref(n, v, at, key)
+		case "$dynamicRef":
+			c.dynamicRef(n, v, at)
+		case "nullable":
+			// OpenAPI 3.0, not JSON Schema: ignored, so null stays refused
+			// unless the type allows it (stricter than the author meant).
+			c.report(at, key, "an OpenAPI keyword, not JSON Schema: ignored (null is refused unless type allows it)")
 		default:
-			if unsupportedKeywords[k] {
-				c.report(at, k, "keyword not enforced")
+			if why, ok := uncheckedKeywords[key]; ok {
+				c.uncheck(n, at, key, why)
 			}
 			// Anything else is an annotation or not a JSON Schema keyword,
 			// which JSON Schema itself ignores.
 		}
 	}
-	// Closed world: the top level, and every node that declares properties,
-	// rejects undeclared keys unless additionalProperties opens it.
-	switch addl.Kind() {
-	case jsontape.Invalid: // absent
-		n.closed = root || n.props != nil
-	case jsontape.True, jsontape.Object:
-	default: // false, or a value that is not a schema (reported)
-		n.closed = true
+	if itemsArray && addlItems.Exists() {
+		n.items = c.node(addlItems, at.child("additionalItems"))
+	}
+	if n.ifN == nil { // then and else without if are ignored (2020-12 §10.2.2)
+		n.thenN, n.elseN = nil, nil
+	}
+	// Closed world. The keys that if, then, else and dependentSchemas
+	// declare (their properties and patternProperties, and those of their
+	// own branches) are declared by this node: those branches constrain
+	// this object's keys, and closing each branch on its own would refuse
+	// the object's other keys. A branch is never closed by default; it
+	// hands what it declares up.
+	var names []string
+	var pats []patProp
+	for _, b := range n.branches() {
+		names = append(names, b.decl...)
+		pats = append(pats, b.declPat...)
+	}
+	if k == kindBranch {
+		for _, p := range declared {
+			n.decl = append(n.decl, p.name)
+		}
+		n.decl = append(n.decl, names...)
+		n.declPat = append(pats, n.patterns...)
+	}
+	// The top level, and every node that declares keys (properties,
+	// patternProperties, or through its branches), rejects undeclared keys
+	// unless additionalProperties or unevaluatedProperties says otherwise.
+	switch addl := m.Get("additionalProperties"); {
+	case addl.Exists():
+		n.closed = addl.Kind() != jsontape.True && addl.Kind() != jsontape.Object
+	case hasUnevalPr || k == kindBranch || k == kindOpen || c.negated%2 == 1:
+	default:
+		n.closed = k == kindRoot || hasProps || names != nil || pats != nil
+		if n.closed {
+			for _, name := range names {
+				declared = append(declared, namedProp{name, c.anything()})
+			}
+			for _, p := range pats {
+				n.patterns = append(n.patterns, patProp{re: p.re, insts: p.insts, unchecked: p.unchecked, n: c.anything()})
+			}
+		}
+	}
+	n.setProps(declared)
+}
+
+// branches returns the subschemas that declare keys for n.
+func (n *node) branches() []*node {
+	var out []*node
+	for _, b := range [...]*node{n.ifN, n.thenN, n.elseN} {
+		if b != nil {
+			out = append(out, b)
+		}
+	}
+	for _, d := range n.depSchemas {
+		out = append(out, d.n)
+	}
+	return out
+}
+
+// anything is a node that accepts every value: the schema of a key that
+// only a branch constrains.
+func (c *compiler) anything() *node {
+	n := c.alloc(nil)
+	n.has = n.summarize()
+	return n
+}
+
+// setProps packs the declared keys: the names in one string, so that
+// looking a key up reads adjacent memory. A name declared twice (by
+// properties and a branch) keeps its first node.
+func (n *node) setProps(declared []namedProp) {
+	if declared == nil {
+		return
+	}
+	slices.SortStableFunc(declared, func(a, b namedProp) int { return strings.Compare(a.name, b.name) })
+	declared = slices.CompactFunc(declared, func(a, b namedProp) bool { return a.name == b.name })
+	var b strings.Builder
+	for _, p := range declared {
+		b.WriteString(p.name)
+	}
+	packed := b.String()
+	n.props = make([]prop, 0, len(declared))
+	n.propIndex = make(map[string]int, len(declared))
+	off := 0
+	for _, p := range declared {
+		n.propIndex[p.name] = len(n.props)
+		n.props = append(n.props, prop{tagOf(p.name), packed[off : off+len(p.name)], p.n, false})
+		off += len(p.name)
+	}
+}
+
+// names reads an array of distinct names (required, dependentRequired).
+func (c *compiler) names(n *node, v jsontape.Value, at *seg, kw string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for it := v.Items(); it.Next(); {
+		e := it.Value()
+		if e.Kind() != jsontape.String {
+			c.uncheck(n, at, kw, "an entry is not a string")
+			continue
+		}
+		if s := string(e.Str()); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *compiler) depRequired(n *node, v jsontape.Value, at *seg, kw string) {
+	if v.Kind() != jsontape.Object {
+		c.uncheck(n, at, kw, "not an object")
+		return
+	}
+	for _, d := range sortedMembers(v) {
+		if d.v.Kind() != jsontape.Array {
+			c.uncheck(n, at, kw, "a value is not an array")
+			continue
+		}
+		n.depReq = append(n.depReq, depRequired{d.name, c.names(n, d.v, at.child(kw), d.name)})
+	}
+}
+
+func (c *compiler) depSchemas(n *node, v jsontape.Value, at *seg, kw string) {
+	if v.Kind() != jsontape.Object {
+		c.uncheck(n, at, kw, "not an object")
+		return
+	}
+	kp := at.child(kw)
+	for _, d := range sortedMembers(v) {
+		n.depSchemas = append(n.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
 	}
 }
 
 // nodes compiles each schema of array v.
-func (c *compiler) nodes(v jsontape.Value, at *seg) []*node {
+func (c *compiler) nodes(v jsontape.Value, at *seg) []*node { return c.nodesOf(v, at, kindPlain) }
+
+func (c *compiler) nodesOf(v jsontape.Value, at *seg, k nodeKind) []*node {
 	out := make([]*node, 0, v.Len())
 	for it := v.Items(); it.Next(); {
-		out = append(out, c.node(it.Value(), at.child(strconv.Itoa(len(out)))))
+		out = append(out, c.nodeOf(it.Value(), at.child(strconv.Itoa(len(out))), k))
 	}
 	return out
 }
@@ -603,33 +918,47 @@ func (c *compiler) enum(n *node, v jsontape.Value) {
 	}
 }
 
-func (c *compiler) pattern(n *node, v jsontape.Value, at *seg) {
-	if v.Kind() != jsontape.String {
-		c.report(at, "pattern", "not a string")
-		return
+// regex compiles an ECMA-262 pattern (pattern, patternProperties). A
+// pattern that cannot be run as written is reported, and returned as the
+// reason that a value it would decide is unchecked.
+func (c *compiler) regex(src string, at *seg, kw string) (*regexp.Regexp, int, string) {
+	fail := func(why string) (*regexp.Regexp, int, string) {
+		c.note(at, kw, why, true)
+		return nil, 0, "pattern " + quoteReport(src) + " at #" + at.child(kw).String() + ": " + why
 	}
-	s := string(v.Str())
-	re, err := regexp.Compile(s)
+	re, insts, err := compileECMA(src)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if insts > maxPatternInsts {
+		return fail("compiles to " + strconv.Itoa(insts) + " instructions, more than " + strconv.Itoa(maxPatternInsts) + ": matching would cost too much per byte")
+	}
+	return re, insts, ""
+}
+
+// compileECMA compiles a JSON Schema (ECMA-262) pattern for RE2 and
+// returns the size of the program regexp runs.
+var compileECMA = func(src string) (*regexp.Regexp, int, error) {
+	re, err := regexp.Compile(src)
 	if err != nil {
 		// ECMA-262 features RE2 lacks (lookaround, backreferences).
-		c.report(at, "pattern", "not an RE2 regular expression: "+err.Error())
-		return
+		return nil, 0, fmt.Errorf("not an RE2 regular expression: %v", err)
 	}
-	// The size of the program regexp runs, as regexp computes it.
+	return re, programSize(re.String()), nil
+}
+
+// programSize is the size of the program regexp runs for RE2 pattern s.
+func programSize(s string) int {
 	insts := maxPatternInsts + 1
 	if p, err := syntax.Parse(s, syntax.Perl); err == nil {
 		if prog, err := syntax.Compile(p.Simplify()); err == nil {
 			insts = len(prog.Inst)
 		}
 	}
-	if insts > maxPatternInsts {
-		c.report(at, "pattern", "compiles to "+strconv.Itoa(insts)+" instructions, more than "+strconv.Itoa(maxPatternInsts)+": matching would cost too much per byte")
-		return
-	}
-	n.pattern, n.patInsts = re, insts
+	return insts
 }
 
-func (c *compiler) types(v jsontape.Value, at *seg) typeSet {
+func (c *compiler) types(n *node, v jsontape.Value, at *seg) typeSet {
 	var ts typeSet
 	add := func(e jsontape.Value) {
 		s := string(e.Str())
@@ -650,25 +979,25 @@ func (c *compiler) types(v jsontape.Value, at *seg) typeSet {
 			add(it.Value())
 		}
 	default:
-		c.report(at, "type", "neither a string nor an array")
+		c.uncheck(n, at, "type", "neither a string nor an array")
 		return 0
 	}
 	return ts
 }
 
-func (c *compiler) count(v jsontape.Value, at *seg, kw string, def int) int {
+func (c *compiler) count(n *node, v jsontape.Value, at *seg, kw string, def int) int {
 	f, ok := numberOf(v)
 	if !ok || f < 0 || f != math.Trunc(f) {
-		c.report(at, kw, "not a non-negative integer")
+		c.uncheck(n, at, kw, "not a non-negative integer")
 		return def
 	}
 	return int(min(f, math.MaxInt32))
 }
 
-func (c *compiler) number(v jsontape.Value, at *seg, kw string) (float64, bool) {
+func (c *compiler) number(n *node, v jsontape.Value, at *seg, kw string) (float64, bool) {
 	f, ok := numberOf(v)
 	if !ok {
-		c.report(at, kw, "not a number")
+		c.uncheck(n, at, kw, "not a number")
 	}
 	return f, ok
 }
@@ -680,37 +1009,108 @@ func numberOf(v jsontape.Value) (float64, bool) {
 	return v.Float64(), true
 }
 
-// ref resolves a local JSON pointer reference ("#/$defs/X"); the referenced
-// node is compiled once, so recursive schemas terminate.
-func (c *compiler) ref(v jsontape.Value, at *seg) *node {
-	s := string(v.Str())
-	if v.Kind() != jsontape.String || !strings.HasPrefix(s, "#") {
-		c.report(at, "$ref", "only local references (#/...) are supported")
+// ref compiles the target of a $ref; each target is compiled once, so
+// recursive schemas terminate. A reference that leads nowhere makes n
+// unchecked.
+func (c *compiler) ref(n *node, v jsontape.Value, at *seg, kw string) *node {
+	if v.Kind() != jsontape.String {
+		c.uncheck(n, at, kw, "not a string")
 		return nil
 	}
-	if n, ok := c.refs[s]; ok {
+	r := n.res
+	if r == nil {
+		r = c.rootRes
+	}
+	t, why := c.resolve(string(v.Str()), r)
+	if why != "" {
+		c.uncheck(n, at, kw, why)
+		return nil
+	}
+	return c.targetNode(t)
+}
+
+func (c *compiler) targetNode(t target) *node {
+	tok := t.key
+	if t.res == c.rootRes {
+		tok = t.key[len(c.rootRes.uri.String())+1:]
+	}
+	if c.negated%2 == 1 { // compiled apart: under not, nothing is closed by default
+		t.key += "\x00not"
+	}
+	if n, ok := c.refs[t.key]; ok {
 		return n
 	}
-	target := c.doc
-	if ptr := s[1:]; ptr != "" {
-		if ptr[0] != '/' {
-			target = jsontape.Value{}
-		}
-		for _, tok := range strings.Split(ptr, "/")[1:] {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-			if target = c.lookup(target, tok); !target.Exists() {
-				break
-			}
-		}
+	n := c.alloc(&seg{tok: tok, raw: true})
+	c.refs[t.key] = n // before compiling: a recursive reference finds it
+	c.compile(n, t.v, c.at[n], kindPlain)
+	if n.res == nil {
+		n.res = t.res
 	}
-	if !target.Exists() {
-		c.report(at, "$ref", "reference "+strconv.Quote(s)+" not found")
-		return nil
-	}
-	n := c.alloc(&seg{tok: s[1:], raw: true})
-	c.refs[s] = n // before compiling: a recursive reference finds it
-	c.compile(n, target, c.at[n], s == "#")
 	return n
+}
+
+// dynamicRef compiles a $dynamicRef. It starts where a $ref of the same
+// text would lead; when that target declares the fragment as a
+// $dynamicAnchor, the check looks along the dynamic scope (dynRef).
+func (c *compiler) dynamicRef(n *node, v jsontape.Value, at *seg) {
+	if v.Kind() != jsontape.String {
+		c.uncheck(n, at, "$dynamicRef", "not a string")
+		return
+	}
+	r := n.res
+	if r == nil {
+		r = c.rootRes
+	}
+	t, why := c.resolve(string(v.Str()), r)
+	if why != "" {
+		c.uncheck(n, at, "$dynamicRef", why)
+		return
+	}
+	initial := c.targetNode(t)
+	if d, ok := t.res.dynamic[t.anchor]; t.anchor == "" || !ok || d != t.v {
+		n.ref = initial // a plain reference
+		return
+	}
+	n.dyn = &dynRef{name: t.anchor, initial: initial}
+	c.dyns = append(c.dyns, n)
+	c.dynamic = true
+}
+
+// dynamicTargets compiles, for each name a dynamic reference uses, every
+// resource's dynamic anchor of that name: the candidates of the scope.
+func (c *compiler) dynamicTargets() {
+	for i := 0; i < len(c.dyns); i++ { // compiling a target can add dynamic references
+		d := c.dyns[i].dyn
+		keys := make([]string, 0, len(c.resources))
+		for k := range c.resources {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			r := c.resources[k]
+			v, ok := r.dynamic[d.name]
+			if !ok {
+				continue
+			}
+			t := c.targetNode(target{res: r, v: v, key: k + "#" + d.name, anchor: d.name})
+			if r.dynNodes == nil {
+				r.dynNodes = map[string]*node{}
+			}
+			r.dynNodes[d.name] = t
+			d.targets = append(d.targets, t)
+		}
+	}
+}
+
+// format compiles a format keyword: asserted when Options.Formats is set
+// and the format is one package format knows, an annotation otherwise.
+func (c *compiler) format(n *node, v jsontape.Value) {
+	if !c.opts.Formats || v.Kind() != jsontape.String {
+		return
+	}
+	if f, ok := formatChecker(string(v.Str())); ok {
+		n.format, n.formatName = f, string(v.Str())
+	}
 }
 
 // objIndex indexes a large object or array of the schema that $ref
@@ -757,3 +1157,6 @@ func escape(tok string) string {
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
+
+// falseSchema is the reason of the false schema.
+const falseSchema = "no value is allowed here"

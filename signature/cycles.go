@@ -2,9 +2,10 @@ package signature
 
 import "strings"
 
-// A $ref cycle that consumes no data (a chain of $ref, allOf, anyOf, oneOf
-// and not that leads back to itself without passing through properties,
-// additionalProperties, items or prefixItems) would make checking recurse
+// A $ref cycle that consumes no data (a chain of $ref, $dynamicRef, allOf,
+// anyOf, oneOf, not, if/then/else and dependentSchemas, whose schemas apply
+// to the value itself, that leads back to itself without passing
+// through properties, additionalProperties, items or prefixItems) would make checking recurse
 // forever on any value: the schema has no finite meaning. Compile finds
 // every such cycle and, closed world, makes each node on it match no
 // value, reporting the cycle (Unsupported, keyword "$ref"). Calls checked
@@ -22,11 +23,20 @@ func (n *node) succ(out []*node) []*node {
 	if n.ref != nil {
 		out = append(out, n.ref)
 	}
+	if n.dyn != nil {
+		out = append(out, n.dyn.initial)
+		out = append(out, n.dyn.targets...)
+	}
 	out = append(out, n.allOf...)
 	out = append(out, n.anyOf...)
 	out = append(out, n.oneOf...)
-	if n.not != nil {
-		out = append(out, n.not)
+	for _, b := range [...]*node{n.not, n.ifN, n.thenN, n.elseN} {
+		if b != nil {
+			out = append(out, b)
+		}
+	}
+	for _, d := range n.depSchemas {
+		out = append(out, d.n)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -144,14 +145,28 @@ func TestUnsupportedReported(t *testing.T) {
 		"b":{"type":"object","patternProperties":{"^x":{}}},
 		"c":{"$ref":"https://example.com/s.json"},
 		"d":{"type":"float"},
-		"e":{"if":{"type":"string"},"then":{"minLength":1}}}}`)
+		"e":{"if":{"type":"string"},"then":{"minLength":1}},
+		"f":{"$recursiveRef":"#"},
+		"g":{"type":"string","nullable":true}}}`)
 	var got []string
 	for _, u := range s.Unsupported() {
-		got = append(got, u.Path+" "+u.Keyword)
+		got = append(got, fmt.Sprintf("%s %s %v", u.Path, u.Keyword, u.Unchecked))
 	}
-	want := []string{"/properties/a pattern", "/properties/b patternProperties", "/properties/c $ref", "/properties/d type", "/properties/e if", "/properties/e then"}
+	want := []string{"/properties/a pattern true", "/properties/c $ref true", "/properties/d type false",
+		"/properties/f $recursiveRef true", "/properties/g nullable false"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("unsupported = %q\nwant %q", got, want)
+	}
+	if s.Enforced() {
+		t.Fatal("Enforced with unchecked parts")
+	}
+	for _, clean := range []string{
+		`{"type":"object","properties":{"a":{"type":"string","format":"uri","title":"A","default":"x","x-vendor":1}}}`,
+		`{"type":"object","properties":{"d":{"type":"dict"}}}`, // matches nothing: stricter, not open
+	} {
+		if !mustCompile(t, clean).Enforced() {
+			t.Errorf("%s: not Enforced", clean)
+		}
 	}
 	if u := mustCompile(t, `{"type":"object","properties":{"a":{"type":"string","format":"uri","title":"A","default":"x","x-vendor":1}}}`).Unsupported(); len(u) != 0 {
 		t.Fatalf("annotations reported as unsupported: %v", u)

@@ -1,17 +1,26 @@
 // Package oracle compiles a tool's inputSchema with a general JSON Schema
-// validator (santhosh-tekuri/jsonschema/v6) after rewriting it to the wire
-// contract's closed world. It is the differential oracle of package
-// signature and the baseline of its benchmarks; production code does not
-// use it.
+// 2020-12 validator (santhosh-tekuri/jsonschema/v6) after rewriting it to
+// the wire contract's closed world. It is the differential oracle of
+// package signature and the baseline of its benchmarks; production code
+// does not use it.
 //
 // The rewrite is the whole of the difference between the contract and
-// plain JSON Schema:
+// plain JSON Schema 2020-12 (package signature's doc states the rule):
 //
-//   - the top level, and every object node that declares properties, gets
-//     additionalProperties:false unless it sets additionalProperties;
-//   - format is dropped (an annotation in the contract; draft-07
-//     validators may assert it);
-//   - every schema is read as draft-07, the draft the corpus declares.
+//   - a schema that declares keys (properties, patternProperties, or keys
+//     declared by its if, then, else and dependentSchemas branches), and
+//     the top level, gets additionalProperties:false unless it sets
+//     additionalProperties or unevaluatedProperties, is itself such a
+//     branch, is an allOf/anyOf/oneOf branch of a schema with
+//     unevaluatedProperties, or is under an odd number of nots; the keys
+//     its branches declare are added to its properties (and
+//     patternProperties) as true, so that they are declared;
+//   - format is dropped (an annotation in the contract by default);
+//   - older drafts' spellings are read as package signature reads them:
+//     an items array is prefixItems (additionalItems then being items),
+//     dependencies is dependentRequired and dependentSchemas, an $id that
+//     is a fragment alone is an $anchor; $schema is dropped and every
+//     schema is read as 2020-12, MCP's default dialect.
 package oracle
 
 import (
@@ -26,47 +35,147 @@ import (
 
 // CloseWorld returns a rewritten copy of schema s (as decoded by
 // jsonschema.UnmarshalJSON or encoding/json).
-func CloseWorld(s any) any { return closeWorld(s, true) }
+func CloseWorld(s any) any {
+	out, _, _ := closeWorld(s, kindRoot, false)
+	return out
+}
 
-func closeWorld(s any, root bool) any {
+type kind uint8
+
+const (
+	kindPlain kind = iota
+	kindRoot
+	kindBranch
+	kindOpen // an allOf/anyOf/oneOf branch of a schema with unevaluatedProperties
+)
+
+// closeWorld rewrites s and returns, for a branch, the names and patterns
+// it declares for its parent. negated: s is under an odd number of nots,
+// where nothing is closed (closing would make not pass more). A $ref
+// under not is not rewritten apart as package signature compiles it:
+// the differential tests keep $ref out of not.
+func closeWorld(s any, k kind, negated bool) (any, []string, []string) {
 	m, ok := s.(map[string]any)
 	if !ok {
-		return s
+		return s, nil, nil
 	}
 	out := make(map[string]any, len(m)+1)
-	for k, v := range m {
-		switch k {
+	sub := func(v any) any { r, _, _ := closeWorld(v, kindPlain, negated); return r }
+	subsOf := func(v any, k kind) any {
+		arr, ok := v.([]any)
+		if !ok {
+			r, _, _ := closeWorld(v, k, negated)
+			return r
+		}
+		rs := make([]any, len(arr))
+		for i, e := range arr {
+			rs[i], _, _ = closeWorld(e, k, negated)
+		}
+		return rs
+	}
+	subs := func(v any) any { return subsOf(v, kindPlain) }
+	_, uneval := m["unevaluatedProperties"]
+	var names, pats []string // declared by branches
+	branch := func(v any) any {
+		r, n, p := closeWorld(v, kindBranch, negated)
+		names, pats = append(names, n...), append(pats, p...)
+		return r
+	}
+	schemas := func(v any, f func(any) any) any {
+		pm, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		o := make(map[string]any, len(pm))
+		for name, ps := range pm {
+			o[name] = f(ps)
+		}
+		return o
+	}
+	_, itemsArray := m["items"].([]any)
+	for key, v := range m {
+		switch key {
 		case "format", "$schema":
-			continue
-		case "properties", "$defs", "definitions":
-			if pm, ok := v.(map[string]any); ok {
-				sub := make(map[string]any, len(pm))
-				for name, ps := range pm {
-					sub[name] = closeWorld(ps, false)
-				}
-				out[k] = sub
+		case "properties", "patternProperties", "$defs", "definitions":
+			out[key] = schemas(v, sub)
+		case "dependentSchemas":
+			out[key] = schemas(v, branch)
+		case "dependencies":
+			dm, ok := v.(map[string]any)
+			if !ok {
+				out[key] = v
 				continue
 			}
-		case "items", "additionalProperties", "not", "anyOf", "oneOf", "allOf", "prefixItems":
-			if arr, ok := v.([]any); ok {
-				subs := make([]any, len(arr))
-				for i, e := range arr {
-					subs[i] = closeWorld(e, false)
+			req, ds := map[string]any{}, map[string]any{}
+			for name, d := range dm {
+				if _, isArr := d.([]any); isArr {
+					req[name] = d
+				} else {
+					ds[name] = branch(d)
 				}
-				out[k] = subs
+			}
+			if len(req) > 0 {
+				out["dependentRequired"] = req
+			}
+			if len(ds) > 0 {
+				out["dependentSchemas"] = ds
+			}
+		case "if", "then", "else":
+			if _, ok := m["if"]; ok { // then and else without if do nothing
+				out[key] = branch(v)
+			}
+		case "items":
+			if itemsArray {
+				out["prefixItems"] = subs(v)
 				continue
 			}
-			out[k] = closeWorld(v, false)
-			continue
+			out[key] = sub(v)
+		case "additionalItems":
+			if itemsArray {
+				out["items"] = sub(v)
+			}
+		case "prefixItems":
+			out[key] = subs(v)
+		case "allOf", "anyOf", "oneOf":
+			if uneval {
+				out[key] = subsOf(v, kindOpen)
+			} else {
+				out[key] = subs(v)
+			}
+		case "not":
+			out[key], _, _ = closeWorld(v, kindPlain, !negated)
+		case "additionalProperties", "unevaluatedProperties", "propertyNames",
+			"unevaluatedItems", "contains":
+			out[key] = sub(v)
+		case "$id":
+			if id, ok := v.(string); ok && len(id) > 0 && id[0] == '#' {
+				out["$anchor"] = id[1:]
+				continue
+			}
+			out[key] = v
+		default:
+			out[key] = v
 		}
-		out[k] = v
 	}
-	if _, set := m["additionalProperties"]; !set {
-		if _, props := m["properties"]; props || root {
-			out["additionalProperties"] = false
+	props, _ := out["properties"].(map[string]any)
+	patProps, _ := out["patternProperties"].(map[string]any)
+	if k == kindBranch {
+		for name := range props {
+			names = append(names, name)
 		}
+		for p := range patProps {
+			pats = append(pats, p)
+		}
+		return out, names, pats
 	}
-	return out
+	_, addl := m["additionalProperties"]
+	declares := props != nil || patProps != nil || len(names) > 0 || len(pats) > 0
+	if !addl && !uneval && k != kindOpen && !negated && (k == kindRoot || declares) {
+		declare(out, "properties", props, names)
+		declare(out, "patternProperties", patProps, pats)
+		out["additionalProperties"] = false
+	}
+	return out, nil, nil
 }
 
 var seq atomic.Int64
@@ -81,7 +190,7 @@ func Compile(raw []byte) (*jsonschema.Schema, error) {
 	}
 	doc := Instance(tp.Root())
 	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
+	c.DefaultDraft(jsonschema.Draft2020)
 	url := fmt.Sprintf("mem://schema/%d", seq.Add(1))
 	if err := c.AddResource(url, CloseWorld(doc)); err != nil {
 		return nil, err
@@ -116,4 +225,22 @@ func Instance(v jsontape.Value) any {
 		return out
 	}
 	return nil
+}
+
+// declare adds names to the schemas of keyword kw (properties or
+// patternProperties) of out as true, keeping those already there.
+func declare(out map[string]any, kw string, have map[string]any, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	m := make(map[string]any, len(have)+len(names))
+	for n, v := range have {
+		m[n] = v
+	}
+	for _, n := range names {
+		if _, ok := m[n]; !ok {
+			m[n] = true
+		}
+	}
+	out[kw] = m
 }
