@@ -18,18 +18,19 @@ func TestBorrowed(t *testing.T) {
 	for _, tc := range []struct {
 		name, schema, args string
 		want               bool
+		path               string // of the borrowed key, when found
 	}{
-		{"undeclared top level", nested, `{"x":"s","zz":1}`, true},
-		{"undeclared nested", nested, `{"opts":{"a":"s","b":1}}`, true},
-		{"undeclared after a wrong value", nested, `{"x":1,"zz":1}`, true},
-		{"undeclared behind a nested missing key", nested, `{"opts":{},"zz":1}`, true},
-		{"missing nested key only", nested, `{"opts":{}}`, false},
-		{"wrong value only", nested, `{"x":1}`, false},
-		{"wrong nested value only", nested, `{"opts":{"a":1}}`, false},
-		{"missing top-level key only", `{"type":"object","properties":{"p":{"type":"string"}},"required":["p"]}`, `{}`, false},
-		{"extra key of an open object", `{"type":"object","properties":{"p":{"type":"string"}},"required":["p"],"additionalProperties":true}`, `{"q":1}`, false},
-		{"extra key under a schema for others", `{"type":"object","properties":{"p":{"type":"string"}},"additionalProperties":{"type":"string"}}`, `{"q":1}`, false},
-		{"key in a free-form object", `{"type":"object","properties":{"meta":{"type":"object"}},"required":["p"]}`, `{"meta":{"any":1}}`, false},
+		{"undeclared top level", nested, `{"x":"s","zz":1}`, true, "/zz"},
+		{"undeclared nested", nested, `{"opts":{"a":"s","b":1}}`, true, "/opts/b"},
+		{"undeclared after a wrong value", nested, `{"x":1,"zz":1}`, true, "/zz"},
+		{"undeclared behind a nested missing key", nested, `{"opts":{},"z/~z":1}`, true, "/z~1~0z"},
+		{"missing nested key only", nested, `{"opts":{}}`, false, ""},
+		{"wrong value only", nested, `{"x":1}`, false, ""},
+		{"wrong nested value only", nested, `{"opts":{"a":1}}`, false, ""},
+		{"missing top-level key only", `{"type":"object","properties":{"p":{"type":"string"}},"required":["p"]}`, `{}`, false, ""},
+		{"extra key of an open object", `{"type":"object","properties":{"p":{"type":"string"}},"required":["p"],"additionalProperties":true}`, `{"q":1}`, false, ""},
+		{"extra key under a schema for others", `{"type":"object","properties":{"p":{"type":"string"}},"additionalProperties":{"type":"string"}}`, `{"q":1}`, false, ""},
+		{"key in a free-form object", `{"type":"object","properties":{"meta":{"type":"object"}},"required":["p"]}`, `{"meta":{"any":1}}`, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sig, err := signature.Compile([]byte(tc.schema))
@@ -44,8 +45,8 @@ func TestBorrowed(t *testing.T) {
 			if res.Kind == signature.Pass {
 				t.Fatalf("%s passes: the case tests nothing", tc.args)
 			}
-			if got := borrowed(&registryversions.Tool{Sig: sig}, p.Root(), res); got != tc.want {
-				t.Errorf("borrowed = %v, want %v (first failure %q at %s)", got, tc.want, res.Reason, res.Path)
+			if path, got := borrowed(&registryversions.Tool{Sig: sig}, p.Root(), res); got != tc.want || path != tc.path {
+				t.Errorf("borrowed = %v at %q, want %v at %q (first failure %q at %s)", got, path, tc.want, tc.path, res.Reason, res.Path)
 			}
 		})
 	}
@@ -79,7 +80,7 @@ func TestH5NeedsBorrowedKey(t *testing.T) {
 		{"wrong type", "create_directory", `{"path":1}`, schema.H3, "/path", "wrong type"},
 		{"borrowed key", "create_directory", `{"path":"a","content":"c"}`, schema.H5, "/content", `"fs/write_file"`},
 		{"borrowed key with a wrong value", "list_regions", `{"region":"na","gene":"brca1"}`, schema.H5, "/gene", `"geo/variant_searcher"`},
-		{"borrowed key behind a nested missing key", "configure", `{"opts":{},"zz":1}`, schema.H5, "/opts/a", `"fs/configure_any"`},
+		{"borrowed key behind a nested missing key", "configure", `{"opts":{},"zz":1}`, schema.H5, "/zz", `"fs/configure_any"`},
 		{"borrowed key nobody accepts", "create_directory", `{"path":"a","mode":"0777"}`, schema.H2, "/mode", "undeclared"},
 		{"extra key of an open tool", "patch", `{"path":"a"}`, schema.H2, "/target", "required argument missing"},
 	} {
