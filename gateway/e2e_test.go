@@ -56,6 +56,9 @@ func TestReferenceServers(t *testing.T) {
 		{step: gatewaytest.Call("fs__delete_file", `{"path":`+q(note)+`}`), class: "M1"},
 		{step: gatewaytest.Call("everything__echo", `{"message":"hello","override":true}`), class: "H2", path: "/override"},
 		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"x","mode":"0777"}`), class: "H2", path: "/mode"},
+		// create_directory accepts {"path"}, but a forgotten key is no
+		// borrowed shape (contract v1.2): H2, not H5.
+		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`}`), class: "H2", path: "/content"},
 		{step: gatewaytest.Call("everything__get-sum", `{"a":"2","b":3}`), class: "H3", path: "/a"},
 		{step: gatewaytest.Call("memory__create_entities", `{"entities":[{"name":"x","entityType":"y","observations":"not a list"}]}`), class: "H3", path: "/entities/0/observations"},
 		{step: gatewaytest.Call("echo", `{"message":"hello"}`), class: "M2"},

@@ -41,7 +41,11 @@
 //	H5  arguments drawn for a sibling S (a tool sharing a property name)
 //	    under the name of a frontier tool T. When T also accepts them the
 //	    contract labels the call OK: that is the residue no signature
-//	    check can see (variant schema-valid)
+//	    check can see (variant schema-valid). When they carry no key T
+//	    does not declare (they only miss one of T's required keys or have
+//	    a wrong value), contract v1.2 sees no evidence of borrowing and
+//	    labels them H2 or H3 (variant no-borrowed-key, still counted in
+//	    the H5 column: a hostile call, rejected all the same)
 //	M1  pinned (server field or server__tool) to a server never connected
 //	    or removed, or a near-miss name no server provides
 //	M2  unpinned name that several top-trust servers provide, no

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
 )
 
 // gen accumulates the trials of one track. All randomness comes from one
@@ -84,6 +85,63 @@ func acceptedByOther(all []*toolDef, except string, a obj) bool {
 		}
 	}
 	return false
+}
+
+// unmodelled are the schema keywords borrowedKey does not read: a draw
+// whose named tool uses one is skipped rather than labelled on a guess.
+var unmodelled = []string{"$ref", "allOf", "anyOf", "oneOf", "not", "if", "patternProperties", "unevaluatedProperties", "dependentSchemas", "propertyNames", "prefixItems"}
+
+// borrowedKey reports whether value v carries a key that schema s does
+// not declare where the contract's rule 3 closes an object (the top level
+// when top, and every object node that declares properties, unless
+// additionalProperties is true or a schema; false closes any node): the
+// evidence of a borrowed shape that H5 needs (contract v1.2, rule 6). It
+// reads properties, additionalProperties and items, the structure of the
+// tracks' schemas, independently of package signature; ok is false for a
+// schema with a keyword it does not read (unmodelled).
+func borrowedKey(s obj, v any, top bool) (found, ok bool) {
+	for _, k := range unmodelled {
+		if _, has := s[k]; has {
+			return false, false
+		}
+	}
+	switch x := v.(type) {
+	case obj:
+		props := schemaProps(s)
+		addl, hasAddl := s["additionalProperties"]
+		closed := top || props != nil
+		if hasAddl {
+			closed = addl == false
+		}
+		for _, k := range sortedKeys(x) {
+			ps, declared := props[k].(obj)
+			if !declared {
+				if closed {
+					return true, true
+				}
+				if ps, declared = addl.(obj); !declared {
+					continue
+				}
+			}
+			if f, ok := borrowedKey(ps, x[k], false); f || !ok {
+				return f, ok
+			}
+		}
+	case []any:
+		if _, tuple := s["items"].([]any); tuple {
+			return false, false
+		}
+		items, _ := s["items"].(obj)
+		for _, e := range x {
+			if items == nil {
+				break
+			}
+			if f, ok := borrowedKey(items, e, false); f || !ok {
+				return f, ok
+			}
+		}
+	}
+	return false, true
 }
 
 func names(ts []*toolDef) []string {
@@ -207,8 +265,19 @@ func (g *gen) genSingle(d *deployment, frontier []*toolDef, n, nHonest int) {
 			return false
 		}
 		variant, expect := "schema-invalid", schema.H5
-		if accepts(t, a) {
+		borrowed, ok := borrowedKey(t.Schema, a, true)
+		switch {
+		case !ok:
+			return false
+		case accepts(t, a):
 			variant, expect = "schema-valid", schema.OK
+		case !borrowed:
+			// No key T does not declare: no evidence of borrowing
+			// (contract v1.2), the call is H2 or H3 by T's signature.
+			variant, expect = "no-borrowed-key", schema.H3
+			if t.Sig.Check(fv(a)).Kind == signature.KeyFail {
+				expect = schema.H2
+			}
 		}
 		g.add("H5", variant, expect, s.ref(), call(t, t.Name, a, t.Digest))
 		return true

@@ -167,6 +167,61 @@ func TestDefaultRun(t *testing.T) {
 	if o := pipe(TrackBFCL, "resolver").OverRejection; o != 0 {
 		t.Errorf("resolver over-rejects BFCL at %.4f", o)
 	}
+	// Contract v1.2: sibling-drawn arguments without a key T does not
+	// declare are labelled H2/H3 (no-borrowed-key), agree with the
+	// resolver, and are rejected like the H5 ones.
+	for _, tr := range []string{TrackSingle, TrackAPIBank} {
+		if a := byName[tr].Agreement; a.Agree != a.Total {
+			t.Errorf("%s: %d of %d labels agree: %+v", tr, a.Agree, a.Total, a.Disagreements)
+		}
+		n := 0
+		for _, v := range pipe(tr, "resolver").Variants {
+			if v.Kind == "H5" && v.Variant == "no-borrowed-key" {
+				n = v.Trials
+				if v.Executed != 0 {
+					t.Errorf("%s: resolver executes %d no-borrowed-key trials", tr, v.Executed)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no H5 trial without a borrowed key: the v1.2 labels are not exercised", tr)
+		}
+	}
+}
+
+// TestBorrowedKey: HTB's own reading of contract v1.2's evidence for H5,
+// a key the schema does not declare where rule 3 closes an object.
+func TestBorrowedKey(t *testing.T) {
+	const s = `{"type":"object","properties":{"path":{"type":"string"},"opts":{"type":"object","properties":{"a":{"type":"string"}}},` +
+		`"meta":{"type":"object"},"tags":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string"}}}},` +
+		`"env":{"type":"object","properties":{},"additionalProperties":{"type":"object","properties":{"v":{"type":"string"}}}}}}`
+	for _, tc := range []struct {
+		schema, args string
+		found, ok    bool
+	}{
+		{s, `{"path":1}`, false, true},
+		{s, `{"path":"p","content":"c"}`, true, true},
+		{s, `{"opts":{"b":1}}`, true, true},
+		{s, `{"meta":{"anything":1}}`, false, true},
+		{s, `{"tags":[{"k":"x"},{"j":"y"}]}`, true, true},
+		{s, `{"env":{"HOME":{"v":"x"}}}`, false, true},
+		{s, `{"env":{"HOME":{"w":"x"}}}`, true, true},
+		{`{"type":"object","additionalProperties":true}`, `{"x":1}`, false, true},
+		{`{"type":"object"}`, `{"x":1}`, true, true},
+		{`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`, `{"a":"x"}`, false, false},
+	} {
+		sch, err := decodeObj([]byte(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := decodeObj([]byte(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found, ok := borrowedKey(sch, a, true); found != tc.found || ok != tc.ok {
+			t.Errorf("%s against %s: %v %v, want %v %v", tc.args, tc.schema, found, ok, tc.found, tc.ok)
+		}
+	}
 }
 
 func TestParseTracks(t *testing.T) {

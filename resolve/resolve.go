@@ -71,8 +71,9 @@ func Malformed(err error, d *schema.Decision) {
 //
 // In PinAssisted mode an unpinned name that several top-trust servers
 // provide resolves to the provider whose digest equals seen_digest, else
-// to the only one whose signature accepts the arguments, else to the first
-// by server name; lower-trust providers of the name still make it M3.
+// to the first by server name whose signature accepts the arguments, else
+// to the first by server name (contract v1.2); lower-trust providers of
+// the name still make it M3.
 func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 	d.Reset()
 	d.EventID = c.EventID
@@ -122,10 +123,16 @@ func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *reg
 			return
 		}
 	}
-	if o := otherAccepting(v, t.Name, c.Arguments); o != nil {
-		d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
-		d.Path = res.Path
-		return
+	// H5 needs the evidence of a borrowed shape, a key t does not declare
+	// (v1.2): in a registry of hundreds of tools some unrelated tool
+	// accepts nearly any small object that only misses a key or has a
+	// wrong value.
+	if path, ok := borrowed(t, c.Arguments, res); ok {
+		if o := otherAccepting(v, t.Name, c.Arguments); o != nil {
+			d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
+			d.Path = path // the borrowed key
+			return
+		}
 	}
 	if res.Kind == signature.KeyFail {
 		d.Set(schema.H2, res.Reason)
@@ -185,7 +192,7 @@ func (r *Resolver) name(v *registryversions.Version, c *schema.Call) (*registryv
 		return nil, schema.M2, fmt.Sprintf("%d servers of trust %d provide %s; no pin", nTop, top, quote(c.Tool))
 	}
 	if nTop > 1 {
-		t := tieBreak(v, c, provs, top)
+		t := tieBreak(c, provs, top)
 		if lower {
 			return t, schema.M3, "a lower-trust server shadows " + quote(c.Tool)
 		}
@@ -194,27 +201,29 @@ func (r *Resolver) name(v *registryversions.Version, c *schema.Call) (*registryv
 	return nil, schema.M3, "a lower-trust server shadows " + quote(c.Tool) + " of a trust-" + itoa(top) + " server"
 }
 
-// tieBreak picks one of several top-trust providers (pin-assisted mode).
-func tieBreak(v *registryversions.Version, c *schema.Call, provs []*registryversions.Tool, top int) *registryversions.Tool {
-	var first, fits *registryversions.Tool
-	nFit := 0
+// tieBreak picks one of several top-trust providers (pin-assisted mode):
+// the one whose digest is seen_digest, else the first by server name
+// whose signature accepts the arguments, else the first by server name
+// (contract v1.2). provs is in server-name order.
+func tieBreak(c *schema.Call, provs []*registryversions.Tool, top int) *registryversions.Tool {
+	if c.SeenDigest != "" {
+		for _, p := range provs {
+			if p.Trust == top && p.Digest == c.SeenDigest {
+				return p
+			}
+		}
+	}
+	var first *registryversions.Tool
 	for _, p := range provs {
 		if p.Trust != top {
 			continue
 		}
-		if c.SeenDigest != "" && p.Digest == c.SeenDigest {
+		if p.Sig.Accepts(c.Arguments) {
 			return p
 		}
 		if first == nil {
 			first = p
 		}
-		if p.Sig.Accepts(c.Arguments) {
-			nFit++
-			fits = p
-		}
-	}
-	if nFit == 1 {
-		return fits
 	}
 	return first
 }

@@ -4,7 +4,13 @@
 // where a pin is needed; for H2 the declared keys nearest to an
 // undeclared one and the required keys missing; for H3 what the schema
 // expects at the failing path (type, enum, range, length, pattern); for
-// M2 and M3 the qualified names to pin. The nearest name of an H1 or M1
+// M2 and M3 the qualified names to pin. H5 gets none: its decision's
+// reason names the tool the arguments fit, and under contract v1.2 only a
+// call carrying a key the named tool does not declare is H5; one that
+// only misses a required key or has a wrong value is H2 or H3 and gets
+// the missing keys or the expected value, never "fits another tool" (a
+// client that forgot write_file's content was told its call fit
+// create_directory). The nearest name of an H1 or M1
 // call is also stored with its decision (schema.Row.SuggestedTool), which
 // tells a near miss from an invention.
 //

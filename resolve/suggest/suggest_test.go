@@ -76,6 +76,35 @@ func TestHintsGolden(t *testing.T) {
 	}
 }
 
+// TestForgottenKeyIsNotABorrowedShape: a client that forgot write_file's
+// content is told which key is missing, not that its call fits
+// create_directory (contract v1.2); a call carrying create_directory's
+// undeclared key content is H5 and names write_file.
+func TestForgottenKeyIsNotABorrowedShape(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	s := New()
+	for _, tc := range []struct {
+		line, class, reason, missing string
+	}{
+		{`{"type":"call","event_id":"c","emitted_at":"2026-02-01T00:00:00Z","registry":"multi","server":"files","tool":"write_file","arguments":{"path":"notes.txt"}}`,
+			"H2", "required argument missing", "content"},
+		{`{"type":"call","event_id":"c","emitted_at":"2026-02-01T00:00:00Z","registry":"multi","server":"files","tool":"create_directory","arguments":{"path":"notes.txt","content":"x"}}`,
+			"H5", `fit tool "files/write_file"`, ""},
+	} {
+		var r resolve.Resolver
+		var dec schema.CallDecoder
+		var c schema.Call
+		var d schema.Decision
+		if !r.Decide(store.Snapshot(), &dec, []byte(tc.line), &c, &d) {
+			t.Fatal(d.Reason)
+		}
+		h := s.Hints(store.Snapshot(), &c, &d)
+		if string(d.Class) != tc.class || !strings.Contains(d.Reason, tc.reason) || strings.Join(h.Missing, ",") != tc.missing || len(h.Tools) != 0 {
+			t.Errorf("%s: %s %q hints %+v, want %s %q missing %q", c.Tool, d.Class, d.Reason, h, tc.class, tc.reason, tc.missing)
+		}
+	}
+}
+
 func first(ss []string) string {
 	if len(ss) == 0 {
 		return ""
