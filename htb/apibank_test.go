@@ -1,6 +1,7 @@
 package htb
 
 import (
+	"github.com/toolaudit/toolaudit/signature"
 	"testing"
 )
 
@@ -73,7 +74,7 @@ func TestAPIBankFixture(t *testing.T) {
 			t.Errorf("call to unknown API %s", c.APIName)
 			continue
 		}
-		if res := td.Sig.Check(mustParse(t, c.Input)); res.Kind != 0 {
+		if res := td.Sig.Check(mustParse(t, c.Input)); res.Kind != signature.Pass {
 			t.Errorf("%s: honest fixture call fails its signature: %s at %s", c.APIName, res.Reason, res.Path)
 		}
 	}

@@ -211,7 +211,7 @@ func (g *gen) genSingle(d *deployment, frontier []*toolDef, n, nHonest int) {
 		g.add("H1", "fabricated", schema.H1, Ref{}, call(nil, name, a, ""))
 		return true
 	})
-	mutated := func(class string, variants []string, kind uint8, expect schema.Class) {
+	mutated := func(class string, variants []string, kind signature.Kind, expect schema.Class) {
 		g.fill(class, n, func() bool {
 			t := frontier[g.pick(len(frontier))]
 			variant := variants[g.pick(len(variants))]
@@ -225,15 +225,15 @@ func (g *gen) genSingle(d *deployment, frontier []*toolDef, n, nHonest int) {
 			} else {
 				m, ok = mutateValue(variant, t.Schema, a, g.pick)
 			}
-			if !ok || uint8(t.Sig.Check(fv(m)).Kind) != kind || acceptedByOther(d.all, t.Name, m) {
+			if !ok || t.Sig.Check(fv(m)).Kind != kind || acceptedByOther(d.all, t.Name, m) {
 				return false
 			}
 			g.add(class, variant, expect, Ref{}, call(t, t.Name, m, t.Digest))
 			return true
 		})
 	}
-	mutated("H2", keyMutations, 2, schema.H2)
-	mutated("H3", valueMutations, 1, schema.H3)
+	mutated("H2", keyMutations, signature.KeyFail, schema.H2)
+	mutated("H3", valueMutations, signature.ValueFail, schema.H3)
 	// H4: a real tool off the frontier, with valid arguments.
 	if len(offFrontier) > 0 {
 		g.fill("H4", n, func() bool {
