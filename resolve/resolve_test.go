@@ -8,6 +8,7 @@ import (
 	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -250,6 +251,38 @@ func TestVisibleOverlap(t *testing.T) {
 		(&Resolver{}).Resolve(s.Snapshot(), c, &d)
 		if d.Class != tc.want {
 			t.Errorf("visible %q: class %s, want %s", tc.visible, d.Class, tc.want)
+		}
+	}
+}
+
+// TestUnenforcedFailsClosed: arguments that reach a part of the contract
+// the checker does not enforce (a reference outside the schema, a
+// lookahead pattern) are refused as H3 with a reason that says so, while
+// calls that do not reach it are decided as usual.
+func TestUnenforcedFailsClosed(t *testing.T) {
+	s := registryversions.New()
+	s.Apply(snap("u1", 0, "open", "", 0,
+		tl("deploy", `{"type":"object","properties":{"target":{"$ref":"https://schemas.example/target.json"},"env":{"type":"string","pattern":"^(?!prod)"},"dry":{"type":"boolean"}}}`)))
+	snapshot := s.Snapshot()
+	var r Resolver
+	for _, tc := range []struct {
+		args  string
+		class schema.Class
+		path  string
+	}{
+		{`{"target":{"anything":1}}`, schema.H3, "/target"},
+		{`{"env":"prod-eu"}`, schema.H3, "/env"},
+		{`{"dry":true}`, schema.OK, ""},
+		{`{"env":7}`, schema.H3, "/env"}, // a definite failure: wrong type
+	} {
+		var d schema.Decision
+		r.Resolve(snapshot, call{reg: "open", tool: "deploy", args: tc.args, sec: 1}.build(t), &d)
+		if d.Class != tc.class || d.Path != tc.path {
+			t.Errorf("%s: %s %q at %q, want %s at %q", tc.args, d.Class, d.Reason, d.Path, tc.class, tc.path)
+		}
+		unenforced := tc.class == schema.H3 && tc.args != `{"env":7}`
+		if signature.NotEnforced(d.Reason) != unenforced || (unenforced && schema.VerdictOf(d.Class) != schema.Reject) {
+			t.Errorf("%s: reason %q, verdict %s", tc.args, d.Reason, schema.VerdictOf(d.Class))
 		}
 	}
 }

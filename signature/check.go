@@ -27,6 +27,14 @@ const (
 	KeyFail   // H2: undeclared or missing required key
 )
 
+// notEnforced begins the reason of every Unchecked result.
+const notEnforced = "not enforced: "
+
+// NotEnforced reports whether reason is that of an Unchecked result (a
+// decision's reason carries it): the arguments reached a part of the
+// contract that the checker does not enforce, and were refused for it.
+func NotEnforced(reason string) bool { return strings.HasPrefix(reason, notEnforced) }
+
 // Result of a check. Path is a JSON pointer into the arguments.
 type Result struct {
 	Kind      Kind
@@ -201,7 +209,7 @@ func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 			return w.fail(ValueFail, n.why)
 		}
 		if n.unchecked != "" { // go on: a definite failure below outranks it
-			f = w.fail(Unchecked, "not enforced: "+n.unchecked)
+			f = w.fail(Unchecked, notEnforced+n.unchecked)
 		}
 		if r := w.target(n); r != nil {
 			if g := check(r, v, w); g != nil {
@@ -509,7 +517,7 @@ func (n *node) patternProps(k []byte, v jsontape.Value, w *walk) (bool, *fail) {
 		p := &n.patterns[i]
 		if p.unchecked != "" {
 			declared = true
-			worst = worse(worst, w.fail(Unchecked, "not enforced: "+p.unchecked))
+			worst = worse(worst, w.fail(Unchecked, notEnforced+p.unchecked))
 			continue
 		}
 		if !w.spend(p.insts * (len(k) + 4) / 4) {
@@ -653,7 +661,7 @@ func (w *walk) unknownItem(s *node, v jsontape.Value, i int, kw string) *fail {
 			return w.unknown(s, it.Value(), kw).atIndex(i)
 		}
 	}
-	return w.fail(Unchecked, "not enforced: "+kw)
+	return w.fail(Unchecked, notEnforced+kw)
 }
 
 // unevaluated checks unevaluatedProperties and unevaluatedItems: the
@@ -899,7 +907,7 @@ func (n *node) string(v jsontape.Value, w *walk) *fail {
 		}
 	}
 	if n.patUnchecked != "" {
-		return w.fail(Unchecked, "not enforced: "+n.patUnchecked)
+		return w.fail(Unchecked, notEnforced+n.patUnchecked)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type metrics struct {
 	listingsApplied prometheus.Counter
 	listingsBad     prometheus.Counter
 	listingIssues   prometheus.Counter
+	unenforced      prometheus.Counter
 	listingLateness prometheus.Histogram
 
 	checkpointsWritten prometheus.Counter
@@ -88,6 +89,7 @@ func newMetrics(reg prometheus.Registerer, store *registryversions.Store, caught
 		listingsApplied: counter("listings_applied_total", "Listing events applied to the registry store."),
 		listingsBad:     counter("listings_bad_total", "Listing records that could not be decoded and were skipped."),
 		listingIssues:   counter("listing_issues_total", "Problems the store found in applied listings (tools skipped, keywords not enforced)."),
+		unenforced:      counter("decisions_unenforced_total", "H3 decisions refused because the arguments reached a part of the tool's contract the checker does not enforce (the reason begins \"not enforced:\"); also in decisions_total."),
 		listingLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "listing_lateness_seconds",
 			Help:    "Arrival (fetch) time minus observed_at of listings, after the initial catch-up: what ListingHold must cover.",
@@ -106,7 +108,7 @@ func newMetrics(reg prometheus.Registerer, store *registryversions.Store, caught
 	cs := []prometheus.Collector{
 		decisions, m.passthrough, m.batchRows, m.flushSeconds, m.sinkRetries, m.commitErrors,
 		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
-		m.listingIssues, m.listingLateness,
+		m.listingIssues, m.unenforced, m.listingLateness,
 		m.checkpointsWritten, m.checkpointErrors, m.checkpointBytes, m.checkpointLoaded,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"github.com/toolaudit/toolaudit/signature"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,6 +330,9 @@ func (w *worker) decide(r *kgo.Record) {
 func (w *worker) count(row *schema.Row) {
 	if i := row.Class.Index(); i >= 0 {
 		w.out.counts[i]++
+	}
+	if row.Class == schema.H3 && signature.NotEnforced(row.Reason) {
+		w.out.unenforced++
 	}
 }
 

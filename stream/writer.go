@@ -30,6 +30,9 @@ type handoff struct {
 	dlq    []*kgo.Record
 	last   position
 	counts [schema.NumClasses]int
+	// unenforced counts the H3 decisions refused because the arguments
+	// reached a part of the contract the checker does not enforce.
+	unenforced int
 
 	// With Config.ArchiveCalls, the records of the rows, whose keys and
 	// values are slices of evData: the worker's copies (the client reuses
@@ -53,6 +56,7 @@ func (h *handoff) reset() {
 	clear(h.dlq)
 	h.dlq = h.dlq[:0]
 	h.counts = [schema.NumClasses]int{}
+	h.unenforced = 0
 	clear(h.events)
 	h.events, h.evData = h.events[:0], h.evData[:0]
 }
@@ -94,13 +98,14 @@ var _ kafkaClient = (*kgo.Client)(nil)
 // DLQ records among them, and, per lease, the last record whose row it
 // holds (the offset to commit once the batch is stored).
 type batch struct {
-	enc    Batch // the rows, in the sink's form
-	dlq    []*kgo.Record
-	last   map[*lease]position
-	counts [schema.NumClasses]int
-	first  time.Time // when the first rows were added
-	latest time.Time // when rows were last added
-	urgent bool      // a draining worker waits for it: write it without waiting for BatchWait
+	enc        Batch // the rows, in the sink's form
+	dlq        []*kgo.Record
+	last       map[*lease]position
+	counts     [schema.NumClasses]int
+	unenforced int
+	first      time.Time // when the first rows were added
+	latest     time.Time // when rows were last added
+	urgent     bool      // a draining worker waits for it: write it without waiting for BatchWait
 
 	done chan struct{} // closed when the batch is committed, or failed for good
 	err  error         // set before done is closed
@@ -222,6 +227,7 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 			for i, n := range h.counts {
 				b.counts[i] += n
 			}
+			b.unenforced += h.unenforced
 			wr.signalLocked()
 			wr.mu.Unlock()
 			return b, nil
@@ -374,6 +380,7 @@ func (wr *writer) flush(ctx context.Context, cl kafkaClient, b *batch) error {
 			m.decisions[i].Add(float64(n))
 		}
 	}
+	m.unenforced.Add(float64(b.unenforced))
 	return nil
 }
 
