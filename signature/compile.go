@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/toolaudit/toolaudit/jsontape"
+	"github.com/toolaudit/toolaudit/signature/ecmare"
 )
 
 // Signature is a compiled inputSchema. It is immutable and safe for
@@ -936,13 +937,13 @@ func (c *compiler) regex(src string, at *seg, kw string) (*regexp.Regexp, int, s
 	return re, insts, ""
 }
 
-// compileECMA compiles a JSON Schema (ECMA-262) pattern for RE2 and
-// returns the size of the program regexp runs.
-var compileECMA = func(src string) (*regexp.Regexp, int, error) {
-	re, err := regexp.Compile(src)
+// compileECMA compiles a JSON Schema (ECMA-262) pattern for RE2, with
+// ECMA-262's meaning (package ecmare), and returns the size of the program
+// regexp runs.
+func compileECMA(src string) (*regexp.Regexp, int, error) {
+	re, err := ecmare.Compile(src)
 	if err != nil {
-		// ECMA-262 features RE2 lacks (lookaround, backreferences).
-		return nil, 0, fmt.Errorf("not an RE2 regular expression: %v", err)
+		return nil, 0, err
 	}
 	return re, programSize(re.String()), nil
 }

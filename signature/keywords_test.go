@@ -111,6 +111,11 @@ func TestKeywords(t *testing.T) {
 		{"unchecked patternProperties key", `{"type":"object","patternProperties":{"^(?=a)":{}}}`, `{"ab":1}`, U, "/ab"},
 		{"recursiveRef", `{"type":"object","properties":{"s":{"$recursiveRef":"#"}}}`, `{"s":{}}`, U, "/s"},
 		{"bad keyword value", `{"type":"object","properties":{"s":{"maxLength":"3"}}}`, `{"s":"abcd"}`, U, "/s"},
+		// patterns are ECMA-262's
+		{"\\S excludes NBSP", `{"type":"object","properties":{"s":{"pattern":"^\\S+$"}}}`, `{"s":"a\u00a0b"}`, V, "/s"},
+		{"\\s includes U+2028", `{"type":"object","properties":{"s":{"pattern":"^a\\sb$"}}}`, `{"s":"a\u2028b"}`, P, ""},
+		{"dot excludes U+2028", `{"type":"object","properties":{"s":{"pattern":"^a.b$"}}}`, `{"s":"a\u2028b"}`, V, "/s"},
+		{"other dialects refused", `{"type":"object","properties":{"s":{"pattern":"(?i)^abc$"}}}`, `{"s":"ABC"}`, U, "/s"},
 		// numbers at the edge
 		{"multipleOf huge quotient", `{"type":"object","properties":{"n":{"multipleOf":0.5}}}`, `{"n":1e308}`, P, ""},
 		{"multipleOf huge quotient, not a multiple", `{"type":"object","properties":{"n":{"multipleOf":0.3}}}`, `{"n":1e308}`, V, "/n"},
