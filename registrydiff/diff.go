@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolaudit/toolaudit/signature"
 	"io"
 	"maps"
 	"math"
@@ -87,11 +88,55 @@ func DiffSchemas(old, new []byte) (SchemaDiff, error) {
 	}
 	var d SchemaDiff
 	d.node("", a, b, 0)
+	d.enforcement(old, new)
 	for _, l := range []*[]string{&d.PropsAdded, &d.PropsRemoved, &d.PropsRetyped, &d.RequiredAdded,
 		&d.RequiredRemoved, &d.EnumAdded, &d.EnumRemoved, &d.Other} {
 		slices.Sort(*l)
 	}
 	return d, nil
+}
+
+// enforcement adds to Other the parts of the schema that the checker no
+// longer enforces, or now enforces: a definition that becomes
+// unenforceable (a reference out of the document, a lookahead pattern) is
+// a change worth seeing, as every call that reaches it is refused.
+func (d *SchemaDiff) enforcement(old, new []byte) {
+	unchecked := func(raw []byte) map[string]string {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return nil
+		}
+		sig, err := signature.Compile(raw)
+		if err != nil {
+			return nil // decodeObject read it: it is an object
+		}
+		m := map[string]string{}
+		for _, u := range sig.Unsupported() {
+			if u.Unchecked && u.Path+u.Keyword != "…" {
+				m[pathOf(u.Path)+": "+u.Keyword] = u.Why
+			}
+		}
+		return m
+	}
+	a, b := unchecked(old), unchecked(new)
+	for k, why := range b {
+		if _, was := a[k]; !was {
+			d.Other = append(d.Other, k+" not enforced ("+truncate(why, 120)+"): calls that reach it are refused")
+		}
+	}
+	for k := range a {
+		if _, is := b[k]; !is {
+			d.Other = append(d.Other, k+" now enforced")
+		}
+	}
+}
+
+// pathOf spells a JSON pointer into the schema as the diff's paths are
+// spelled: "(root)" for the top level.
+func pathOf(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	return "#" + p
 }
 
 func decodeObject(raw []byte) (map[string]any, error) {

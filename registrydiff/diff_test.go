@@ -35,6 +35,12 @@ func TestDiffSchemas(t *testing.T) {
 		{name: "other keywords", old: `{"properties":{"n":{"maximum":10,"description":"a"}},"additionalProperties":false}`,
 			new:  `{"properties":{"n":{"maximum":5,"minimum":0,"description":"b"}},"additionalProperties":true}`,
 			want: SchemaDiff{Other: []string{"(root): additionalProperties false -> true", "/n: description changed", "/n: maximum 10 -> 5", "/n: minimum 0 added"}}},
+		{name: "becomes unenforceable", old: `{"properties":{"t":{"type":"object"}}}`, new: `{"properties":{"t":{"$ref":"https://x.example/t.json"}}}`,
+			want: SchemaDiff{PropsRetyped: []string{"/t: object -> any"}, Other: []string{
+				`#/properties/t: $ref not enforced (reference "https://x.example/t.json" leads outside the schema (https://x.example/t.json): only references within the inp…): calls that reach it are refused`,
+				`/t: $ref "https://x.example/t.json" added`}}},
+		{name: "enforced again", old: `{"properties":{"s":{"pattern":"^(?!x)"}}}`, new: `{"properties":{"s":{"pattern":"^y"}}}`,
+			want: SchemaDiff{Other: []string{"#/properties/s: pattern now enforced", `/s: pattern "^(?!x)" -> "^y"`}}},
 		{name: "boolean property schema", old: `{"properties":{"x":true}}`, new: `{"properties":{"x":false}}`,
 			want: SchemaDiff{Other: []string{"/x: true -> false"}}},
 		{name: "root type", old: `{"type":"object"}`, new: `{"type":"array"}`,
