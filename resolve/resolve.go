@@ -127,7 +127,7 @@ func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *reg
 	// (v1.2): in a registry of hundreds of tools some unrelated tool
 	// accepts nearly any small object that only misses a key or has a
 	// wrong value.
-	if path, ok := borrowed(t, c.Arguments, res); ok {
+	if path, ok := borrowed(res); ok {
 		if o := otherAccepting(v, t.Name, c.Arguments); o != nil {
 			d.Set(schema.H5, "arguments fit tool "+quote(qualified(o))+", not "+quote(qualified(t)))
 			d.Path = path // the borrowed key

@@ -41,20 +41,28 @@ type Result struct {
 	Path      string
 	Reason    string
 	Coercible bool
+	// Undeclared: a key failure of a key the schema does not declare where
+	// an object is closed (or that propertyNames refuses), as opposed to
+	// a missing required key. An undeclared key anywhere in the arguments
+	// is reported before a missing one: it is the evidence of a borrowed
+	// shape (H5, contract v1.2 rule 6).
+	Undeclared bool
 }
 
 // fail carries a failure up the recursion; it is allocated only on failure.
 type fail struct {
-	kind      Kind
-	reason    string
-	coercible bool
+	kind       Kind
+	reason     string
+	coercible  bool
+	undeclared bool
 	segs      []string // path segments, innermost first
 }
 
 // Accepts needs only pass or fail and which kind: in quiet mode failures
 // are these shared values, so a scan over many tools does not allocate.
 var (
-	quietKey = &fail{kind: KeyFail}
+	quietKey    = &fail{kind: KeyFail}
+	quietUndecl = &fail{kind: KeyFail, undeclared: true}
 	quietVal = &fail{kind: ValueFail}
 	quietUnk = &fail{kind: Unchecked}
 )
@@ -118,7 +126,24 @@ func (w *walk) spend(n int) bool {
 	return w.steps >= 0
 }
 
-func (f *fail) quiet() bool { return f == quietKey || f == quietVal || f == quietUnk }
+func (f *fail) quiet() bool { return f == quietKey || f == quietVal || f == quietUnk || f == quietUndecl }
+
+// undeclared is the failure of key k, undeclared.
+func (w *walk) undeclared(reason string, k []byte) *fail {
+	if w.quiet {
+		return quietUndecl
+	}
+	f := &fail{kind: KeyFail, reason: reason, undeclared: true}
+	if k != nil {
+		f.atKey(k)
+	}
+	return f
+}
+
+// stops reports whether a member's or item's failure ends the walk of its
+// object or array: an undeclared key does, nothing can outrank it; other
+// failures are kept while the walk looks for one.
+func (f *fail) stops() bool { return f.kind == KeyFail && f.undeclared }
 
 func (f *fail) at(seg string) *fail {
 	if !f.quiet() {
@@ -144,7 +169,7 @@ func (f *fail) atIndex(i int) *fail {
 // worse returns the failure of higher priority, a on a tie (the first
 // found).
 func worse(a, b *fail) *fail {
-	if a == nil || b != nil && b.kind > a.kind {
+	if a == nil || b != nil && (b.kind > a.kind || b.kind == a.kind && b.undeclared && !a.undeclared) {
 		return b
 	}
 	return a
@@ -162,7 +187,7 @@ func (s *Signature) Check(args jsontape.Value) Result {
 		b.WriteByte('/')
 		b.WriteString(escape(f.segs[i]))
 	}
-	return Result{Kind: f.kind, Path: b.String(), Reason: f.reason, Coercible: f.coercible}
+	return Result{Kind: f.kind, Path: b.String(), Reason: f.reason, Coercible: f.coercible, Undeclared: f.undeclared}
 }
 
 // Accepts reports whether the arguments pass. Unchecked is not a pass.
@@ -213,7 +238,7 @@ func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 		}
 		if r := w.target(n); r != nil {
 			if g := check(r, v, w); g != nil {
-				if g.kind == KeyFail {
+				if g.stops() {
 					return g
 				}
 				f = worse(f, g)
@@ -246,13 +271,13 @@ func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 	case t == jsontape.Number && n.has&cNumber != 0:
 		g = n.number(v, w)
 	}
-	if f = worse(f, g); f != nil && f.kind == KeyFail {
+	if f = worse(f, g); f != nil && f.stops() {
 		return f
 	}
 	// Combinators: a key failure found in them still outranks a value
 	// failure found above.
 	if n.has&cComb != 0 {
-		if f = worse(f, n.combinators(v, w)); f != nil && f.kind == KeyFail {
+		if f = worse(f, n.combinators(v, w)); f != nil && f.stops() {
 			return f
 		}
 	}
@@ -266,13 +291,13 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 	var worst *fail
 	for _, s := range n.allOf {
 		if f := check(s, v, w); f != nil {
-			if f.kind == KeyFail {
+			if f.stops() {
 				return f
 			}
 			worst = worse(worst, f)
 		}
 	}
-	if worst != nil && worst.kind == ValueFail {
+	if worst != nil && worst.kind >= ValueFail {
 		return worst
 	}
 	if n.anyOf != nil {
@@ -308,7 +333,7 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 	}
 	if n.ifN != nil {
 		worst = worse(worst, n.conditional(v, w))
-		if worst != nil && worst.kind == KeyFail {
+		if worst != nil && worst.stops() {
 			return worst
 		}
 	}
@@ -321,7 +346,7 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 				continue
 			}
 			if f := check(d.n, v, w); f != nil {
-				if f.kind == KeyFail {
+				if f.stops() {
 					return f
 				}
 				worst = worse(worst, f)
@@ -434,7 +459,7 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 				nReq++
 			}
 			if f := check(n.props[i].n, m.Value(), w); f != nil {
-				if f.atKey(k).kind == KeyFail {
+				if f.atKey(k).stops() {
 					return f
 				}
 				val = worse(val, f)
@@ -446,7 +471,7 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 			d, f := n.patternProps(k, m.Value(), w)
 			declared = declared || d
 			if f != nil {
-				if f.atKey(k).kind == KeyFail {
+				if f.atKey(k).stops() {
 					return f
 				}
 				val = worse(val, f)
@@ -454,11 +479,11 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 		}
 		if !declared {
 			if n.closed {
-				return w.fail(KeyFail, "undeclared argument").atKey(k)
+				return w.undeclared("undeclared argument", k)
 			}
 			if n.addl != nil {
 				if f := check(n.addl, m.Value(), w); f != nil {
-					if f.atKey(k).kind == KeyFail {
+					if f.atKey(k).stops() {
 						return f
 					}
 					val = worse(val, f)
@@ -468,14 +493,17 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 		if n.propNames != nil {
 			if f := check(n.propNames, m.NameValue(), w); f != nil {
 				if f.kind != Unchecked {
-					f = w.fail(KeyFail, "key not allowed by propertyNames: "+f.reason)
+					f = w.undeclared("key not allowed by propertyNames: "+f.reason, nil)
 				}
-				if f.atKey(k).kind == KeyFail {
+				if f.atKey(k).stops() {
 					return f
 				}
 				val = worse(val, f)
 			}
 		}
+	}
+	if val != nil && val.kind == KeyFail { // a nested one, missing
+		return val
 	}
 	if nReq != len(n.required) {
 		if w.quiet {
@@ -528,7 +556,7 @@ func (n *node) patternProps(k []byte, v jsontape.Value, w *walk) (bool, *fail) {
 		}
 		declared = true
 		if f := check(p.n, v, w); f != nil {
-			if f.kind == KeyFail {
+			if f.stops() {
 				return true, f
 			}
 			worst = worse(worst, f)
@@ -594,13 +622,13 @@ func (n *node) array(v jsontape.Value, w *walk) *fail {
 			break
 		}
 		if f := check(s, it.Value(), w); f != nil {
-			if f.atIndex(i).kind == KeyFail {
+			if f.atIndex(i).stops() {
 				return f
 			}
 			val = worse(val, f)
 		}
 	}
-	if val != nil && val.kind == ValueFail {
+	if val != nil && val.kind >= ValueFail {
 		return val
 	}
 	if n.unique {
@@ -679,10 +707,10 @@ func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 				continue
 			}
 			if n.uneval.never && n.uneval.why == falseSchema {
-				return w.fail(KeyFail, "undeclared argument").atKey(m.Name())
+				return w.undeclared("undeclared argument", m.Name())
 			}
 			if f := check(n.uneval, m.Value(), w); f != nil {
-				if f.atKey(m.Name()).kind == KeyFail {
+				if f.atKey(m.Name()).stops() {
 					return f
 				}
 				val = worse(val, f)
@@ -702,7 +730,7 @@ func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 				if n.unevalItems.never && n.unevalItems.why == falseSchema && !f.quiet() {
 					f.reason = "item not allowed (unevaluatedItems)"
 				}
-				if f.atIndex(i).kind == KeyFail {
+				if f.atIndex(i).stops() {
 					return f
 				}
 				val = worse(val, f)

@@ -140,3 +140,32 @@ func TestKeywords(t *testing.T) {
 		})
 	}
 }
+
+// TestUndeclaredOutranksMissing: an undeclared key anywhere is reported
+// before a missing required one met earlier (the evidence H5 needs), and
+// Result.Undeclared tells the two key failures apart.
+func TestUndeclaredOutranksMissing(t *testing.T) {
+	const sch = `{"type":"object","properties":{"o":{"type":"object","properties":{"x":{}},"required":["x"]},
+		"p":{"type":"object","properties":{"y":{}}},"l":{"type":"array","items":{"type":"object","properties":{"k":{}},"required":["k"]}}},
+		"allOf":[{"required":["o"]}]}`
+	s := mustCompile(t, sch)
+	for _, tc := range []struct {
+		args, path string
+		undeclared bool
+	}{
+		{`{"o":{},"p":{"z":1}}`, "/p/z", true},
+		{`{"o":{},"bad":1}`, "/bad", true},
+		{`{"l":[{},{"k":1,"j":2}],"o":{"x":1}}`, "/l/1/j", true},
+		{`{"o":{}}`, "/o/x", false},
+		{`{"p":{}}`, "/o", false},
+		{`{"o":{"x":1},"p":{"y":1},"q":1}`, "/q", true},
+	} {
+		r := s.Check(parse(t, tc.args))
+		if r.Kind != KeyFail || r.Path != tc.path || r.Undeclared != tc.undeclared {
+			t.Errorf("%s: %+v, want path %s undeclared %v", tc.args, r, tc.path, tc.undeclared)
+		}
+	}
+	if r := mustCompile(t, `{"type":"object","additionalProperties":true,"propertyNames":{"maxLength":2}}`).Check(parse(t, `{"abc":1}`)); !r.Undeclared || r.Path != "/abc" {
+		t.Errorf("propertyNames: %+v", r)
+	}
+}
