@@ -1,0 +1,148 @@
+package ecmare
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRandomAgainstNode: random patterns of the constructs whose meaning
+// differs between ECMA-262 and RE2 (classes, the dot, anchors, escapes,
+// astral characters, properties), each matched against random strings of
+// the characters that tell them apart, here and on node's RegExp (u flag);
+// every answer must agree.
+func TestRandomAgainstNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 2020))
+	const patterns, strs = 1500, 16
+	var cases []testCase
+	for range patterns {
+		names := 0
+		c := testCase{Pattern: genPattern(rng, 2, &names)}
+		for range strs {
+			c.Match = append(c.Match, genString(rng))
+		}
+		cases = append(cases, c)
+	}
+	res := runNode(t, cases)
+	checked := 0
+	for i, c := range cases {
+		re, err := Compile(c.Pattern)
+		if err != nil || !res[i].Compiled {
+			t.Errorf("%q: here %v, node %s", c.Pattern, err, res[i].Error)
+			continue
+		}
+		for j, s := range c.Match {
+			// V8 tries a match at the middle of a surrogate pair, where
+			// \B holds; ES2020 §21.2.5.2.2 advances by code point in
+			// unicode mode (AdvanceStringIndex), as RE2 does.
+			if strings.Contains(c.Pattern, `\B`) && hasAstral(s) {
+				continue
+			}
+			if got := re.MatchString(s); got != res[i].Match[j] {
+				t.Errorf("%q (RE2 %q) on %+q: %v, node %v", c.Pattern, re, s, got, res[i].Match[j])
+			}
+			checked++
+		}
+	}
+	t.Logf("%d patterns, %d matches compared", len(cases), checked)
+}
+
+func hasAstral(s string) bool {
+	for _, r := range s {
+		if r > 0xffff {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeResult is what testdata/oracle.mjs says of a case.
+type nodeResult struct {
+	Compiled bool   `json:"compiled"`
+	Error    string `json:"error"`
+	Match    []bool `json:"match"`
+	NoMatch  []bool `json:"nomatch"`
+}
+
+// runNode runs the cases on node's RegExp (testdata/oracle.mjs), or skips
+// the test without node (fails it where node is required).
+func runNode(t *testing.T, cases []testCase) []nodeResult {
+	t.Helper()
+	node := findNode(t)
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, "testdata/oracle.mjs")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, stderr.Bytes())
+	}
+	var res []nodeResult
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(cases) {
+		t.Fatalf("node's answer: %v (%d results for %d cases)", err, len(res), len(cases))
+	}
+	return res
+}
+
+func findNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("MCP_NPM_REQUIRED") == "1" || os.Getenv("CHENGINE_REQUIRED") == "1" {
+			t.Fatal("node is not installed (MCP_NPM_REQUIRED=1 or CHENGINE_REQUIRED=1)")
+		}
+		t.Skip("node is not installed: no ECMA-262 engine to compare with")
+	}
+	return node
+}
+
+var (
+	genAtoms = []string{`a`, `b`, `1`, `.`, `\s`, `\S`, `\d`, `\D`, `\w`, `\W`,
+		`[a-c]`, `[^a\s]`, `[\S]`, `[^\S]`, `[\s\d]`, `[^\w\u00a0]`, `\u00a0`, `\uFEFF`,
+		`\uD83D\uDE00`, `\u{1F600}`, `😀`, `é`, `\p{L}`, `\P{Nd}`, `[\p{Lu}\d]`, `[^\P{L}]`,
+		`\p{Zs}`, `\p{Script=Latin}`, `\n`, `\r`, `\u2028`, `\t`, `\x41`, `\cJ`, `[]`, `[^]`,
+		`[\uD83D\uDE00-\uD83D\uDE4F]`, `[\-]`, `\.`, `\/`}
+	genAsserts = []string{`^`, `$`, `\b`, `\B`}
+	genQuants  = []string{`*`, `+`, `?`, `{0,2}`, `{2}`, `*?`, `{1,}`}
+	genChars   = []string{"a", "b", "c", "A", "1", "_", "-", ".", "/", " ", "\t", "\n", "\r",
+		"\u00a0", "\ufeff", "\u2028", "\u2029", "\u0085", "\u200b", "\u3000", "é", "É",
+		"\u0661", "😀", "🙏", "\U0001F680", "\u000b"}
+)
+
+func genPattern(rng *rand.Rand, depth int, names *int) string {
+	var b strings.Builder
+	for range 1 + rng.IntN(4) {
+		switch r := rng.IntN(10); {
+		case r == 0:
+			b.WriteString(genAsserts[rng.IntN(len(genAsserts))])
+			continue
+		case r == 1 && depth > 0:
+			*names++
+			open := []string{"(", "(?:", "(?<g" + strconv.Itoa(*names) + ">"}[rng.IntN(3)]
+			b.WriteString(open + genPattern(rng, depth-1, names) + "|" + genPattern(rng, depth-1, names) + ")")
+		default:
+			b.WriteString(genAtoms[rng.IntN(len(genAtoms))])
+		}
+		if rng.IntN(3) == 0 {
+			b.WriteString(genQuants[rng.IntN(len(genQuants))])
+		}
+	}
+	return b.String()
+}
+
+func genString(rng *rand.Rand) string {
+	var b strings.Builder
+	for range rng.IntN(5) {
+		b.WriteString(genChars[rng.IntN(len(genChars))])
+	}
+	return b.String()
+}
