@@ -86,5 +86,7 @@
 // its error). TestTranslate holds the translation to them;
 // TestCasesAgainstNode holds the cases themselves to node's RegExp, a
 // real ECMA-262 engine; TestRandomAgainstNode compares the two engines on
-// random patterns and strings of the constructs that differ.
+// random patterns and strings of the constructs that differ;
+// TestRandomSyntaxAgainstNode holds the Syntax and Unsupported verdicts
+// and the Annex B leniencies to node on random strings of syntax.
 package ecmare
