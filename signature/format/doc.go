@@ -16,9 +16,9 @@
 //   - the other 2020-12 formats (idn-email, idn-hostname, iri,
 //     iri-reference, uri-template, json-pointer, relative-json-pointer,
 //     duration): Lookup reports them unknown, and the caller decides;
-//   - the rest of IDNA2008 for an "xn--" label (which code points, the
-//     contextual and bidi rules): only its Punycode and the checks named
-//     at Hostname;
+//   - the rest of IDNA2008 for an "xn--" label (its exact code point
+//     table, the contextual and bidi rules): only its Punycode and the
+//     checks named at Hostname;
 //   - which days had leap seconds: second 60 is valid at 23:59 UTC on any
 //     day, as JSON Schema's test suite expects;
 //   - RFC 5322's obsolete and commented address forms, general address

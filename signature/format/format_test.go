@@ -81,7 +81,8 @@ var formatCases = []struct {
 	}},
 	{"hostname", []string{
 		"www.example.com", "hostname", "host-name", "h0stn4me", "1host", "hostnam3",
-		"example.com.", "xn--4gbwdl.xn--wgbh1c", "xn--bcher-kva.example", "XN--BCHER-KVA.example",
+		"example.com.", "xn--4gbwdl.xn--wgbh1c", "xn--ll-0ea", "xn--bung-zra", "xn--w6j", "xn--zca", // l·l übung 〇 ß
+		"xn--bcher-kva.example", "XN--BCHER-KVA.example",
 		strings.Repeat("a", 63) + ".com",
 		strings.Repeat(strings.Repeat("a", 62)+".", 4) + "a", // 253
 	}, []string{
@@ -90,6 +91,7 @@ var formatCases = []struct {
 		"host name", "example\uff0ecom", "\u00e9xample.com", strings.Repeat("a", 64) + ".com",
 		strings.Repeat(strings.Repeat("a", 62)+".", 4) + "ab", // 254
 		"xn--X", "xn--", "xn---abc", "XN--aa---o47jg78q", "xn--ls8h-", "example.com..",
+		"xn--abc", "xn--ls8h", "xn--bung-fna", // C1 controls, an emoji, "Übung": no IDNA2008 letters
 	}},
 	{"email", []string{
 		"joe.bloggs@example.com", "te~st@example.com", "~test@example.com", "test~@example.com",

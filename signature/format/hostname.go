@@ -10,9 +10,10 @@ import (
 // most 253 in all; one trailing dot (the root, RFC 1034 §3.1) is allowed.
 // A label starting "xn--" in any case must be an A-label (RFC 5891 §4.4,
 // as 2020-12 asks): valid Punycode (RFC 3492) of a label that is not all
-// ASCII, has no "--" in its third and fourth places and does not begin
-// with a combining mark. The rest of IDNA2008 (which code points, the
-// contextual and bidi rules) is not checked.
+// ASCII, has no "--" in its third and fourth places, does not begin with
+// a combining mark, and whose other code points are of IDNA2008's
+// categories (idnaCodePoint). The rest of IDNA2008 (its exact code point
+// table, the contextual and bidi rules) is not checked.
 func Hostname(s string) bool {
 	return domain(strings.TrimSuffix(s, "."))
 }
@@ -56,12 +57,30 @@ func aLabel(p string) bool {
 	if !ok || n == 0 || unicode.Is(unicode.M, u[0]) || n >= 4 && u[2] == '-' && u[3] == '-' {
 		return false
 	}
+	nonASCII := false
 	for _, r := range u[:n] {
 		if r >= 0x80 {
-			return true
+			if !idnaCodePoint(r) {
+				return false
+			}
+			nonASCII = true
 		}
 	}
-	return false
+	return nonASCII
+}
+
+// idnaCodePoint approximates IDNA2008's PVALID and contextual code points
+// (RFC 5892) by category: lowercase and other letters, modifiers, marks,
+// decimal digits, and the exceptions and contextual code points RFC 5892
+// names outside those (§2.6, Appendix A), whose context is not checked.
+// Upper and titlecase letters, symbols, punctuation, spaces and controls
+// are refused: none is PVALID.
+func idnaCodePoint(r rune) bool {
+	switch r {
+	case 0x00b7, 0x0375, 0x05f3, 0x05f4, 0x06fd, 0x06fe, 0x0f0b, 0x200c, 0x200d, 0x3007, 0x30fb:
+		return true
+	}
+	return unicode.In(r, unicode.Ll, unicode.Lo, unicode.Lm, unicode.Mn, unicode.Mc, unicode.Nd)
 }
 
 // Punycode's parameters (RFC 3492 §5).
