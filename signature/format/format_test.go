@@ -92,6 +92,7 @@ var formatCases = []struct {
 		strings.Repeat(strings.Repeat("a", 62)+".", 4) + "ab", // 254
 		"xn--X", "xn--", "xn---abc", "XN--aa---o47jg78q", "xn--ls8h-", "example.com..",
 		"xn--abc", "xn--ls8h", "xn--bung-fna", // C1 controls, an emoji, "Übung": no IDNA2008 letters
+		"xn--ab-hvd", // "a", U+0640 ARABIC TATWEEL (RFC 5892 §2.6: DISALLOWED), "b"
 	}},
 	{"email", []string{
 		"joe.bloggs@example.com", "te~st@example.com", "~test@example.com", "test~@example.com",

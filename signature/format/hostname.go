@@ -79,6 +79,9 @@ func idnaCodePoint(r rune) bool {
 	switch r {
 	case 0x00b7, 0x0375, 0x05f3, 0x05f4, 0x06fd, 0x06fe, 0x0f0b, 0x200c, 0x200d, 0x3007, 0x30fb:
 		return true
+	case 0x0640, 0x07fa, 0x302e, 0x302f, 0x3031, 0x3032, 0x3033, 0x3034, 0x3035, 0x303b:
+		// §2.6's letters and marks that are DISALLOWED.
+		return false
 	}
 	return unicode.In(r, unicode.Ll, unicode.Lo, unicode.Lm, unicode.Mn, unicode.Mc, unicode.Nd)
 }
