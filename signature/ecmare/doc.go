@@ -29,9 +29,10 @@
 //
 // The classes are ECMA-262's: \d, \w and \b are ASCII ([0-9],
 // [A-Za-z0-9_]), as RE2's are; \s is ECMA's WhiteSpace and
-// LineTerminator: [\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029
-// \u202f\u205f\u3000\ufeff], RE2's is ASCII only; \S, \D, \W are their
-// complements, inside classes too.
+// LineTerminator, where RE2's is ASCII only: TAB, LF, VT, FF, CR, SPACE,
+// U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F,
+// U+3000 and U+FEFF; \S, \D, \W are their complements, inside classes
+// too.
 //
 // \p{..} and \P{..} accept ECMA-262's names exactly (case-sensitive):
 // a General_Category value or alias, lone or as General_Category=/gc=
@@ -47,7 +48,9 @@
 //   - Unsupported: valid ECMA-262 that RE2 cannot express: lookahead
 //     (?= (?!, lookbehind (?<= (?<!, backreferences \1 \k<name>,
 //     repetition counts above 1000 (RE2's limit), Script_Extensions,
-//     script short aliases (sc=Grek), binary properties other than the
+//     script names Go's tables lack (short aliases such as sc=Grek,
+//     scripts newer than Unicode 15.0; without Unicode's alias table a
+//     misspelt script is refused so too), binary properties other than the
 //     three above (Alphabetic, Emoji ...), scripts Go's regexp cannot
 //     name (those with "_" in their name, such as Old_Italic: Go 1.26
 //     canonicalizes the name and misses the table), escapes in group
@@ -86,5 +89,7 @@
 // its error). TestTranslate holds the translation to them;
 // TestCasesAgainstNode holds the cases themselves to node's RegExp, a
 // real ECMA-262 engine; TestRandomAgainstNode compares the two engines on
-// random patterns and strings of the constructs that differ.
+// random patterns and strings of the constructs that differ;
+// TestRandomSyntaxAgainstNode holds the Syntax and Unsupported verdicts
+// and the Annex B leniencies to node on random strings of syntax.
 package ecmare

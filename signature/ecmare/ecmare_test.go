@@ -157,3 +157,19 @@ func TestOutputBound(t *testing.T) {
 
 // outputBound is the most Translate writes for p (doc.go).
 func outputBound(p string) int { return 96*len(p) + 32 }
+
+// TestNesting: groups nest as deep as RE2 allows; deeper is unsupported,
+// and a hostile depth is refused without recursion.
+func TestNesting(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("(", n) + "a" + strings.Repeat(")", n) }
+	if re, err := Compile(deep(maxDepth)); err != nil || !re.MatchString("a") {
+		t.Errorf("%d groups: %v", maxDepth, err)
+	}
+	var e *Error
+	if _, err := Translate(deep(maxDepth + 1)); !errors.As(err, &e) || e.Kind != Unsupported || !strings.Contains(e.Construct, "deeper") {
+		t.Errorf("%d groups: %v", maxDepth+1, err)
+	}
+	if _, err := Translate(strings.Repeat("(", 1<<20)); !errors.As(err, &e) || e.Kind != Syntax || e.Offset != 1<<20-1 {
+		t.Errorf("1 Mi open groups: %v", err)
+	}
+}

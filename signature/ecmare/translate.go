@@ -30,7 +30,8 @@ func Translate(pattern string) (string, error) {
 }
 
 // Compile translates the pattern and compiles it. A translation RE2
-// refuses for its size or depth limits is an Unsupported *Error.
+// refuses for its limits on size, depth or nested repetition is an
+// Unsupported *Error at offset 0.
 func Compile(pattern string) (*regexp.Regexp, error) {
 	s, err := Translate(pattern)
 	if err != nil {
