@@ -114,5 +114,5 @@ func (c Config) policyVersion() string {
 	if c.PolicyVersion != "" {
 		return c.PolicyVersion
 	}
-	return c.Resolver.Mode.String()
+	return c.Resolver.Policy()
 }

@@ -189,7 +189,7 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 	par.For(len(defs), minPerWorker, func(i int) {
 		d := &defs[i]
 		if d.digest, d.err = Digest(d.name, d.schema); d.err == nil {
-			d.sig, d.err = signature.Compile(d.schema)
+			d.sig, d.err = signature.CompileWith(d.schema, s.sigOpts)
 		}
 	})
 	type regIn struct {

@@ -62,6 +62,7 @@ type Store struct {
 	seed maphash.Seed
 
 	lateWindow int64 // ns; 0: every relisting instant is kept
+	sigOpts    signature.Options
 
 	compiled atomic.Int64
 	stats    Stats  // under mu
@@ -93,6 +94,14 @@ func WithCacheSize(n int) Option {
 // (memory then grows by 16 bytes per distinct relisting instant).
 func WithLateWindow(d time.Duration) Option {
 	return func(s *Store) { s.lateWindow = max(int64(d), 0) }
+}
+
+// WithSignatureOptions sets how the store compiles signatures (for
+// example signature.Options.Formats, which asserts format). Every
+// instance that must decide alike needs the same options; the resolver's
+// policy stamp names them (resolve.Resolver.Formats).
+func WithSignatureOptions(o signature.Options) Option {
+	return func(s *Store) { s.sigOpts = o }
 }
 
 // New returns an empty store.
@@ -292,7 +301,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 	}
 	par.For(len(compile), minPerWorker, func(i int) {
 		j := &jobs[compile[i]]
-		j.sig, j.sigErr = signature.Compile(j.t.InputSchema)
+		j.sig, j.sigErr = signature.CompileWith(j.t.InputSchema, s.sigOpts)
 	})
 	var issues []Issue
 	issue := func(j *job, detail string) {

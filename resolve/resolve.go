@@ -53,6 +53,20 @@ var _ Versions = (*registryversions.Snapshot)(nil)
 // Resolver resolves calls. The zero value is a strict resolver.
 type Resolver struct {
 	Mode Mode
+	// Formats: the store's signatures assert format
+	// (registryversions.WithSignatureOptions with signature.Options
+	// Formats). Resolution reads the signatures as compiled; this says so
+	// in the policy stamp, so that decisions under either are told apart.
+	Formats bool
+}
+
+// Policy is the policy stamp of the decisions: the mode, and
+// "+formats" when formats are asserted.
+func (r Resolver) Policy() string {
+	if r.Formats {
+		return r.Mode.String() + "+formats"
+	}
+	return r.Mode.String()
 }
 
 // Malformed fills d for an event that could not be decoded.

@@ -170,6 +170,15 @@ func TestCostlyPatterns(t *testing.T) {
 	if got := s.Check(parse(t, long)); got.Kind != ValueFail || !strings.Contains(got.Reason, "too costly") {
 		t.Fatalf("Check = %+v", got)
 	}
+	// Classes copied per repetition: bounded before compiling.
+	s = mustCompile(t, `{"type":"object","properties":{"s":{"type":"string","pattern":"\\p{L}{500}\\p{L}{500}"}}}`)
+	if u := s.Unsupported(); len(u) != 1 || !strings.Contains(u[0].Why, "ranges") {
+		t.Fatalf("unsupported = %v", u)
+	}
+	s = mustCompile(t, `{"type":"object","properties":{"s":{"type":"string","pattern":"^\\p{L}[\\p{L}\\s'-]{0,99}$"}}}`)
+	if got := s.Check(parse(t, `{"s":"Zoë O'Neil"}`)); got.Kind != Pass {
+		t.Fatalf("a realistic name pattern: %+v", got)
+	}
 	s = mustCompile(t, `{"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]{0,90}c$"}}}`)
 	if got := s.Check(parse(t, `{"s":"`+strings.Repeat("b", 80)+`c"}`)); got.Kind != Pass {
 		t.Fatalf("Check = %+v", got)

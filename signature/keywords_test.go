@@ -169,3 +169,33 @@ func TestUndeclaredOutranksMissing(t *testing.T) {
 		t.Errorf("propertyNames: %+v", r)
 	}
 }
+
+// TestFormatsAssert: with Options.Formats the formats MCP servers use are
+// asserted; without it format is an annotation (2020-12's default).
+func TestFormatsAssert(t *testing.T) {
+	const sch = `{"type":"object","properties":{"url":{"type":"string","format":"uri"},"when":{"format":"date-time"},"x":{"format":"x-unknown"}}}`
+	loose := mustCompile(t, sch)
+	strict, err := CompileWith([]byte(sch), Options{Formats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   string
+		strict Kind
+		path   string
+	}{
+		{`{"url":"webarena.pdf"}`, ValueFail, "/url"},
+		{`{"url":"https://example.com/webarena.pdf"}`, Pass, ""},
+		{`{"when":"2026-12-01T10:00:00Z"}`, Pass, ""},
+		{`{"when":"yesterday"}`, ValueFail, "/when"},
+		{`{"when":5}`, Pass, ""}, // format applies to strings only
+		{`{"x":"anything"}`, Pass, ""},
+	} {
+		if r := loose.Check(parse(t, tc.args)); r.Kind != Pass {
+			t.Errorf("annotation: %s: %+v", tc.args, r)
+		}
+		if r := strict.Check(parse(t, tc.args)); r.Kind != tc.strict || r.Path != tc.path {
+			t.Errorf("assert: %s: %+v, want %d at %q", tc.args, r, tc.strict, tc.path)
+		}
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -30,6 +29,7 @@ func checkCommand(std stdio) *ffcli.Command {
 	listings := fs.String("listings", "", "listing events, JSONL (`FILE`, - for stdin); required")
 	calls := fs.String("calls", "", "call events, JSONL (`FILE`, - for stdin); required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict (same-trust collisions are M2) or pin-assisted (resolved deterministically)")
+	formats := formatsFlag(fs)
 	workers := fs.Int("workers", min(runtime.GOMAXPROCS(0), offline.MaxWorkers), "resolver goroutines (1 to "+strconv.Itoa(offline.MaxWorkers)+")")
 	quiet := fs.Bool("quiet", false, "no summary and no listing warnings on stderr")
 	keyFile := argsKeyFlag(fs)
@@ -69,20 +69,24 @@ lines over 1 MiB are decoded one at a time: the heap stays under about
 			if err != nil {
 				return usageError{err}
 			}
+			assertFormats, err := parseFormats(*formats)
+			if err != nil {
+				return usageError{err}
+			}
 			if *workers < 1 || *workers > offline.MaxWorkers {
 				return usageError{fmt.Errorf("--workers %d: want 1 to %d (the work is CPU-bound)", *workers, offline.MaxWorkers)}
 			}
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(*memLimit << 20)
 			}
-			return runCheck(ctx, std, checkArgs{*listings, *calls, m, *workers, *quiet, *keyFile})
+			return runCheck(ctx, std, checkArgs{*listings, *calls, resolve.Resolver{Mode: m, Formats: assertFormats}, *workers, *quiet, *keyFile})
 		},
 	}
 }
 
 type checkArgs struct {
 	listings, calls string
-	mode            resolve.Mode
+	resolver        resolve.Resolver
 	workers         int
 	quiet           bool
 	keyFile         string
@@ -109,7 +113,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 	defer cf.Close()
 
 	start := time.Now()
-	store := registryversions.New()
+	store := newStore(a.resolver)
 	ls, err := offline.LoadListings(lf, store, log)
 	if err != nil {
 		return err
@@ -119,7 +123,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 		"issues", ls.Issues, "registries", snap.Registries(), "signatures_compiled", store.Compiled())
 
 	out := bufio.NewWriterSize(std.out, 1<<20)
-	sum, err := offline.Check(ctx, offline.Config{Resolver: resolve.Resolver{Mode: a.mode}, Workers: a.workers, ArgsKey: key}, snap, cf, out)
+	sum, err := offline.Check(ctx, offline.Config{Resolver: a.resolver, Workers: a.workers, ArgsKey: key}, snap, cf, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write decisions: %w", ferr)
 	}
@@ -127,7 +131,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 		return err
 	}
 	if !a.quiet {
-		printSummary(std.err, sum, a.mode, time.Since(start))
+		printSummary(std.err, sum, a.resolver, time.Since(start))
 	}
 	return nil
 }
@@ -147,9 +151,9 @@ func open(name string, stdin io.Reader) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func printSummary(w io.Writer, s offline.Summary, mode resolve.Mode, took time.Duration) {
+func printSummary(w io.Writer, s offline.Summary, r resolve.Resolver, took time.Duration) {
 	printClasses(w, func(c schema.Class) int64 { return int64(s.ByClass[c]) }, int64(s.Calls))
-	fmt.Fprintf(w, "mode %s, %d calls in %s\n", mode, s.Calls, took.Round(time.Millisecond))
+	fmt.Fprintf(w, "mode %s, %d calls in %s\n", r.Policy(), s.Calls, took.Round(time.Millisecond))
 }
 
 // printClasses prints the count of calls per class and verdict, with

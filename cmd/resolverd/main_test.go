@@ -74,6 +74,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"directory", []string{"check", "--listings", sample, "--calls", "."}, 1, "is a directory"},
 		// A listings file passed as calls: every line is MALFORMED, not an exit.
 		{"wrong file kind", []string{"check", "--listings", sample, "--calls", sample, "--quiet"}, 0, ""},
+		{"bad formats", []string{"check", "--listings", sample, "--calls", sample, "--formats", "strict"}, 2, `--formats "strict": want annotate or assert`},
 		{"absurd workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "3000000"}, 2, "--workers 3000000: want 1 to 256"},
 		{"no workers", []string{"check", "--listings", sample, "--calls", sample, "--workers", "0"}, 2, "want 1 to 256"},
 	}
@@ -84,6 +85,25 @@ func TestCheckExitCodes(t *testing.T) {
 				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tt.code, tt.msg, out, stderr)
 			}
 		})
+	}
+}
+
+// TestCheckFormats: --formats assert refuses a string that is not of its
+// format (H3), and stamps the policy; by default format is an annotation.
+func TestCheckFormats(t *testing.T) {
+	dir := t.TempDir()
+	listings := filepath.Join(dir, "l.jsonl")
+	if err := os.WriteFile(listings, []byte(`{"type":"listing","event_id":"l1","observed_at":"2026-12-01T00:00:00Z","registry":"r","server":"","op":"snapshot","tools":[{"name":"fetch","inputSchema":{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}}]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := `{"type":"call","event_id":"c1","emitted_at":"2026-12-01T00:00:01Z","registry":"r","tool":"fetch","arguments":{"url":"webarena.pdf"}}` + "\n"
+	for _, tc := range []struct {
+		formats, class, policy string
+	}{{"annotate", `"class":"OK"`, "mode strict,"}, {"assert", `"class":"H3"`, "mode strict+formats,"}} {
+		code, out, stderr := runCmd(t, calls, "check", "--listings", listings, "--calls", "-", "--formats", tc.formats)
+		if code != 0 || !strings.Contains(out, tc.class) || !strings.Contains(stderr, tc.policy) {
+			t.Errorf("--formats %s: exit %d, %s%s", tc.formats, code, out, stderr)
+		}
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/reanalyze"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -75,6 +74,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	to := fs.String("to", "", "window end, exclusive: RFC 3339 `TIME` or a duration before now; required")
 	fs.StringVar(&cfg.AnalysisID, "analysis", "", "analysis `ID` of the new decisions; required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
+	formats := formatsFlag(fs)
 	fs.StringVar(&cfg.PolicyVersion, "policy-version", "", "policy `VERSION` stamped on every decision (default: the mode)")
 	source := fs.String("source", "kafka", "where the calls are read: kafka (the calls topic) or archive (table call_events)")
 	skew := fs.Duration("skew", 5*time.Minute, "with --source kafka: how far record timestamps may be from emitted_at, or out of order")
@@ -110,6 +110,9 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 				return err
 			}
 			if cfg.Resolver.Mode, err = resolve.ParseMode(*mode); err != nil {
+				return usageError{err}
+			}
+			if cfg.Resolver.Formats, err = parseFormats(*formats); err != nil {
 				return usageError{err}
 			}
 			if *source != "kafka" && *source != "archive" {
@@ -198,7 +201,7 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 	}
 
 	start := time.Now()
-	reg := registryversions.New()
+	reg := newStore(a.cfg.Resolver)
 	ls, err := reanalyze.LoadListings(ctx, a.kafkaOpts, a.listingsTopic, reg, log)
 	if err != nil {
 		return fmt.Errorf("listings: %w", err)

@@ -22,7 +22,6 @@ import (
 	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -142,6 +141,7 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.BoolVar(&sc.ArchiveCalls, "archive-calls", false, "archive every call record as produced in table call_events, for resolverd reanalyze --source archive beyond Kafka's retention (events may hold secrets: restrict access to the table)")
 	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
+	formats := formatsFlag(fs)
 	var hf httpFlags
 	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
@@ -203,6 +203,10 @@ func runCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			assertFormats, err := parseFormats(*formats)
+			if err != nil {
+				return usageError{err}
+			}
 			if sc.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
 				return err
 			}
@@ -214,7 +218,7 @@ func runCommand(std stdio) *ffcli.Command {
 				// harder instead as the limit nears.
 				debug.SetMemoryLimit(*memLimit << 20)
 			}
-			sc.Resolver = resolve.Resolver{Mode: m}
+			sc.Resolver = resolve.Resolver{Mode: m, Formats: assertFormats}
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
@@ -300,7 +304,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
-	store := registryversions.New()
+	store := newStore(a.stream.Resolver)
 	rec, err := registryHistory(a, ch, log, reg)
 	if err != nil {
 		return err
