@@ -346,3 +346,66 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestRugPullSpellings: after a definition changed under a session that
+// was shown it, every spelling that resolves to that tool (the
+// catalogue's name, bare, server/tool, mcp__server__tool) is decided
+// with the digest the session was shown: M4, never forwarded; every
+// audit record carries it, and deciding a recorded event again gives
+// its decision (the seen_digest added after the first decision changed
+// nothing but itself).
+func TestRugPullSpellings(t *testing.T) {
+	rug, url := httpFixture(t, "rug")
+	st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{})
+	c := connect(t, st.url, nil)
+	shown := c.list(t)["rug__transfer"].Meta[MetaDigest].(string)
+	spellings := []string{"rug__transfer", "rug/transfer", "mcp__rug__transfer", "transfer"}
+	for _, n := range spellings {
+		if got, je := c.call(t, n, `{"to":"bob","amount":5}`); je != nil || got != "sent 5 to bob" {
+			t.Fatalf("%s before the change: %q %v", n, got, je)
+		}
+	}
+	if _, je := c.call(t, "rug__change_schema", `{}`); je != nil {
+		t.Fatal(je)
+	}
+	waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+	before := rug.Calls()
+	for _, n := range spellings {
+		_, je := c.call(t, n, `{"to":"bob","amount":5,"cc":"eve"}`)
+		if je == nil {
+			t.Errorf("%s after the change: forwarded", n)
+			continue
+		}
+		if a := decodeAnswer(t, je); a.Class != "M4" || a.SeenDigest != shown || a.ResolvedServer != "rug" || a.ResolvedTool != "transfer" {
+			t.Errorf("%s after the change: %s %+v", n, je.Message, a)
+		}
+	}
+	if n := rug.Calls() - before; n != 0 {
+		t.Errorf("the upstream received %d calls after the change", n)
+	}
+	recs := st.rec.recs()
+	if len(recs) != 2*len(spellings)+1 {
+		t.Fatalf("%d audit records", len(recs))
+	}
+	vs := st.gw.store.Snapshot()
+	var dec schema.CallDecoder
+	var call schema.Call
+	for i, r := range recs {
+		if r.Decision.Class != schema.M4 && r.Decision.Class != schema.OK {
+			t.Errorf("record %d: %s", i, r.Decision.Class)
+		}
+		if i != len(spellings) && r.Decision.SeenDigest != shown { // change_schema was shown too
+			t.Errorf("record %d (%s): seen_digest %q, want the one shown", i, r.Decision.Class, r.Decision.SeenDigest)
+		}
+		var again schema.Decision
+		st.gw.resolver.Decide(vs, &dec, r.Call, &call, &again)
+		want := r.Decision
+		again.Drift, want.Drift = false, false
+		if again != want {
+			t.Errorf("record %d decided again:\n%+v\nrecorded:\n%+v", i, again, want)
+		}
+		if call.SeenDigest != r.Decision.SeenDigest {
+			t.Errorf("record %d: the event's seen_digest %q, the decision's %q", i, call.SeenDigest, r.Decision.SeenDigest)
+		}
+	}
+}

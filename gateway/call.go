@@ -71,7 +71,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		}
 	}
 	vs := g.store.Snapshot()
-	rec := g.decide(w, s, p.Name, args, vs)
+	rec := g.decide(w, s, principalFrom(ctx), p.Name, args, vs)
 	d := &rec.Decision
 	var hints suggest.Hints
 	if d.Verdict == schema.Reject && g.opts.Hints != nil {
@@ -138,19 +138,53 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 	return w.args.Bytes(), nil
 }
 
-// decide builds the call event and decides it.
-func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
+// decide builds the call event and decides it. Its seen_digest is the
+// definition the client holds of the tool the name resolves to, however
+// the name is spelled (the session's catalogue name, bare, server__tool,
+// server/tool, mcp__server__tool): a definition changed since is M4
+// whichever spelling reaches it. A name of the session's catalogue
+// carries its digest from the start; any other is decided once to learn
+// which tool it resolves to, and if the client holds a definition of
+// that tool (heldDigest) the event carries it: when it differs from the
+// current one the event is decided again (M4, or in pin-assisted mode
+// the provider whose definition the client holds); when it is the
+// current one the decision stands, since a seen_digest equal to the
+// resolved tool's digest changes no check (TestSeenDigestReplay decides
+// the recorded events again).
+func (g *Gateway) decide(w *callWork, s *session, principal, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	c := schema.Call{
 		EventID:   g.ids.next('c'),
 		EmittedAt: g.clock.call(),
 		Registry:  g.cfg.Registry,
 		Surface:   Surface,
+		AgentID:   principal,
 	}
 	if s != nil {
-		c.SessionID, c.AgentID = s.id, s.principal
+		c.SessionID = s.id
 	}
 	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
+	rec := g.decideEvent(w, &c, args, vs)
+	d := &rec.Decision
+	if c.SeenDigest != "" || d.ResolvedServer == "" {
+		return rec
+	}
+	held := g.heldDigest(s, principal, d.ResolvedServer, d.ResolvedTool, c.EmittedAt)
+	if held == "" {
+		return rec
+	}
+	c.SeenDigest = held
+	if held != d.CurrentDigest {
+		return g.decideEvent(w, &c, args, vs)
+	}
 	w.event = schema.AppendCall(w.event[:0], &c, schema.CallArgs{JSON: args})
+	rec.Call, rec.Key = w.event, c.Key()
+	d.SeenDigest, w.call.SeenDigest = held, held
+	return rec
+}
+
+// decideEvent encodes call c with args and decides it into w.rec.
+func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registryversions.Snapshot) *audit.Record {
+	w.event = schema.AppendCall(w.event[:0], c, schema.CallArgs{JSON: args})
 	rec := &w.rec
 	*rec = audit.Record{
 		Source: schema.SourceGateway, Action: g.action, Call: w.event, Key: c.Key(),
@@ -164,8 +198,9 @@ func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *
 // target reads the name a client called: a name of the catalogue the
 // session was shown is that server's tool, with the digest shown; a name
 // the session was not shown is pinned to an upstream when it is
-// qualified with one's name; otherwise it is passed on as it is (a bare
-// name, resolved by the policy, or a fabricated one).
+// qualified with one's name and the gateway's separator; otherwise it is
+// passed on as it is, for the resolver to read (a bare name, resolved by
+// the policy; another spelling of a qualified name; a fabricated one).
 func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 	if s != nil {
 		if e := s.shown.Load().lookup(name); e != nil {
@@ -176,6 +211,38 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 		return srv, t, ""
 	}
 	return "", name, ""
+}
+
+// heldDigest is the digest of the definition of server's tool that the
+// client may hold at t, or "" when it holds none.
+//
+// A session holds the catalogue it was last shown. A client without a
+// session (protocol 2026-07-28) may hold any tools/list answer it got
+// within ListTTL (the answers' ttlMs) before t: when the tool's
+// definition changed after t-ListTTL it may hold the one before, and
+// that is its digest (the call is M4), unless it listed the catalogue
+// of that change or a later one since (the relisting of an
+// authenticated client; an anonymous client cannot be told from
+// another, so it waits out ListTTL).
+func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.Time) string {
+	if s != nil {
+		if e := s.shown.Load().lookupTool(server, tool); e != nil {
+			return e.digest // "" when the catalogue shown had it withdrawn
+		}
+		return ""
+	}
+	e := g.cat.Load().lookupTool(server, tool)
+	if e == nil || e.digest == "" {
+		return ""
+	}
+	from := t.Add(-time.Duration(g.cfg.ListTTL))
+	if r, ok := g.listedBy(principal); ok && r.After(from) {
+		from = r
+	}
+	if e.changed.After(from) && e.prev != "" {
+		return e.prev
+	}
+	return e.digest
 }
 
 // clientNames turns the names hints give (tool, or server__tool) into

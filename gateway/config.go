@@ -24,6 +24,7 @@ import (
 //	separator: "__"              # qualified names server__tool
 //	mode: strict                 # or pin-assisted
 //	observe: false               # true: forward rejected calls too (action observed)
+//	list_ttl: 1m                 # how long a client may keep a tools/list answer
 //	limits:
 //	  max_sessions: 1000
 //	  max_request_bytes: 1048576
@@ -55,7 +56,14 @@ type Config struct {
 	// Observe forwards rejected calls too and records the action
 	// "observed" (a rollout mode); false enforces: rejected calls are
 	// answered -32602 and never reach an upstream.
-	Observe   bool       `json:"observe"`
+	Observe bool `json:"observe"`
+	// ListTTL is the ttlMs of every tools/list answer: how long a client
+	// may keep the definitions it was shown. A client without a session
+	// (protocol 2026-07-28) is checked against it: a call to a tool whose
+	// definition changed within ListTTL before the call is M4 unless the
+	// client listed since the change (see the package documentation).
+	// Default 1m.
+	ListTTL   Duration   `json:"list_ttl"`
 	Limits    Limits     `json:"limits"`
 	Upstreams []Upstream `json:"upstreams"`
 }
@@ -114,6 +122,7 @@ const (
 	DefaultMaxInFlight     = 256
 	DefaultSessionIdle     = 30 * time.Minute
 	DefaultUpstreamTimeout = 30 * time.Second
+	DefaultListTTL         = time.Minute
 )
 
 // Duration is a time.Duration written as Go writes one ("30s", "1m30s").
@@ -178,6 +187,9 @@ func (c *Config) Default() {
 	if c.Mode == "" {
 		c.Mode = resolve.Strict.String()
 	}
+	if c.ListTTL == 0 {
+		c.ListTTL = Duration(DefaultListTTL)
+	}
 	l := &c.Limits
 	if l.MaxSessions == 0 {
 		l.MaxSessions = DefaultMaxSessions
@@ -209,6 +221,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := resolve.ParseMode(c.Mode); err != nil {
 		return err
+	}
+	if c.ListTTL < Duration(time.Millisecond) {
+		return errors.New("list_ttl must be at least 1ms: a stateless client's calls are checked against the definitions it may keep that long")
 	}
 	l := c.Limits
 	switch {

@@ -47,14 +47,25 @@
 // emitted_at now, the configured registry, session_id the MCP session,
 // agent_id the authenticated client's name, surface "mcp_gateway", and
 //
-//   - a name the session was shown: server and tool pinned, seen_digest
-//     the digest the session was shown (a definition changed since is M4:
-//     the rug pull);
-//   - a qualified name of a configured upstream the session was not shown:
-//     pinned, without seen_digest;
-//   - any other name, as it is: a bare name several servers provide is
-//     decided by Mode (strict: M2; pin-assisted: resolved; shadowed by a
-//     lower-trust server: M3), a fabricated one is M1.
+//   - a name of the catalogue the session was shown: server and tool
+//     pinned;
+//   - a qualified name of a configured upstream the session was not
+//     shown: pinned;
+//   - any other name, as it is: the resolver reads server/tool,
+//     mcp__server__tool and server__tool, and decides a bare name
+//     several servers provide by Mode (strict: M2; pin-assisted:
+//     resolved; shadowed by a lower-trust server: M3); a fabricated one
+//     is M1;
+//
+// and seen_digest the digest of the definition the client holds of the
+// tool the name resolves to, whatever the spelling: a session holds the
+// catalogue it was last shown; a client without a session, what it may
+// have kept of a tools/list answer (Config.ListTTL, see Clients
+// without a session). A definition changed since is M4, the rug pull,
+// by every spelling. A name of the session's catalogue carries its digest from
+// the start; another is decided once to learn the tool it resolves to,
+// then, when the client holds a different definition of it, again with
+// that digest.
 //
 // Absent or null arguments are {} (MCP lets a client omit them). The
 // event has no "visible" frontier (H4 is not applied): it would repeat the

@@ -18,7 +18,7 @@ import (
 // transfer tool changes under the client). Honest calls get the servers'
 // real results; fabricated tools, undeclared arguments and wrong types get
 // -32602 with the class, reason and path; a name two servers provide is
-// M2; the rug pull is M4; every call is audited once and every server's
+// M2; the rug pull is M4 by every spelling of the tool's name; every call is audited once and every server's
 // listing produced.
 func TestReferenceServers(t *testing.T) {
 	npm := gatewaytest.FindNPM(t)
@@ -62,6 +62,11 @@ func TestReferenceServers(t *testing.T) {
 		{step: gatewaytest.Call("fx__change_schema", `{}`), text: "transfer changed"},
 		{step: gatewaytest.Step{Op: "wait_changed", TimeoutMS: 10000}},
 		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5}`), class: "M4"},
+		// The rug pull by other spellings of the same tool, with
+		// arguments the new definition accepts.
+		{step: gatewaytest.Call("fx/transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
+		{step: gatewaytest.Call("mcp__fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
+		{step: gatewaytest.Call("transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
 		{step: gatewaytest.Step{Op: "list"}},
 		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`), text: "sent 5 to bob"},
 	}

@@ -86,6 +86,10 @@ type Gateway struct {
 	// name can be resolved (it stays true: servers stay listed).
 	complete atomic.Bool
 	cat      atomic.Pointer[catalogue]
+	// relisted: principal -> the listing time (catalogue.at) of the
+	// catalogue last answered to that client without a session; bounded
+	// by the tokens configured (anonymous clients are not kept).
+	relisted sync.Map
 
 	work sync.Pool // *callWork
 }
@@ -128,7 +132,7 @@ func New(opts Options) (*Gateway, error) {
 		g.action = schema.ActionObserved
 	}
 	g.work.New = func() any { return new(callWork) }
-	g.cat.Store(newCatalogue(nil, nil, cfg.Separator))
+	g.cat.Store(newCatalogue(nil, time.Time{}, nil, cfg.Separator, nil, 0))
 	var err error
 	if g.m, err = newMetrics(opts.Registerer, g.sessions.len); err != nil {
 		return nil, err
@@ -270,7 +274,7 @@ func (g *Gateway) record(ctx context.Context, server string, tools []*mcp.Tool) 
 	g.markListed(server)
 	g.m.listings.WithLabelValues("produced").Inc()
 	v := g.store.At(g.cfg.Registry, g.clock.latest())
-	g.cat.Store(newCatalogue(v, g.defs, g.cfg.Separator))
+	g.cat.Store(newCatalogue(v, l.ObservedAt, g.defs, g.cfg.Separator, g.cat.Load(), time.Duration(g.cfg.ListTTL)))
 	g.log.Info("upstream listed", "upstream", server, "op", l.Op, "tools", len(raws), "registry_version", versionID(v))
 	g.notifyToolsChanged()
 	return nil

@@ -190,7 +190,21 @@ type client struct {
 	changed chan struct{}
 }
 
+// Protocol revisions the tests speak: the session-based one (initialize,
+// Mcp-Session-Id) and the stateless one (server/discover, _meta).
+const (
+	legacy    = "2025-11-25"
+	stateless = "2026-07-28"
+)
+
+// connect opens a session of the 2025-11-25 revision.
 func connect(t *testing.T, url string, header http.Header) *client {
+	t.Helper()
+	return connectRevision(t, url, header, legacy)
+}
+
+// connectRevision connects a Go SDK client speaking the revision.
+func connectRevision(t *testing.T, url string, header http.Header, revision string) *client {
 	t.Helper()
 	c := &client{changed: make(chan struct{}, 16)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
@@ -202,7 +216,7 @@ func connect(t *testing.T, url string, header http.Header) *client {
 		},
 	})
 	hc := &http.Client{Transport: headerTransport{header}}
-	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "initialize":
 			return g.initialize(ctx, next, method, req)
 		case "tools/list":
-			return g.listTools(req.(*mcp.ListToolsRequest))
+			return g.listTools(ctx, req.(*mcp.ListToolsRequest))
 		case "tools/call":
 			return g.callTool(ctx, req.(*mcp.CallToolRequest))
 		}
@@ -64,7 +65,7 @@ func (g *Gateway) initialize(ctx context.Context, next mcp.MethodHandler, method
 	if !ok || ss.ID() == "" {
 		return next(ctx, method, req)
 	}
-	s := &session{id: ss.ID(), principal: principalFrom(ctx)}
+	s := &session{id: ss.ID()}
 	if !g.sessions.add(s) {
 		g.m.refused.WithLabelValues("sessions").Inc()
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the gateway has %d sessions open, its limit: retry later", g.cfg.Limits.MaxSessions)}
@@ -83,19 +84,34 @@ func (g *Gateway) initialize(ctx context.Context, next mcp.MethodHandler, method
 
 // listTools answers the whole catalogue in one page and remembers it as
 // what the session was shown.
-func (g *Gateway) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
+func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.Result, error) {
 	if req.Params != nil && req.Params.Cursor != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: the gateway lists every tool in one page"}
 	}
 	cat := g.cat.Load()
 	if s := g.sessionOf(req.Session); s != nil {
 		s.shown.Store(cat)
+	} else if p := principalFrom(ctx); p != "" {
+		g.relisted.Store(p, cat.at)
 	}
 	tools := cat.tools
 	if tools == nil {
 		tools = []*mcp.Tool{}
 	}
 	return &mcp.ListToolsResult{Tools: tools}, nil
+}
+
+// listedBy returns the listing time of the catalogue a client without
+// a session, authenticated as principal, was last answered.
+func (g *Gateway) listedBy(principal string) (time.Time, bool) {
+	if principal == "" {
+		return time.Time{}, false
+	}
+	v, ok := g.relisted.Load(principal)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
 }
 
 // sessionOf returns the gateway's state of an SDK session, or nil.

@@ -5,12 +5,12 @@ import (
 	"sync/atomic"
 )
 
-// session is one client session's state: who it is and the catalogue it
-// was last shown, whose digests its calls carry as seen_digest.
+// session is one client session's state: the catalogue it was last
+// shown, whose digests its calls carry as seen_digest. (Its client is
+// the one that opened it: the SDK refuses another token its id.)
 type session struct {
-	id        string
-	principal string
-	shown     atomic.Pointer[catalogue]
+	id    string
+	shown atomic.Pointer[catalogue]
 }
 
 // sessions is the table of open client sessions, bounded.
