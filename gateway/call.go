@@ -74,10 +74,9 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	rec := g.decide(w, s, principalFrom(ctx), p.Name, args, vs)
 	d := &rec.Decision
 	var hints suggest.Hints
-	if d.Verdict == schema.Reject && g.opts.Hints != nil {
-		hints = g.opts.Hints.Hints(vs, &w.call, d)
+	if d.Verdict == schema.Reject {
+		hints = g.hints(vs, w, d)
 		rec.SuggestedTool = hints.SuggestedTool(d.Class)
-		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), w.call.Server, hints.Tools)
 	}
 	if g.opts.Audit != nil {
 		if err := g.opts.Audit.Produce(ctx, rec); err != nil {
@@ -93,7 +92,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		if !g.cfg.Observe || server == "" {
 			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
 			w.data = rec.AppendAnswer(w.data[:0], &hints)
-			return nil, &jsonrpc.Error{Code: CodeRejected, Message: rejection(d), Data: json.RawMessage(bytes.Clone(w.data))}
+			return rejectionResult(p.Name, server+g.cfg.Separator+tool, d, &hints, w.data)
 		}
 	}
 	up := g.upstreams[server]
@@ -245,6 +244,25 @@ func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.
 	return e.digest
 }
 
+// hints are the hints of rejected decision d, in the names clients
+// call: suggest's (H1, M1: the nearest names; M2, M3: the names to pin;
+// H2, H3: keys and expectations) and, for H5 and M5, the tool the
+// arguments fit.
+func (g *Gateway) hints(vs *registryversions.Snapshot, w *callWork, d *schema.Decision) suggest.Hints {
+	var h suggest.Hints
+	if g.opts.Hints != nil {
+		h = g.opts.Hints.Hints(vs, &w.call, d)
+	}
+	v := vs.At(g.cfg.Registry, w.call.EmittedAt)
+	switch d.Class {
+	case schema.H5, schema.M5:
+		h.Tools = g.fitting(v, d)
+	default:
+		h.Tools = g.clientNames(v, w.call.Server, h.Tools)
+	}
+	return h
+}
+
 // clientNames turns the names hints give (tool, or server__tool) into
 // the names clients call: qualified with the gateway's separator. A bare
 // name is the pinned server's tool when the call had a pin, else its one
@@ -277,20 +295,6 @@ func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []s
 		out = append(out, n)
 	}
 	return out
-}
-
-// rejection is the error message of a rejected call.
-func rejection(d *schema.Decision) string {
-	var b strings.Builder
-	b.WriteString("call rejected by toolaudit: ")
-	b.WriteString(string(d.Class))
-	b.WriteString(" ")
-	b.WriteString(d.Reason)
-	if d.Path != "" {
-		b.WriteString(" at ")
-		b.WriteString(d.Path)
-	}
-	return b.String()
 }
 
 // upstreamError is the error answered when a forwarded call failed: the

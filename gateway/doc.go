@@ -71,17 +71,40 @@
 // event has no "visible" frontier (H4 is not applied): it would repeat the
 // whole catalogue in every event. The event is decided as every front end
 // decides one (resolve.Resolver.Decide), the decision is produced to the
-// audit trail (Auditor, acknowledged) and only then acted on: a rejection
-// is answered JSON-RPC error -32602 (CodeRejected, the MCP specification's
-// code for invalid parameters) with the class, reason and path in the
-// message and the decision, source, action and hints as its data, and
-// never reaches an upstream; an accepted call is forwarded, its
-// arguments byte for byte as decided, to the resolved server's tool, and
-// the upstream's result (or JSON-RPC error) is the answer. When the audit
-// trail cannot take the decision, the call is answered -32603
-// (CodeUnavailable) and not executed: fail closed. With Config.Observe,
-// rejected calls that name a server are forwarded too and recorded with
-// action "observed"; otherwise the action is "enforced".
+// audit trail (Auditor, acknowledged) and only then acted on. A rejected
+// call never reaches an upstream, and is answered as the MCP
+// specification (2025-11-25 and 2026-07-28, Tools / Error Handling)
+// separates errors:
+//
+//   - a name that identifies no one tool (H1, M1, M2, M3) and a
+//     MALFORMED call are protocol errors: JSON-RPC -32602
+//     (CodeRejected) whose message gives the class and reason and the
+//     names to call instead (the nearest names; for M2 and M3 the
+//     qualified names to pin), with the answer object as its data. M2
+//     and M3 are errors of the name, not of the arguments: the fix is
+//     another name, which the message gives, and the tool a call with
+//     that name would run is not one the gateway would run.
+//   - arguments that fail the tool (H2, H3, H5, M5) and a definition the
+//     client holds that is not the current one (M4) are tool execution
+//     errors, which clients give the model to correct the call: a
+//     CallToolResult with isError true whose text says what is wrong,
+//     where (the JSON pointer) and what would be right (the nearest
+//     declared key, the missing keys, what the schema expects, the tool
+//     the arguments fit, or to list again), with the answer object in
+//     the result's _meta (MetaDecision), never in structuredContent
+//     (clients check that against the tool's outputSchema).
+//
+// The answer object is the decision, source, action and hints
+// (audit.Record.AppendAnswer). Hints and suggested_tool name tools as
+// clients call them (server + Separator + tool), in the answer and in
+// the audit record; the resolver's reasons keep its own server/tool.
+// An accepted call is forwarded, its arguments byte for byte as decided,
+// to the resolved server's tool, and the upstream's result (or JSON-RPC
+// error) is the answer. When the audit trail cannot take the decision,
+// the call is answered -32603 (CodeUnavailable) and not executed: fail
+// closed. With Config.Observe, rejected calls that name a server are
+// forwarded too and recorded with action "observed"; otherwise the
+// action is "enforced".
 //
 // # Limits
 //

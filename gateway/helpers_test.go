@@ -248,9 +248,19 @@ func (c *client) list(t *testing.T) map[string]*mcp.Tool {
 	return out
 }
 
+// rejection is a call not answered by an upstream: a JSON-RPC error
+// (Code, Message, Data) or a result with isError (IsError, Message its
+// text, Data its _meta decision).
+type rejection struct {
+	Code    int64
+	Message string
+	Data    json.RawMessage
+	IsError bool
+}
+
 // call calls a tool with arguments given as JSON; it returns the result's
-// text, or the JSON-RPC error.
-func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) {
+// text, or the rejection (an upstream's own isError result is a result).
+func (c *client) call(t *testing.T, name, args string) (string, *rejection) {
 	t.Helper()
 	var a any
 	if args != "" {
@@ -260,7 +270,7 @@ func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) 
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(err, &je) {
-			return "", je
+			return "", &rejection{Code: je.Code, Message: je.Message, Data: je.Data}
 		}
 		t.Fatalf("call %s: %v", name, err)
 	}
@@ -269,6 +279,16 @@ func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) 
 		if tc, ok := ct.(*mcp.TextContent); ok {
 			s += tc.Text
 		}
+	}
+	if d, ok := res.Meta[MetaDecision]; ok {
+		if !res.IsError || res.StructuredContent != nil {
+			t.Fatalf("call %s: a decision in _meta of a result with isError %v, structuredContent %v", name, res.IsError, res.StructuredContent)
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "", &rejection{Message: s, Data: b, IsError: true}
 	}
 	return s, nil
 }
@@ -284,6 +304,7 @@ type answer struct {
 	ResolvedTool   string `json:"resolved_tool"`
 	Source         string `json:"source"`
 	Action         string `json:"action"`
+	SuggestedTool  string `json:"suggested_tool"`
 	SeenDigest     string `json:"seen_digest"`
 	CurrentDigest  string `json:"current_digest"`
 	Hints          struct {
@@ -294,7 +315,7 @@ type answer struct {
 	} `json:"hints"`
 }
 
-func decodeAnswer(t *testing.T, je *jsonrpc.Error) answer {
+func decodeAnswer(t *testing.T, je *rejection) answer {
 	t.Helper()
 	var a answer
 	if err := json.Unmarshal(je.Data, &a); err != nil {

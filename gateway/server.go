@@ -27,7 +27,7 @@ func refuseNotifyTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResul
 func (g *Gateway) newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "toolaudit-gateway", Version: "1"}, &mcp.ServerOptions{
 		Logger:       g.log.With("component", "mcp"),
-		Instructions: "Tools of several MCP servers, named server" + g.cfg.Separator + "tool. Every call is checked against the definition listed; a call that does not resolve is answered error -32602 with the reason, the JSON path and hints.",
+		Instructions: "Tools of several MCP servers, named server" + g.cfg.Separator + "tool. Every call is checked against the definition listed; a call to no such tool is answered error -32602 naming the nearest tools; a call whose arguments fail the tool, or whose tool changed since it was listed, is answered a result with isError saying what is wrong, where, and what would be right.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	s.AddTool(notifyTool, refuseNotifyTool)

@@ -42,11 +42,14 @@ a listing event to --listings-topic and applies it to its own registry,
 then tells its clients the list changed.
 
 Every tools/call is decided against the gateway's registry before any
-upstream sees it: a call that does not resolve (a fabricated tool, an
-undeclared argument, a wrong type, a name several servers provide, a
-definition changed since the client listed it: M4) is answered JSON-RPC
-error -32602 with the class, the reason, the JSON path and hints; a call
-that resolves is forwarded to its server. Either way the decision is
+upstream sees it. A name that is no one tool (fabricated, misspelt,
+provided by several servers) is answered JSON-RPC error -32602 naming
+the tools to call instead; arguments that fail the tool (undeclared,
+missing, wrong type) and a definition changed since the client listed
+it (M4, by any spelling of the name) are answered a result with isError
+whose text says what is wrong, where and what would be right, for the
+model to correct the call; the decision and hints are the error's data
+or the result's _meta. A call that resolves is forwarded to its server. Either way the decision is
 produced to the audit topic, and acknowledged, before the gateway acts
 on it: resolverd run stores it in ClickHouse with source "gateway", once.
 When Kafka cannot take it the call is refused (-32603), never executed
