@@ -253,10 +253,14 @@ func TestLimits(t *testing.T) {
 
 	t.Run("sessions", func(t *testing.T) {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "second", Version: "1"}, nil)
-		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: st.url}, nil)
+		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: st.url}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
 		if err == nil {
 			cs.Close()
 			t.Fatal("a second session was opened with max_sessions 1")
+		}
+		// A client of the stateless revision holds no session: served.
+		if got, je := connectRevision(t, st.url, nil, stateless).call(t, "web__echo", `{"message":"hi"}`); je != nil || got != "echo: hi" {
+			t.Errorf("a stateless client with the session table full: %q %v", got, je)
 		}
 		resp, err := http.Post(st.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 		if err != nil {
@@ -269,10 +273,11 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("in flight", func(t *testing.T) {
 		var wg sync.WaitGroup
+		before := web.Calls()
 		wg.Go(func() {
 			c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__sleep", Arguments: map[string]any{"ms": 1000}})
 		})
-		waitFor(t, 5*time.Second, "the slow call at the upstream", func() bool { return web.Calls() == 1 })
+		waitFor(t, 5*time.Second, "the slow call at the upstream", func() bool { return web.Calls() == before+1 })
 		_, je := c.call(t, "web__echo", `{"message":"hi"}`)
 		if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "in flight") {
 			t.Errorf("second call in flight: %v", je)

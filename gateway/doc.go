@@ -39,7 +39,36 @@
 // contain the separator, so a qualified name reads one way), with the
 // definition the upstream listed and its digest in _meta
 // ("io.toolaudit/digest"). tools/list answers the whole catalogue in one
-// page, and the session remembers the catalogue it was shown.
+// page with ttlMs Config.ListTTL (cacheScope private), and the session
+// remembers the catalogue it was shown.
+//
+// # Two protocol revisions
+//
+// Clients of 2025-11-25 and earlier open a session (initialize,
+// Mcp-Session-Id) and are served by the SDK's session-based transport;
+// the gateway keeps a table of their sessions. A request of 2026-07-28
+// or later without a session id (its Mcp-Protocol-Version header) is
+// served statelessly, as that revision is: server/discover answers the
+// revision, the version and client capabilities come in each request's
+// _meta, and notifications/tools/list_changed reaches the clients that
+// hold a subscriptions/listen stream open (bounded by
+// Limits.MaxSessions, as sessions are). The same call gets the same
+// decision under either revision.
+//
+// # Clients without a session
+//
+// Without a session there is no catalogue the client was shown; what it
+// may hold is bounded by the ttlMs of the tools/list answers, ListTTL:
+// an answer obtained at any time in the ListTTL before a call may still
+// be in use. So a call is checked against the definition of its tool
+// before the tool's latest change when that change was observed within
+// ListTTL before the call, and against the current one otherwise: a
+// definition changed within ListTTL of the call is M4 unless the client
+// listed since (a tools/list answered after the change, to the same
+// authenticated client: bearer token name; an anonymous client cannot be
+// told from another, so it waits out ListTTL). A tool new within
+// ListTTL has no older definition to hold; one withdrawn and listed
+// again within ListTTL is checked against the one withdrawn.
 //
 // # A call
 //

@@ -21,7 +21,9 @@ import (
 // isError whose text names the path and the fix (which a scripted agent
 // applies: its retry passes) and the decision in _meta; a name two servers provide is
 // M2; the rug pull is M4 by every spelling of the tool's name; every call is audited once and every server's
-// listing produced.
+// listing produced. A Go SDK client of the 2026-07-28 revision, without
+// a session, gets the same answers, and M4 for the definition changed
+// within list_ttl.
 func TestReferenceServers(t *testing.T) {
 	npm := gatewaytest.FindNPM(t)
 	dir := t.TempDir()
@@ -123,6 +125,34 @@ func TestReferenceServers(t *testing.T) {
 			if a.Class != s.class || (s.path != "" && a.Path != s.path) || a.Reason == "" {
 				t.Errorf("%s: class %s path %q, want %s %q", what, a.Class, a.Path, s.class, s.path)
 			}
+		}
+	}
+	// The Go SDK v1.8.0 client of the 2026-07-28 revision (no session)
+	// gets the same answers from the same servers.
+	g := connectRevision(t, st.url, nil, stateless)
+	if g.cs.ID() != "" || g.cs.InitializeResult().ProtocolVersion != stateless {
+		t.Fatalf("Go SDK client: session %q, protocol %s", g.cs.ID(), g.cs.InitializeResult().ProtocolVersion)
+	}
+	g.list(t)
+	for _, c := range []struct{ name, args, class, text string }{
+		{"everything__echo", `{"message":"stateless"}`, "", "stateless"},
+		{"everything__echoo", `{"message":"x"}`, "M1", "everything__echo"},
+		{"fs__write_file", `{"path":` + q(note) + `,"content":"x","mode":"0777"}`, "H2", "/mode"},
+		{"everything__get-sum", `{"a":"2","b":3}`, "H3", "/a"},
+		// transfer changed within list_ttl of this call, and an
+		// anonymous client without a session may still hold the old
+		// definition: M4 whether or not it relisted.
+		{"fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`, "M4", "List the tools again"},
+	} {
+		calls++
+		got, rej := g.call(t, c.name, c.args)
+		switch {
+		case c.class == "" && (rej != nil || !strings.Contains(got, c.text)):
+			t.Errorf("2026-07-28 %s: %q %+v", c.name, got, rej)
+		case c.class != "" && rej == nil:
+			t.Errorf("2026-07-28 %s: forwarded %q", c.name, got)
+		case c.class != "" && (decodeAnswer(t, rej).Class != c.class || rej.IsError != toolError(schema.Class(c.class)) || !strings.Contains(rej.Message, c.text)):
+			t.Errorf("2026-07-28 %s: %+v, want %s saying %q", c.name, rej, c.class, c.text)
 		}
 	}
 	if env := outs[7].Text(); strings.Contains(env, "not-for-upstreams") {

@@ -74,6 +74,7 @@ type Gateway struct {
 	server   *mcp.Server
 	sessions *sessions
 	inflight *semaphore.Weighted
+	listens  *semaphore.Weighted // subscriptions/listen streams, bounded by MaxSessions
 	clock    *clock
 	ids      *ids
 	m        *metrics
@@ -122,6 +123,7 @@ func New(opts Options) (*Gateway, error) {
 		trust:     map[string]int{},
 		sessions:  newSessions(cfg.Limits.MaxSessions),
 		inflight:  semaphore.NewWeighted(int64(cfg.Limits.MaxInFlight)),
+		listens:   semaphore.NewWeighted(int64(cfg.Limits.MaxSessions)),
 		clock:     &clock{now: opts.now},
 		ids:       newIDs(),
 		defs:      map[string]map[string]*mcp.Tool{},

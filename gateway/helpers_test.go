@@ -203,26 +203,11 @@ func connect(t *testing.T, url string, header http.Header) *client {
 	return connectRevision(t, url, header, legacy)
 }
 
-// connectRevision connects a Go SDK client speaking the revision.
+// connectRevision connects a Go SDK client speaking the revision,
+// subscribed to list_changed.
 func connectRevision(t *testing.T, url string, header http.Header, revision string) *client {
 	t.Helper()
-	c := &client{changed: make(chan struct{}, 16)}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case c.changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	hc := &http.Client{Transport: headerTransport{header}}
-	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: revision})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	c.cs = cs
-	return c
+	return connectOptions(t, url, header, revision, true)
 }
 
 type headerTransport struct{ h http.Header }

@@ -42,8 +42,8 @@ func (g *Gateway) notifyToolsChanged() {
 }
 
 // middleware answers initialize (the session table), tools/list (the
-// catalogue) and tools/call (decide, audit, forward); the SDK answers
-// the rest.
+// catalogue) and tools/call (decide, audit, forward) and bounds
+// subscriptions/listen; the SDK answers the rest.
 func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -53,6 +53,14 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return g.listTools(ctx, req.(*mcp.ListToolsRequest))
 		case "tools/call":
 			return g.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "subscriptions/listen":
+			// A stream held open until the client ends it: bounded as
+			// sessions are.
+			if !g.listens.TryAcquire(1) {
+				g.m.refused.WithLabelValues("sessions").Inc()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the gateway has %d subscriptions/listen streams open, its limit: retry later", g.cfg.Limits.MaxSessions)}
+			}
+			defer g.listens.Release(1)
 		}
 		return next(ctx, method, req)
 	}
@@ -98,7 +106,10 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp
 	if tools == nil {
 		tools = []*mcp.Tool{}
 	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	// ttlMs bounds how long the client may keep this answer: the window
+	// of heldDigest for a client without a session. private: whether a
+	// client relisted is told by its principal.
+	return &mcp.ListToolsResult{Tools: tools, Cacheable: mcp.Cacheable{TTLMs: int(time.Duration(g.cfg.ListTTL).Milliseconds()), CacheScope: "private"}}, nil
 }
 
 // listedBy returns the listing time of the catalogue a client without

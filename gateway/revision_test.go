@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// aliceTokens is a tokens file with one client, alice.
+func aliceTokens(t *testing.T) (*bearer.Tokens, http.Header) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("alice: token-of-alice-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := bearer.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens, http.Header{"Authorization": {"Bearer token-of-alice-0123456789"}}
+}
+
+// TestRevisions: the same calls from Go SDK v1.8.0 clients of both
+// protocol revisions: 2025-11-25 (initialize, a session) and 2026-07-28
+// (server/discover, no session, the version in each request's _meta,
+// list_changed through subscriptions/listen). A rug pull is M4 by every
+// spelling under both; the decisions and the audit records are the
+// same. A 2026-07-28 client that subscribed to list_changed relists when
+// told and is then checked against the new definition; one that did not
+// subscribe keeps its cached listing (ttlMs), so its calls stay M4.
+func TestRevisions(t *testing.T) {
+	type step struct {
+		op, name, args string
+		class          string // "" OK
+	}
+	steps := []step{
+		{op: "list"},
+		{op: "call", name: "rug__transfer", args: `{"to":"bob","amount":5}`},
+		{op: "call", name: "rug__echo", args: `{"mesage":"hi"}`, class: "H2"},
+		{op: "call", name: "rug__echoo", args: `{"message":"hi"}`, class: "M1"},
+		{op: "call", name: "rug__change_schema", args: `{}`},
+		{op: "changed"},
+		{op: "call", name: "rug__transfer", args: `{"to":"bob","amount":5,"cc":"eve"}`, class: "M4"},
+		{op: "call", name: "rug/transfer", args: `{"to":"bob","amount":5,"cc":"eve"}`, class: "M4"},
+		{op: "call", name: "mcp__rug__transfer", args: `{"to":"bob","amount":5,"cc":"eve"}`, class: "M4"},
+		{op: "call", name: "transfer", args: `{"to":"bob","amount":5,"cc":"eve"}`, class: "M4"},
+		{op: "list"},
+		{op: "call", name: "rug__transfer", args: `{"to":"bob","amount":5}`, class: "H2"},
+		{op: "call", name: "rug__transfer", args: `{"to":"bob","amount":5,"cc":"eve"}`},
+	}
+	type run struct {
+		revision  string
+		subscribe bool
+		after     string // the class of every call after the relisting, when not the step's
+	}
+	var first []schema.Decision
+	type event struct{ server, tool, seen, args string }
+	var firstEvents []event
+	for _, r := range []run{{legacy, true, ""}, {stateless, true, ""}, {stateless, false, "M4"}} {
+		t.Run(fmt.Sprintf("%s-subscribe=%v", r.revision, r.subscribe), func(t *testing.T) {
+			rug, url := httpFixture(t, "rug")
+			tokens, header := aliceTokens(t)
+			st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{Auth: tokens})
+			c := connectOptions(t, st.url, header, r.revision, r.subscribe)
+			if res := c.cs.InitializeResult(); res.ProtocolVersion != r.revision {
+				t.Fatalf("negotiated %s, want %s", res.ProtocolVersion, r.revision)
+			}
+			if id := c.cs.ID(); (id == "") != (r.revision == stateless) {
+				t.Fatalf("session id %q under %s", id, r.revision)
+			}
+			relisted := false
+			for i, s := range steps {
+				switch s.op {
+				case "list":
+					res, err := c.cs.ListTools(context.Background(), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.TTLMs != int(DefaultListTTL.Milliseconds()) && r.revision == stateless {
+						t.Errorf("tools/list ttlMs %d", res.TTLMs)
+					}
+					relisted = i > 0
+				case "changed":
+					waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+					if r.subscribe {
+						select {
+						case <-c.changed:
+						case <-time.After(10 * time.Second):
+							t.Fatal("no notifications/tools/list_changed reached the client")
+						}
+					}
+				case "call":
+					before := rug.Calls()
+					_, rej := c.call(t, s.name, s.args)
+					want := s.class
+					if relisted && r.after != "" {
+						want = r.after
+					}
+					got := "OK"
+					if rej != nil {
+						got = decodeAnswer(t, rej).Class
+					}
+					if want == "" {
+						want = "OK"
+					}
+					if got != want {
+						t.Errorf("step %d %s %s: %s, want %s", i, s.name, s.args, got, want)
+					}
+					if forwarded := rug.Calls() != before; forwarded != (got == "OK") {
+						t.Errorf("step %d %s: %s, forwarded %v", i, s.name, got, forwarded)
+					}
+				}
+			}
+			recs := st.rec.recs()
+			var ds []schema.Decision
+			var evs []event
+			var dec schema.CallDecoder
+			for _, rec := range recs {
+				d := rec.Decision
+				d.EventID, d.RegistryVersion, d.Drift = "", "", false
+				ds = append(ds, d)
+				var c schema.Call
+				if err := dec.Decode(rec.Call, &c); err != nil {
+					t.Fatal(err)
+				}
+				if c.AgentID != "alice" {
+					t.Errorf("agent_id %q", c.AgentID)
+				}
+				evs = append(evs, event{c.Server, c.Tool, c.SeenDigest, string(c.Arguments.Raw())})
+			}
+			if r.after != "" {
+				return
+			}
+			if first == nil {
+				first, firstEvents = ds, evs
+				return
+			}
+			if len(ds) != len(first) {
+				t.Fatalf("%d audit records, %d under %s", len(ds), len(first), legacy)
+			}
+			for i := range ds {
+				if ds[i] != first[i] || evs[i] != firstEvents[i] {
+					t.Errorf("audit record %d:\n%+v %+v\nunder %s:\n%+v %+v", i, ds[i], evs[i], legacy, first[i], firstEvents[i])
+				}
+			}
+		})
+	}
+}
+
+// connectOptions connects a Go SDK client of the revision, subscribed to
+// list_changed or not.
+func connectOptions(t *testing.T, url string, header http.Header, revision string, subscribe bool) *client {
+	t.Helper()
+	c := &client{changed: make(chan struct{}, 16)}
+	opts := &mcp.ClientOptions{}
+	if subscribe {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	hc := &http.Client{Transport: headerTransport{header}}
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	c.cs = cs
+	return c
+}
+
+// TestStatelessTTL: a client without a session may hold a listing for
+// ListTTL. After a change, an anonymous client's calls are M4 for
+// ListTTL from the change, relisting or not (it cannot be told from
+// another anonymous client), then checked against the new definition.
+func TestStatelessTTL(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	rug, url := httpFixture(t, "rug")
+	st := start(t, Config{ListTTL: Duration(ttl), Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{})
+	c := connectOptions(t, st.url, nil, stateless, true)
+	c.list(t)
+	if _, rej := c.call(t, "rug__change_schema", `{}`); rej != nil {
+		t.Fatal(rej.Message)
+	}
+	waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+	changed := st.gw.cat.Load().at
+	<-c.changed
+	c.list(t)
+	before := rug.Calls()
+	for {
+		_, rej := c.call(t, "rug__transfer", `{"to":"bob","amount":5,"cc":"eve"}`)
+		since := time.Since(changed)
+		switch {
+		case rej != nil && decodeAnswer(t, rej).Class == "M4":
+			if since > ttl+time.Second {
+				t.Fatalf("M4 %v after the change, list_ttl %v", since, ttl)
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		case rej != nil:
+			t.Fatalf("%s", rej.Message)
+		case since < ttl:
+			t.Fatalf("forwarded %v after the change, within list_ttl %v", since, ttl)
+		}
+		break
+	}
+	if rug.Calls() != before+1 {
+		t.Errorf("the upstream received %d calls", rug.Calls()-before)
+	}
+}
