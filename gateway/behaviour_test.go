@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -373,7 +375,7 @@ func TestRugPullSpellings(t *testing.T) {
 	if _, je := c.call(t, "rug__change_schema", `{}`); je != nil {
 		t.Fatal(je)
 	}
-	waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+	st.waitChanged(t, "rug__transfer")
 	before := rug.Calls()
 	for _, n := range spellings {
 		_, je := c.call(t, n, `{"to":"bob","amount":5,"cc":"eve"}`)
@@ -412,5 +414,32 @@ func TestRugPullSpellings(t *testing.T) {
 		if call.SeenDigest != r.Decision.SeenDigest {
 			t.Errorf("record %d: the event's seen_digest %q, the decision's %q", i, call.SeenDigest, r.Decision.SeenDigest)
 		}
+	}
+}
+
+// TestSessionGone: the TypeScript SDK's client closes its transport
+// without DELETE; its session is closed within session_grace of its
+// event stream closing, not session_idle. A client that lives keeps its
+// session however long it waits.
+func TestSessionGone(t *testing.T) {
+	npm := gatewaytest.FindNPM(t)
+	const grace = 300 * time.Millisecond
+	_, url := httpFixture(t, "web")
+	st := start(t, Config{Limits: Limits{SessionGrace: Duration(grace), SessionIdle: Duration(time.Hour)}, Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{})
+	outs := npm.RunClient(t, st.url, "",
+		gatewaytest.Step{Op: "list"},
+		gatewaytest.Step{Op: "wait_changed", TimeoutMS: int(4 * grace / time.Millisecond)},
+		gatewaytest.Call("web__echo", `{"message":"still here"}`),
+	)
+	if o := outs[2]; !o.OK || o.Text() != "echo: still here" {
+		t.Fatalf("a call after waiting longer than session_grace: %+v", o)
+	}
+	begin := time.Now()
+	waitFor(t, 10*time.Second, "the session closed", func() bool { return st.gw.sessions.len() == 0 })
+	if took := time.Since(begin); took > grace+2*time.Second {
+		t.Errorf("the session closed %v after the client exited, session_grace %v", took, grace)
+	}
+	if got := testutil.ToFloat64(st.gw.m.gone); got != 1 {
+		t.Errorf("sessions_gone_total %v", got)
 	}
 }

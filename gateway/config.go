@@ -30,6 +30,7 @@ import (
 //	  max_request_bytes: 1048576
 //	  max_in_flight: 256
 //	  session_idle: 30m
+//	  session_grace: 30s
 //	  upstream_timeout: 30s
 //	upstreams:
 //	  - name: files
@@ -83,6 +84,11 @@ type Limits struct {
 	// SessionIdle closes a session that sent nothing for this long.
 	// Default 30m.
 	SessionIdle Duration `json:"session_idle"`
+	// SessionGrace closes a session whose client had an event stream
+	// (GET) open and has none now, nor a request in progress, for this
+	// long: a client that closed its transport without DELETE. Clients
+	// reconnect a dropped stream within it. Default 30s.
+	SessionGrace Duration `json:"session_grace"`
 	// UpstreamTimeout bounds one forwarded call, unless the upstream
 	// sets its own timeout. Default 30s.
 	UpstreamTimeout Duration `json:"upstream_timeout"`
@@ -121,6 +127,7 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	DefaultMaxInFlight     = 256
 	DefaultSessionIdle     = 30 * time.Minute
+	DefaultSessionGrace    = 30 * time.Second
 	DefaultUpstreamTimeout = 30 * time.Second
 	DefaultListTTL         = time.Minute
 )
@@ -203,6 +210,9 @@ func (c *Config) Default() {
 	if l.SessionIdle == 0 {
 		l.SessionIdle = Duration(DefaultSessionIdle)
 	}
+	if l.SessionGrace == 0 {
+		l.SessionGrace = Duration(DefaultSessionGrace)
+	}
 	if l.UpstreamTimeout == 0 {
 		l.UpstreamTimeout = Duration(DefaultUpstreamTimeout)
 	}
@@ -233,8 +243,8 @@ func (c *Config) Validate() error {
 		return errors.New("limits.max_request_bytes must be at least 1024")
 	case l.MaxInFlight < 1:
 		return errors.New("limits.max_in_flight must be at least 1")
-	case l.SessionIdle < 0, l.UpstreamTimeout <= 0:
-		return errors.New("limits: session_idle must not be negative, upstream_timeout must be positive")
+	case l.SessionIdle < 0, l.UpstreamTimeout <= 0, l.SessionGrace <= 0:
+		return errors.New("limits: session_idle must not be negative, session_grace and upstream_timeout must be positive")
 	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("no upstreams")

@@ -140,7 +140,10 @@
 // Sessions (Limits.MaxSessions; a new session beyond it is answered HTTP
 // 503), request bodies (MaxRequestBytes, 413), calls decided or forwarded
 // at once (MaxInFlight; beyond it -32603 at once, no queue), idle
-// sessions (SessionIdle), and each forwarded call (UpstreamTimeout, or
+// sessions (SessionIdle), sessions of clients gone without DELETE
+// (SessionGrace: a client that kept an event stream open, as both SDKs
+// do, and has none now nor a request in progress, is gone unless it
+// reconnects within it), and each forwarded call (UpstreamTimeout, or
 // the upstream's own). An upstream that is down, starting, or whose
 // current listing is not recorded is an error at once, never a wait.
 //

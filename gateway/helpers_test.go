@@ -173,6 +173,15 @@ func startNoWait(t *testing.T, cfg Config, opts Options) *started {
 	return &started{gw: gw, url: srv.URL, rec: rec}
 }
 
+// waitChanged waits until the gateway's catalogue has the second
+// definition of the tool (the listing is produced before it is applied).
+func (st *started) waitChanged(t testing.TB, name string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the gateway applied the change of "+name, func() bool {
+		return len(st.rec.lists()) == 2 && st.gw.cat.Load().at.Equal(st.rec.lists()[1].ObservedAt)
+	})
+}
+
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -46,7 +46,7 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		sessions.ServeHTTP(w, r)
 	})
-	h = g.limitSessions(h)
+	h = g.limitSessions(g.trackSessions(h))
 	if g.opts.Auth != nil {
 		// The SDK binds a session to the user that opened it (a token of
 		// another client cannot use its id); its user is the principal
@@ -103,6 +103,29 @@ func (g *Gateway) limitSessions(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the gateway has %d sessions open, its limit: retry later", g.cfg.Limits.MaxSessions))
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// trackSessions follows what of a session's client is connected (its
+// GET event streams, its POSTs in progress), so that a client gone
+// without DELETE frees its session within Limits.SessionGrace
+// (session.inactive).
+func (g *Gateway) trackSessions(next http.Handler) http.Handler {
+	grace := time.Duration(g.cfg.Limits.SessionGrace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionHeader)
+		s := (*session)(nil)
+		if id != "" && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
+			s = g.sessions.get(id)
+		}
+		if s == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		stream := r.Method == http.MethodGet
+		s.active(stream)
+		defer s.inactive(stream, grace)
 		next.ServeHTTP(w, r)
 	})
 }

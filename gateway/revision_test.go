@@ -90,7 +90,7 @@ func TestRevisions(t *testing.T) {
 					}
 					relisted = i > 0
 				case "changed":
-					waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+					st.waitChanged(t, "rug__transfer")
 					if r.subscribe {
 						select {
 						case <-c.changed:
@@ -194,7 +194,7 @@ func TestStatelessTTL(t *testing.T) {
 	if _, rej := c.call(t, "rug__change_schema", `{}`); rej != nil {
 		t.Fatal(rej.Message)
 	}
-	waitFor(t, 10*time.Second, "the gateway relisted", func() bool { return len(st.rec.lists()) == 2 })
+	st.waitChanged(t, "rug__transfer")
 	changed := st.gw.cat.Load().at
 	<-c.changed
 	c.list(t)

@@ -73,7 +73,11 @@ func (g *Gateway) initialize(ctx context.Context, next mcp.MethodHandler, method
 	if !ok || ss.ID() == "" {
 		return next(ctx, method, req)
 	}
-	s := &session{id: ss.ID()}
+	s := &session{id: ss.ID(), close: func() {
+		g.log.Info("session closed: its client's event stream closed and it sent nothing since", "session_id", ss.ID(), "grace", time.Duration(g.cfg.Limits.SessionGrace))
+		g.m.gone.Inc()
+		ss.Close()
+	}}
 	if !g.sessions.add(s) {
 		g.m.refused.WithLabelValues("sessions").Inc()
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the gateway has %d sessions open, its limit: retry later", g.cfg.Limits.MaxSessions)}
