@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -34,7 +36,8 @@ func aliceTokens(t *testing.T) (*bearer.Tokens, http.Header) {
 // (server/discover, no session, the version in each request's _meta,
 // list_changed through subscriptions/listen). A rug pull is M4 by every
 // spelling under both; the decisions and the audit records are the
-// same. A 2026-07-28 client that subscribed to list_changed relists when
+// same, and a scripted agent that applies an H2 answer's fix passes on
+// its retry under both. A 2026-07-28 client that subscribed to list_changed relists when
 // told and is then checked against the new definition; one that did not
 // subscribe keeps its cached listing (ttlMs), so its calls stay M4.
 func TestRevisions(t *testing.T) {
@@ -46,6 +49,7 @@ func TestRevisions(t *testing.T) {
 		{op: "list"},
 		{op: "call", name: "rug__transfer", args: `{"to":"bob","amount":5}`},
 		{op: "call", name: "rug__echo", args: `{"mesage":"hi"}`, class: "H2"},
+		{op: "agent", name: "rug__echo", args: `{"mesage":"hi"}`},
 		{op: "call", name: "rug__echoo", args: `{"message":"hi"}`, class: "M1"},
 		{op: "call", name: "rug__change_schema", args: `{}`},
 		{op: "changed"},
@@ -97,6 +101,13 @@ func TestRevisions(t *testing.T) {
 						case <-time.After(10 * time.Second):
 							t.Fatal("no notifications/tools/list_changed reached the client")
 						}
+					}
+				case "agent":
+					// What a model does with the text alone: it renames
+					// the key the text names, and the retry passes.
+					got, tries := agent(t, c, s.name, s.args)
+					if got != "echo: hi" || tries != 1 {
+						t.Errorf("step %d: agent got %q after %d corrections", i, got, tries)
 					}
 				case "call":
 					before := rug.Calls()
@@ -153,6 +164,34 @@ func TestRevisions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fix is the correction a rejection's text gives for a key.
+var fix = regexp.MustCompile(`send "([^"]+)" instead of "([^"]+)"`)
+
+// agent is a scripted agent: it calls, and while the answer is an error
+// whose text names a key to send instead of another, renames it and
+// calls again (at most 3 times). It returns the last text and the
+// number of corrections.
+func agent(t *testing.T, c *client, name, args string) (string, int) {
+	t.Helper()
+	var a map[string]any
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		t.Fatal(err)
+	}
+	for tries := 0; ; tries++ {
+		b, _ := json.Marshal(a)
+		got, rej := c.call(t, name, string(b))
+		if rej == nil {
+			return got, tries
+		}
+		m := fix.FindStringSubmatch(rej.Message)
+		if m == nil || tries == 3 {
+			return rej.Message, tries
+		}
+		a[m[1]] = a[m[2]]
+		delete(a, m[2])
 	}
 }
 
