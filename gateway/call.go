@@ -181,6 +181,15 @@ func (g *Gateway) decide(w *callWork, s *session, principal, name string, args [
 	return rec
 }
 
+// sessionShown is the catalogue session s was last shown, or nil (no
+// session, or not listed yet).
+func sessionShown(s *session) *catalogue {
+	if s == nil {
+		return nil
+	}
+	return s.shown.Load()
+}
+
 // decideEvent encodes call c with args and decides it into w.rec.
 func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	w.event = schema.AppendCall(w.event[:0], c, schema.CallArgs{JSON: args})
@@ -216,7 +225,9 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 // client may hold at t, or "" when it holds none.
 //
 // A session holds the catalogue it was last shown. A client without a
-// session (protocol 2026-07-28) may hold any tools/list answer it got
+// session (protocol 2026-07-28), or whose session has not listed yet
+// (it may hold the listing of an earlier session: one closed under it,
+// session_grace), may hold any tools/list answer it got
 // within ListTTL (the answers' ttlMs) before t: when the tool's
 // definition changed after t-ListTTL it may hold the one before, and
 // that is its digest (the call is M4), unless it listed the catalogue
@@ -224,8 +235,8 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 // authenticated client; an anonymous client cannot be told from
 // another, so it waits out ListTTL).
 func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.Time) string {
-	if s != nil {
-		if e := s.shown.Load().lookupTool(server, tool); e != nil {
+	if shown := sessionShown(s); shown != nil {
+		if e := shown.lookupTool(server, tool); e != nil {
 			return e.digest // "" when the catalogue shown had it withdrawn
 		}
 		return ""

@@ -57,7 +57,9 @@
 //
 // # Clients without a session
 //
-// Without a session there is no catalogue the client was shown; what it
+// Without a session there is no catalogue the client was shown (nor in
+// a session that has not listed yet: its client may hold the listing of
+// an earlier session, one closed under it); what it
 // may hold is bounded by the ttlMs of the tools/list answers, ListTTL:
 // an answer obtained at any time in the ListTTL before a call may still
 // be in use. So a call is checked against the definition of its tool

@@ -259,3 +259,31 @@ func TestStatelessTTL(t *testing.T) {
 		t.Errorf("the upstream received %d calls", rug.Calls()-before)
 	}
 }
+
+// TestSessionNotListed: a session that has not listed is checked as a
+// client without a session: its client may hold the listing of an
+// earlier session (one closed under it), so a definition changed within
+// list_ttl is M4 until it lists.
+func TestSessionNotListed(t *testing.T) {
+	rug, url := httpFixture(t, "rug")
+	st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{})
+	first := connect(t, st.url, nil)
+	first.list(t)
+	if _, rej := first.call(t, "rug__change_schema", `{}`); rej != nil {
+		t.Fatal(rej.Message)
+	}
+	st.waitChanged(t, "rug__transfer")
+	first.cs.Close()
+	again := connect(t, st.url, nil)
+	before := rug.Calls()
+	if _, rej := again.call(t, "rug__transfer", `{"to":"bob","amount":5,"cc":"eve"}`); rej == nil || decodeAnswer(t, rej).Class != "M4" {
+		t.Fatalf("a new session's call before it listed: %+v", rej)
+	}
+	again.list(t)
+	if got, rej := again.call(t, "rug__transfer", `{"to":"bob","amount":5,"cc":"eve"}`); rej != nil || got != "sent 5 to bob" {
+		t.Fatalf("after it listed: %q %+v", got, rej)
+	}
+	if n := rug.Calls() - before; n != 1 {
+		t.Errorf("the upstream received %d calls, want 1", n)
+	}
+}
