@@ -25,6 +25,7 @@ import (
 //	mode: strict                 # or pin-assisted
 //	observe: false               # true: forward rejected calls too (action observed)
 //	list_ttl: 1m                 # how long a client may keep a tools/list answer
+//	poll_tools: 1m               # list every upstream's tools this often as well
 //	limits:
 //	  max_sessions: 1000
 //	  max_request_bytes: 1048576
@@ -64,7 +65,13 @@ type Config struct {
 	// definition changed within ListTTL before the call is M4 unless the
 	// client listed since the change (see the package documentation).
 	// Default 1m.
-	ListTTL   Duration   `json:"list_ttl"`
+	ListTTL Duration `json:"list_ttl"`
+	// PollTools lists every upstream's tools this often, besides on
+	// connecting and on notifications/tools/list_changed: a server that
+	// changes a definition without saying so (one that does not declare
+	// listChanged may) is seen within it, and its clients are told. An
+	// unchanged listing is not produced again. Default 1m, at least 1s.
+	PollTools Duration   `json:"poll_tools"`
 	Limits    Limits     `json:"limits"`
 	Upstreams []Upstream `json:"upstreams"`
 }
@@ -130,6 +137,7 @@ const (
 	DefaultSessionGrace    = 30 * time.Second
 	DefaultUpstreamTimeout = 30 * time.Second
 	DefaultListTTL         = time.Minute
+	DefaultPollTools       = time.Minute
 )
 
 // Duration is a time.Duration written as Go writes one ("30s", "1m30s").
@@ -197,6 +205,9 @@ func (c *Config) Default() {
 	if c.ListTTL == 0 {
 		c.ListTTL = Duration(DefaultListTTL)
 	}
+	if c.PollTools == 0 {
+		c.PollTools = Duration(DefaultPollTools)
+	}
 	l := &c.Limits
 	if l.MaxSessions == 0 {
 		l.MaxSessions = DefaultMaxSessions
@@ -234,6 +245,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ListTTL < Duration(time.Millisecond) {
 		return errors.New("list_ttl must be at least 1ms: a stateless client's calls are checked against the definitions it may keep that long")
+	}
+	if c.PollTools < Duration(time.Second) {
+		return errors.New("poll_tools must be at least 1s")
 	}
 	l := c.Limits
 	switch {

@@ -11,7 +11,8 @@
 // # Listings
 //
 // Package upstream keeps each upstream connected and lists its tools on
-// every connection and every notifications/tools/list_changed. The
+// every connection, every notifications/tools/list_changed and every
+// Config.PollTools (a server may change a definition without saying so). The
 // gateway turns a listing into a listing event (wire contract v1:
 // registry, server, trust, op snapshot, observed_at, the tools as the SDK
 // read them), decodes it with the pipeline's own decoder, produces it to

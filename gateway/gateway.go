@@ -49,7 +49,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Upstream tunes the upstreams' supervision (backoff, keep-alive,
 	// listing bounds); its Name, Command, URL, Env, Dir, Token and
-	// CallTimeout are set per upstream from Config.
+	// CallTimeout are set per upstream from Config, and Poll from
+	// Config.PollTools unless set.
 	Upstream upstream.Config
 
 	now func() time.Time // tests
@@ -148,6 +149,9 @@ func New(opts Options) (*Gateway, error) {
 		uc.Name = u.Name
 		uc.Command, uc.URL, uc.Dir, uc.Env, uc.Token = u.Command, u.URL, u.Dir, nil, nil
 		uc.CallTimeout = cfg.timeout(&u)
+		if uc.Poll == 0 { // tests set their own
+			uc.Poll = time.Duration(cfg.PollTools)
+		}
 		if len(u.Command) > 0 {
 			uc.Env = u.environ(opts.Getenv)
 		}

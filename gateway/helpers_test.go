@@ -46,13 +46,18 @@ func fixtureUpstream(t testing.TB, name string, trust int) Upstream {
 // its URL.
 func httpFixture(t testing.TB, name string) (*gatewaytest.Fixture, string) {
 	f := gatewaytest.NewFixture(name)
+	return f, serveFixture(t, f)
+}
+
+// serveFixture serves f over Streamable HTTP and returns its URL.
+func serveFixture(t testing.TB, f *gatewaytest.Fixture) string {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return f, srv.URL
+	return srv.URL
 }
 
 // recorder keeps what the gateway produced.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/httpapi/bearer"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -285,5 +286,42 @@ func TestSessionNotListed(t *testing.T) {
 	}
 	if n := rug.Calls() - before; n != 1 {
 		t.Errorf("the upstream received %d calls, want 1", n)
+	}
+}
+
+// TestSilentChange: a server that changes a definition without
+// list_changed (it does not declare listChanged) is seen by the
+// gateway's polling (poll_tools); the gateway tells its clients, and
+// the calls of a client that was shown the old definition are M4 by
+// every spelling, under both revisions.
+func TestSilentChange(t *testing.T) {
+	rug := gatewaytest.NewQuietFixture("rug")
+	url := serveFixture(t, rug)
+	up := fastUpstreams
+	up.Poll = 100 * time.Millisecond
+	st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{Upstream: up})
+	session := connect(t, st.url, nil)
+	session.list(t)
+	nosession := connectRevision(t, st.url, nil, stateless)
+	nosession.list(t)
+	if _, rej := session.call(t, "rug__change_schema", `{}`); rej != nil {
+		t.Fatal(rej.Message)
+	}
+	st.waitChanged(t, "rug__transfer")
+	select {
+	case <-session.changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway did not tell its client of the change it polled")
+	}
+	before := rug.Calls()
+	for _, c := range []*client{session, nosession} {
+		for _, n := range []string{"rug__transfer", "rug/transfer", "mcp__rug__transfer", "transfer"} {
+			if _, rej := c.call(t, n, `{"to":"bob","amount":5,"cc":"eve"}`); rej == nil || decodeAnswer(t, rej).Class != "M4" {
+				t.Errorf("%s after a silent change: %+v", n, rej)
+			}
+		}
+	}
+	if n := rug.Calls() - before; n != 0 {
+		t.Errorf("the upstream received %d calls", n)
 	}
 }
