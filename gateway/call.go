@@ -148,7 +148,7 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 // current one the event is decided again (M4, or in pin-assisted mode
 // the provider whose definition the client holds); when it is the
 // current one the decision stands, since a seen_digest equal to the
-// resolved tool's digest changes no check (TestSeenDigestReplay decides
+// resolved tool's digest changes no check (TestRugPullSpellings decides
 // the recorded events again).
 func (g *Gateway) decide(w *callWork, s *session, principal, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	c := schema.Call{

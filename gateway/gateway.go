@@ -89,8 +89,8 @@ type Gateway struct {
 	complete atomic.Bool
 	cat      atomic.Pointer[catalogue]
 	// relisted: principal -> the listing time (catalogue.at) of the
-	// catalogue last answered to that client without a session; bounded
-	// by the tokens configured (anonymous clients are not kept).
+	// catalogue last answered to that client; bounded by the tokens
+	// configured (anonymous clients are not kept).
 	relisted sync.Map
 
 	work sync.Pool // *callWork

@@ -103,7 +103,8 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp
 	cat := g.cat.Load()
 	if s := g.sessionOf(req.Session); s != nil {
 		s.shown.Store(cat)
-	} else if p := principalFrom(ctx); p != "" {
+	}
+	if p := principalFrom(ctx); p != "" {
 		g.relisted.Store(p, cat.at)
 	}
 	tools := cat.tools
@@ -116,8 +117,8 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp
 	return &mcp.ListToolsResult{Tools: tools, Cacheable: mcp.Cacheable{TTLMs: int(time.Duration(g.cfg.ListTTL).Milliseconds()), CacheScope: "private"}}, nil
 }
 
-// listedBy returns the listing time of the catalogue a client without
-// a session, authenticated as principal, was last answered.
+// listedBy returns the listing time of the catalogue the client
+// authenticated as principal was last answered (in a session or not).
 func (g *Gateway) listedBy(principal string) (time.Time, bool) {
 	if principal == "" {
 		return time.Time{}, false
