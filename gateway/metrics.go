@@ -22,7 +22,7 @@ func newMetrics(reg prometheus.Registerer, sessions func() int) (*metrics, error
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "calls_total",
 			Help: "tools/call requests decided, by class and outcome (rejected, forwarded, upstream_error, audit_unavailable)."}, []string{"class", "outcome"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refused_total",
-			Help: "Requests refused at a limit (sessions, in_flight), for authentication (unauthorized), or a bare name before every upstream listed (not_ready); an oversize body is the MCP SDK's 413, not counted."}, []string{"limit"}),
+			Help: "Requests refused at a limit (sessions: sessions or subscriptions/listen streams; in_flight), for authentication (unauthorized), or a bare name before every upstream listed (not_ready); an oversize body is the MCP SDK's 413, not counted."}, []string{"limit"}),
 		listings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "listings_total",
 			Help: "Upstream listings, by result: produced (and applied), unchanged (not produced again), unusable (the server withdrawn), failed (not produced; retried)."}, []string{"result"}),
 		gone: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "sessions_gone_total",

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/httpapi/bearer"
@@ -323,5 +324,31 @@ func TestSilentChange(t *testing.T) {
 	}
 	if n := rug.Calls() - before; n != 0 {
 		t.Errorf("the upstream received %d calls", n)
+	}
+}
+
+// TestListenLimit: subscriptions/listen streams, held open by clients
+// without a session, are bounded by max_sessions as sessions are.
+func TestListenLimit(t *testing.T) {
+	_, url := httpFixture(t, "web")
+	st := start(t, Config{Limits: Limits{MaxSessions: 1}, Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{})
+	connectOptions(t, st.url, nil, stateless, true)
+	refused := st.gw.m.refused.WithLabelValues("sessions")
+	open := func() int { // the SDK's sessions: a stream holds one
+		n := 0
+		for range st.gw.server.Sessions() {
+			n++
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "the first stream open", func() bool { return open() == 1 })
+	// The SDK's client opens its stream without waiting for an answer:
+	// the refusal is seen at the gateway.
+	connectOptions(t, st.url, nil, stateless, true)
+	waitFor(t, 10*time.Second, "the second stream refused", func() bool { return testutil.ToFloat64(refused) == 1 })
+	waitFor(t, 10*time.Second, "the refused request ended", func() bool { return open() == 1 })
+	// Without a subscription the client is served.
+	if got, rej := connectOptions(t, st.url, nil, stateless, false).call(t, "web__echo", `{"message":"hi"}`); rej != nil || got != "echo: hi" {
+		t.Errorf("a client without a subscription: %q %+v", got, rej)
 	}
 }
