@@ -86,7 +86,7 @@ func BenchmarkDecide(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				args, _ := gw.arguments(w, json.RawMessage(tc.args))
-				rec := gw.decide(w, tc.s, "", tc.tool, args, gw.store.Snapshot())
+				rec := gw.decide(w, tc.s, "", tc.tool, "", args, gw.store.Snapshot())
 				if rec.Decision.Verdict == schema.Reject {
 					w.data = rec.AppendAnswer(w.data[:0], &suggest.Hints{})
 				}

@@ -71,7 +71,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		}
 	}
 	vs := g.store.Snapshot()
-	rec := g.decide(w, s, principalFrom(ctx), p.Name, args, vs)
+	rec := g.decide(w, s, principalFrom(ctx), p.Name, claimedDigest(s, p.Meta), args, vs)
 	d := &rec.Decision
 	var hints suggest.Hints
 	if d.Verdict == schema.Reject {
@@ -150,7 +150,7 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 // current one the decision stands, since a seen_digest equal to the
 // resolved tool's digest changes no check (TestRugPullSpellings decides
 // the recorded events again).
-func (g *Gateway) decide(w *callWork, s *session, principal, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
+func (g *Gateway) decide(w *callWork, s *session, principal, name, claimed string, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	c := schema.Call{
 		EventID:   g.ids.next('c'),
 		EmittedAt: g.clock.call(),
@@ -162,6 +162,9 @@ func (g *Gateway) decide(w *callWork, s *session, principal, name string, args [
 		c.SessionID = s.id
 	}
 	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
+	if c.SeenDigest == "" {
+		c.SeenDigest = claimed
+	}
 	rec := g.decideEvent(w, &c, args, vs)
 	d := &rec.Decision
 	if c.SeenDigest != "" || d.ResolvedServer == "" {
@@ -179,6 +182,25 @@ func (g *Gateway) decide(w *callWork, s *session, principal, name string, args [
 	rec.Call, rec.Key = w.event, c.Key()
 	d.SeenDigest, w.call.SeenDigest = held, held
 	return rec
+}
+
+// claimedDigest is the digest a client says it holds of the tool it
+// calls, in the call's _meta under MetaDigest (the member the gateway
+// lists it in), when the gateway has no catalogue it showed the client
+// (no session, or one that has not listed): it is checked exactly, with
+// no list_ttl window. A session's catalogue is the gateway's own record
+// and prevails. Anything but a digest ("sha256:" and 64 hex digits) is
+// no claim: the list_ttl rule applies.
+func claimedDigest(s *session, meta mcp.Meta) string {
+	if sessionShown(s) != nil {
+		return ""
+	}
+	d, _ := meta[MetaDigest].(string)
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 || strings.IndexFunc(hex, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) >= 0 {
+		return ""
+	}
+	return d
 }
 
 // sessionShown is the catalogue session s was last shown, or nil (no

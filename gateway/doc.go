@@ -69,7 +69,11 @@
 // definition changed within ListTTL of the call is M4 unless the client
 // listed since (a tools/list answered after the change, to the same
 // authenticated client: bearer token name; an anonymous client cannot be
-// told from another, so it waits out ListTTL). A tool new within
+// told from another, so it waits out ListTTL). Such a client may say
+// which definition it holds instead: the digest the gateway listed, in
+// the call's _meta under MetaDigest, is then the call's seen_digest,
+// checked exactly with no window (a session that listed is checked
+// against its catalogue whatever its client says). A tool new within
 // ListTTL has no older definition to hold; one withdrawn and listed
 // again within ListTTL is checked against the one withdrawn.
 //

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -350,5 +351,62 @@ func TestListenLimit(t *testing.T) {
 	// Without a subscription the client is served.
 	if got, rej := connectOptions(t, st.url, nil, stateless, false).call(t, "web__echo", `{"message":"hi"}`); rej != nil || got != "echo: hi" {
 		t.Errorf("a client without a subscription: %q %+v", got, rej)
+	}
+}
+
+// TestClaimedDigest: a client without a session may say which
+// definition it holds (the listed digest, in the call's _meta): it is
+// checked exactly, with no list_ttl window. A session's catalogue
+// prevails over what its client says.
+func TestClaimedDigest(t *testing.T) {
+	rug, url := httpFixture(t, "rug")
+	st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{})
+	c := connectRevision(t, st.url, nil, stateless)
+	old := c.list(t)["rug__transfer"].Meta[MetaDigest].(string)
+	if _, rej := c.call(t, "rug__change_schema", `{}`); rej != nil {
+		t.Fatal(rej.Message)
+	}
+	st.waitChanged(t, "rug__transfer")
+	<-c.changed
+	now := c.list(t)["rug__transfer"].Meta[MetaDigest].(string)
+	call := func(c *client, name, digest string) string {
+		res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(`{"to":"bob","amount":5,"cc":"eve"}`), Meta: mcp.Meta{MetaDigest: digest}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError {
+			return "OK"
+		}
+		var a answer
+		b, _ := json.Marshal(res.Meta[MetaDecision])
+		json.Unmarshal(b, &a)
+		return a.Class + " " + a.SeenDigest
+	}
+	before := rug.Calls()
+	for _, tc := range []struct{ name, digest, want string }{
+		{"rug__transfer", now, "OK"},
+		{"transfer", now, "OK"},
+		{"rug__transfer", old, "M4 " + old},
+		{"rug/transfer", old, "M4 " + old},
+		// Not a digest: no claim, the list_ttl rule.
+		{"rug__transfer", strings.Repeat("x", 100<<10), "M4 " + old},
+		{"rug__transfer", "sha256:" + strings.ToUpper(now[7:]), "M4 " + old},
+	} {
+		if got := call(c, tc.name, tc.digest); got != tc.want {
+			t.Errorf("%s claiming %.20s: %.40s, want %.40s", tc.name, tc.digest, got, tc.want)
+		}
+	}
+	// Within list_ttl, without a claim: M4 (anonymous).
+	if got := call(c, "rug__transfer", ""); got != "M4 "+old {
+		t.Errorf("no claim: %s", got)
+	}
+	// A session that listed: its catalogue, not the claim.
+	legacy := connect(t, st.url, nil)
+	legacy.list(t)
+	if got := call(legacy, "rug__transfer", old); got != "OK" {
+		t.Errorf("a session claiming the old digest: %s", got)
+	}
+	if n := rug.Calls() - before; n != 3 {
+		t.Errorf("the upstream received %d calls, want 3", n)
 	}
 }
