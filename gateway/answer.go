@@ -146,9 +146,13 @@ func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints
 			} else {
 				b.WriteString(" Remove it.")
 			}
-			if len(h.Missing) > 0 {
+			missing := h.Missing
+			if len(h.Keys) > 0 {
+				missing = without(missing, h.Keys[0]) // said already
+			}
+			if len(missing) > 0 {
 				b.WriteString(" Required there and missing: ")
-				b.WriteString(quoteAll(h.Missing))
+				b.WriteString(quoteAll(missing))
 				b.WriteString(".")
 			}
 			return b.String()

@@ -142,7 +142,9 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 // the name is spelled (the session's catalogue name, bare, server__tool,
 // server/tool, mcp__server__tool): a definition changed since is M4
 // whichever spelling reaches it. A name of the session's catalogue
-// carries its digest from the start; any other is decided once to learn
+// carries its digest from the start, as does a call whose client names
+// the digest it holds (claimed, claimedDigest); any other is decided
+// once to learn
 // which tool it resolves to, and if the client holds a definition of
 // that tool (heldDigest) the event carries it: when it differs from the
 // current one the event is decided again (M4, or in pin-assisted mode

@@ -86,6 +86,7 @@ func TestCalls(t *testing.T) {
 			if arg := toolError(schema.Class(tc.class)); arg != je.IsError || (!arg && je.Code != -32602) {
 				t.Errorf("isError %v code %d, want a result with isError for arguments, -32602 for a name", je.IsError, je.Code)
 			}
+			t.Logf("%s: %s", tc.class, je.Message)
 			if !strings.Contains(je.Message, tc.text) {
 				t.Errorf("text %q lacks %q", je.Message, tc.text)
 			}
