@@ -68,9 +68,13 @@ are open.
 
 The configuration file (YAML or JSON) holds the registry name, the
 separator, the mode (strict or pin-assisted), observe (forward rejected
-calls too, recorded as observed), the limits (sessions, request bytes,
-calls in flight, idle sessions, upstream timeout) and the upstreams; see
-docs/commands.md (resolverd gateway).
+calls too, recorded as observed), list_ttl (how long a client may keep
+a tools/list answer: a client without a session, protocol 2026-07-28,
+gets M4 for a definition changed within it unless it listed since),
+poll_tools (how often upstreams are listed besides list_changed), the
+limits (sessions, request bytes, calls in flight, idle sessions, the
+grace of a session whose client left without DELETE, upstream timeout)
+and the upstreams; see docs/commands.md (resolverd gateway).
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
