@@ -79,7 +79,8 @@ func (r *Record) AppendDecision(b []byte) []byte {
 }
 
 // AppendAnswer appends the decision as the call path answers it (POST
-// /v1/resolve's answer, the MCP gateway's rejection data): the object of
+// /v1/resolve's answer; the MCP gateway's rejection: a JSON-RPC error's
+// data, or the _meta of a result with isError): the object of
 // AppendDecision, then "source", "action" and "hints" (h; {} when empty).
 func (r *Record) AppendAnswer(b []byte, h *suggest.Hints) []byte {
 	b = r.AppendDecision(b)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -81,7 +84,8 @@ func (e *env) gatewayRows() map[string][4]string {
 
 // TestGatewayPipeline: the real binaries side by side. resolverd gateway
 // merges the three reference servers (npm) and the Go fixture; the official
-// TypeScript SDK's client calls through it; resolverd run stores the
+// TypeScript SDK's client calls through it, then the Go SDK's client of
+// the 2026-07-28 revision (no session); resolverd run stores the
 // audit trail. Every upstream's listing reaches the listings topic, and
 // every call's decision reaches ClickHouse once, with source gateway,
 // action enforced and the class the client was answered, even when
@@ -151,13 +155,19 @@ upstreams:
 			}
 			classes["OK"]++
 		default:
+			// A name is a JSON-RPC error, arguments and a stale
+			// definition a result with isError; both carry the decision.
 			var a struct{ EventID, Class string }
-			json.Unmarshal(o.Data, &struct {
+			data, wantErr := o.Data, s.class == "M1" || s.class == "M3"
+			if !wantErr {
+				data = o.Meta["io.toolaudit/decision"]
+			}
+			json.Unmarshal(data, &struct {
 				EventID *string `json:"event_id"`
 				Class   *string `json:"class"`
 			}{&a.EventID, &a.Class})
-			if o.OK || o.Code != -32602 || a.Class != s.class || a.EventID == "" {
-				t.Fatalf("%s: ok %v code %d class %q, want -32602 %s (%s)", s.step.Name, o.OK, o.Code, a.Class, s.class, o.Message)
+			if (wantErr && (o.OK || o.Code != -32602)) || (!wantErr && (!o.OK || !o.IsError)) || a.Class != s.class || a.EventID == "" {
+				t.Fatalf("%s: ok %v isError %v code %d class %q, want %s (%s)", s.step.Name, o.OK, o.IsError, o.Code, a.Class, s.class, o.Message)
 			}
 			rejected[a.EventID] = a.Class
 			classes[a.Class]++
@@ -174,6 +184,53 @@ upstreams:
 		if !strings.Contains(strings.Join(results, "\n"), want) {
 			t.Errorf("no %q in the results %q", want, results)
 		}
+	}
+	// The Go SDK v1.8.0 client of the 2026-07-28 revision: no session,
+	// the same decisions, stored the same way (without a session id).
+	stateless := map[string]bool{} // event ids
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-2026", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if cs.ID() != "" || cs.InitializeResult().ProtocolVersion != "2026-07-28" {
+		t.Fatalf("2026-07-28 client: session %q, protocol %s", cs.ID(), cs.InitializeResult().ProtocolVersion)
+	}
+	for _, c := range []struct{ name, args, class string }{
+		{"everything__echo", `{"message":"stateless"}`, "OK"},
+		{"everything__delete_everything", `{}`, "M1"},
+		{"everything__echo", `{"message":"x","sudo":true}`, "H2"},
+		{"echo", `{"message":"x"}`, "M3"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(c.args)})
+		var data []byte
+		switch {
+		case err != nil:
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) {
+				t.Fatalf("2026-07-28 %s: %v", c.name, err)
+			}
+			data = je.Data
+		case res.IsError:
+			data, _ = json.Marshal(res.Meta["io.toolaudit/decision"])
+		}
+		var a struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+		}
+		json.Unmarshal(data, &a)
+		if a.Class == "" {
+			a.Class = "OK"
+		}
+		if a.Class != c.class {
+			t.Fatalf("2026-07-28 %s: %s, want %s", c.name, a.Class, c.class)
+		}
+		if a.EventID != "" {
+			rejected[a.EventID] = a.Class
+			stateless[a.EventID] = true
+		}
+		classes[a.Class]++
 	}
 	calls := 0
 	for _, n := range classes {
@@ -198,9 +255,13 @@ upstreams:
 		}
 	}
 	got := map[string]int{}
+	noSession := 0
 	for k, r := range rows {
 		got[r[0]]++
-		if r[1] != "enforced" || r[3] == "" {
+		if r[3] == "" {
+			noSession++
+		}
+		if r[1] != "enforced" || (stateless[k] && r[3] != "") {
 			t.Errorf("%s: action %q session %q", k, r[1], r[3])
 		}
 		if want, ok := rejected[k]; ok && want != r[0] {
@@ -209,6 +270,9 @@ upstreams:
 	}
 	if fmt.Sprint(got) != fmt.Sprint(classes) || len(rows) != calls {
 		t.Errorf("stored classes %v, answered %v", got, classes)
+	}
+	if noSession != 4 {
+		t.Errorf("%d rows without a session, want the 4 calls of the 2026-07-28 client", noSession)
 	}
 	run.stop(t)
 

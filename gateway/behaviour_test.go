@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -44,7 +46,7 @@ func TestRugPull(t *testing.T) {
 		t.Fatal("the call after the rug pull was forwarded")
 	}
 	a := decodeAnswer(t, je)
-	if a.Class != "M4" || je.Code != -32602 || a.SeenDigest != before || a.CurrentDigest == before || a.CurrentDigest == "" {
+	if a.Class != "M4" || !je.IsError || !strings.Contains(je.Message, "List the tools again") || a.SeenDigest != before || a.CurrentDigest == before || a.CurrentDigest == "" {
 		t.Fatalf("after the rug pull: %s %+v", je.Message, a)
 	}
 	after := c.list(t)["fx__transfer"].Meta[MetaDigest]
@@ -253,10 +255,14 @@ func TestLimits(t *testing.T) {
 
 	t.Run("sessions", func(t *testing.T) {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "second", Version: "1"}, nil)
-		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: st.url}, nil)
+		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: st.url}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
 		if err == nil {
 			cs.Close()
 			t.Fatal("a second session was opened with max_sessions 1")
+		}
+		// A client of the stateless revision holds no session: served.
+		if got, je := connectRevision(t, st.url, nil, stateless).call(t, "web__echo", `{"message":"hi"}`); je != nil || got != "echo: hi" {
+			t.Errorf("a stateless client with the session table full: %q %v", got, je)
 		}
 		resp, err := http.Post(st.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 		if err != nil {
@@ -269,10 +275,11 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("in flight", func(t *testing.T) {
 		var wg sync.WaitGroup
+		before := web.Calls()
 		wg.Go(func() {
 			c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__sleep", Arguments: map[string]any{"ms": 1000}})
 		})
-		waitFor(t, 5*time.Second, "the slow call at the upstream", func() bool { return web.Calls() == 1 })
+		waitFor(t, 5*time.Second, "the slow call at the upstream", func() bool { return web.Calls() == before+1 })
 		_, je := c.call(t, "web__echo", `{"message":"hi"}`)
 		if je == nil || je.Code != CodeUnavailable || !strings.Contains(je.Message, "in flight") {
 			t.Errorf("second call in flight: %v", je)
@@ -345,4 +352,94 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestRugPullSpellings: after a definition changed under a session that
+// was shown it, every spelling that resolves to that tool (the
+// catalogue's name, bare, server/tool, mcp__server__tool) is decided
+// with the digest the session was shown: M4, never forwarded; every
+// audit record carries it, and deciding a recorded event again gives
+// its decision (the seen_digest added after the first decision changed
+// nothing but itself).
+func TestRugPullSpellings(t *testing.T) {
+	rug, url := httpFixture(t, "rug")
+	st := start(t, Config{Upstreams: []Upstream{{Name: "rug", Trust: 1, URL: url}}}, Options{})
+	c := connect(t, st.url, nil)
+	shown := c.list(t)["rug__transfer"].Meta[MetaDigest].(string)
+	spellings := []string{"rug__transfer", "rug/transfer", "mcp__rug__transfer", "transfer"}
+	for _, n := range spellings {
+		if got, je := c.call(t, n, `{"to":"bob","amount":5}`); je != nil || got != "sent 5 to bob" {
+			t.Fatalf("%s before the change: %q %v", n, got, je)
+		}
+	}
+	if _, je := c.call(t, "rug__change_schema", `{}`); je != nil {
+		t.Fatal(je)
+	}
+	st.waitChanged(t, "rug__transfer")
+	before := rug.Calls()
+	for _, n := range spellings {
+		_, je := c.call(t, n, `{"to":"bob","amount":5,"cc":"eve"}`)
+		if je == nil {
+			t.Errorf("%s after the change: forwarded", n)
+			continue
+		}
+		if a := decodeAnswer(t, je); a.Class != "M4" || a.SeenDigest != shown || a.ResolvedServer != "rug" || a.ResolvedTool != "transfer" {
+			t.Errorf("%s after the change: %s %+v", n, je.Message, a)
+		}
+	}
+	if n := rug.Calls() - before; n != 0 {
+		t.Errorf("the upstream received %d calls after the change", n)
+	}
+	recs := st.rec.recs()
+	if len(recs) != 2*len(spellings)+1 {
+		t.Fatalf("%d audit records", len(recs))
+	}
+	vs := st.gw.store.Snapshot()
+	var dec schema.CallDecoder
+	var call schema.Call
+	for i, r := range recs {
+		if r.Decision.Class != schema.M4 && r.Decision.Class != schema.OK {
+			t.Errorf("record %d: %s", i, r.Decision.Class)
+		}
+		if i != len(spellings) && r.Decision.SeenDigest != shown { // change_schema was shown too
+			t.Errorf("record %d (%s): seen_digest %q, want the one shown", i, r.Decision.Class, r.Decision.SeenDigest)
+		}
+		var again schema.Decision
+		st.gw.resolver.Decide(vs, &dec, r.Call, &call, &again)
+		want := r.Decision
+		again.Drift, want.Drift = false, false
+		if again != want {
+			t.Errorf("record %d decided again:\n%+v\nrecorded:\n%+v", i, again, want)
+		}
+		if call.SeenDigest != r.Decision.SeenDigest {
+			t.Errorf("record %d: the event's seen_digest %q, the decision's %q", i, call.SeenDigest, r.Decision.SeenDigest)
+		}
+	}
+}
+
+// TestSessionGone: the TypeScript SDK's client closes its transport
+// without DELETE; its session is closed within session_grace of its
+// event stream closing, not session_idle. A client that lives keeps its
+// session however long it waits.
+func TestSessionGone(t *testing.T) {
+	npm := gatewaytest.FindNPM(t)
+	const grace = 300 * time.Millisecond
+	_, url := httpFixture(t, "web")
+	st := start(t, Config{Limits: Limits{SessionGrace: Duration(grace), SessionIdle: Duration(time.Hour)}, Upstreams: []Upstream{{Name: "web", Trust: 1, URL: url}}}, Options{})
+	outs := npm.RunClient(t, st.url, "",
+		gatewaytest.Step{Op: "list"},
+		gatewaytest.Step{Op: "wait_changed", TimeoutMS: int(4 * grace / time.Millisecond)},
+		gatewaytest.Call("web__echo", `{"message":"still here"}`),
+	)
+	if o := outs[2]; !o.OK || o.Text() != "echo: still here" {
+		t.Fatalf("a call after waiting longer than session_grace: %+v", o)
+	}
+	begin := time.Now()
+	waitFor(t, 10*time.Second, "the session closed", func() bool { return st.gw.sessions.len() == 0 })
+	if took := time.Since(begin); took > grace+2*time.Second {
+		t.Errorf("the session closed %v after the client exited, session_grace %v", took, grace)
+	}
+	if got := testutil.ToFloat64(st.gw.m.gone); got != 1 {
+		t.Errorf("sessions_gone_total %v", got)
+	}
 }

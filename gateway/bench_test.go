@@ -69,16 +69,24 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	s := &session{id: "s-1"}
 	s.shown.Store(gw.cat.Load())
-	for _, tc := range []struct{ name, tool, args string }{
-		{"ok", "up__echo", `{"message":"hello"}`},
-		{"H2", "up__echo", `{"message":"hello","override":true}`},
+	// A session's catalogue name is pinned with its digest; a bare name,
+	// and every call of a client without a session (s nil), is decided,
+	// then given the digest the client holds.
+	for _, tc := range []struct {
+		name, tool, args string
+		s                *session
+	}{
+		{"ok", "up__echo", `{"message":"hello"}`, s},
+		{"H2", "up__echo", `{"message":"hello","override":true}`, s},
+		{"ok/bare", "echo", `{"message":"hello"}`, s},
+		{"ok/stateless", "up__echo", `{"message":"hello"}`, nil},
 	} {
 		b.Run("class="+tc.name, func(b *testing.B) {
 			w := new(callWork)
 			b.ReportAllocs()
 			for b.Loop() {
 				args, _ := gw.arguments(w, json.RawMessage(tc.args))
-				rec := gw.decide(w, s, tc.tool, args, gw.store.Snapshot())
+				rec := gw.decide(w, tc.s, "", tc.tool, "", args, gw.store.Snapshot())
 				if rec.Decision.Verdict == schema.Reject {
 					w.data = rec.AppendAnswer(w.data[:0], &suggest.Hints{})
 				}

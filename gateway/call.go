@@ -71,13 +71,12 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		}
 	}
 	vs := g.store.Snapshot()
-	rec := g.decide(w, s, p.Name, args, vs)
+	rec := g.decide(w, s, principalFrom(ctx), p.Name, claimedDigest(s, p.Meta), args, vs)
 	d := &rec.Decision
 	var hints suggest.Hints
-	if d.Verdict == schema.Reject && g.opts.Hints != nil {
-		hints = g.opts.Hints.Hints(vs, &w.call, d)
+	if d.Verdict == schema.Reject {
+		hints = g.hints(vs, w, d)
 		rec.SuggestedTool = hints.SuggestedTool(d.Class)
-		hints.Tools = g.clientNames(vs.At(g.cfg.Registry, w.call.EmittedAt), w.call.Server, hints.Tools)
 	}
 	if g.opts.Audit != nil {
 		if err := g.opts.Audit.Produce(ctx, rec); err != nil {
@@ -93,7 +92,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		if !g.cfg.Observe || server == "" {
 			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
 			w.data = rec.AppendAnswer(w.data[:0], &hints)
-			return nil, &jsonrpc.Error{Code: CodeRejected, Message: rejection(d), Data: json.RawMessage(bytes.Clone(w.data))}
+			return rejectionResult(p.Name, server+g.cfg.Separator+tool, d, &hints, w.data)
 		}
 	}
 	up := g.upstreams[server]
@@ -138,19 +137,86 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 	return w.args.Bytes(), nil
 }
 
-// decide builds the call event and decides it.
-func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *registryversions.Snapshot) *audit.Record {
+// decide builds the call event and decides it. Its seen_digest is the
+// definition the client holds of the tool the name resolves to, however
+// the name is spelled (the session's catalogue name, bare, server__tool,
+// server/tool, mcp__server__tool): a definition changed since is M4
+// whichever spelling reaches it. A name of the session's catalogue
+// carries its digest from the start, as does a call whose client names
+// the digest it holds (claimed, claimedDigest); any other is decided
+// once to learn
+// which tool it resolves to, and if the client holds a definition of
+// that tool (heldDigest) the event carries it: when it differs from the
+// current one the event is decided again (M4, or in pin-assisted mode
+// the provider whose definition the client holds); when it is the
+// current one the decision stands, since a seen_digest equal to the
+// resolved tool's digest changes no check (TestRugPullSpellings decides
+// the recorded events again).
+func (g *Gateway) decide(w *callWork, s *session, principal, name, claimed string, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	c := schema.Call{
 		EventID:   g.ids.next('c'),
 		EmittedAt: g.clock.call(),
 		Registry:  g.cfg.Registry,
 		Surface:   Surface,
+		AgentID:   principal,
 	}
 	if s != nil {
-		c.SessionID, c.AgentID = s.id, s.principal
+		c.SessionID = s.id
 	}
 	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
+	if c.SeenDigest == "" {
+		c.SeenDigest = claimed
+	}
+	rec := g.decideEvent(w, &c, args, vs)
+	d := &rec.Decision
+	if c.SeenDigest != "" || d.ResolvedServer == "" {
+		return rec
+	}
+	held := g.heldDigest(s, principal, d.ResolvedServer, d.ResolvedTool, c.EmittedAt)
+	if held == "" {
+		return rec
+	}
+	c.SeenDigest = held
+	if held != d.CurrentDigest {
+		return g.decideEvent(w, &c, args, vs)
+	}
 	w.event = schema.AppendCall(w.event[:0], &c, schema.CallArgs{JSON: args})
+	rec.Call, rec.Key = w.event, c.Key()
+	d.SeenDigest, w.call.SeenDigest = held, held
+	return rec
+}
+
+// claimedDigest is the digest a client says it holds of the tool it
+// calls, in the call's _meta under MetaDigest (the member the gateway
+// lists it in), when the gateway has no catalogue it showed the client
+// (no session, or one that has not listed): it is checked exactly, with
+// no list_ttl window. A session's catalogue is the gateway's own record
+// and prevails. Anything but a digest ("sha256:" and 64 hex digits) is
+// no claim: the list_ttl rule applies.
+func claimedDigest(s *session, meta mcp.Meta) string {
+	if sessionShown(s) != nil {
+		return ""
+	}
+	d, _ := meta[MetaDigest].(string)
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 || strings.IndexFunc(hex, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) >= 0 {
+		return ""
+	}
+	return d
+}
+
+// sessionShown is the catalogue session s was last shown, or nil (no
+// session, or not listed yet).
+func sessionShown(s *session) *catalogue {
+	if s == nil {
+		return nil
+	}
+	return s.shown.Load()
+}
+
+// decideEvent encodes call c with args and decides it into w.rec.
+func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registryversions.Snapshot) *audit.Record {
+	w.event = schema.AppendCall(w.event[:0], c, schema.CallArgs{JSON: args})
 	rec := &w.rec
 	*rec = audit.Record{
 		Source: schema.SourceGateway, Action: g.action, Call: w.event, Key: c.Key(),
@@ -164,8 +230,9 @@ func (g *Gateway) decide(w *callWork, s *session, name string, args []byte, vs *
 // target reads the name a client called: a name of the catalogue the
 // session was shown is that server's tool, with the digest shown; a name
 // the session was not shown is pinned to an upstream when it is
-// qualified with one's name; otherwise it is passed on as it is (a bare
-// name, resolved by the policy, or a fabricated one).
+// qualified with one's name and the gateway's separator; otherwise it is
+// passed on as it is, for the resolver to read (a bare name, resolved by
+// the policy; another spelling of a qualified name; a fabricated one).
 func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 	if s != nil {
 		if e := s.shown.Load().lookup(name); e != nil {
@@ -176,6 +243,59 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 		return srv, t, ""
 	}
 	return "", name, ""
+}
+
+// heldDigest is the digest of the definition of server's tool that the
+// client may hold at t, or "" when it holds none.
+//
+// A session holds the catalogue it was last shown. A client without a
+// session (protocol 2026-07-28), or whose session has not listed yet
+// (it may hold the listing of an earlier session: one closed under it,
+// session_grace), may hold any tools/list answer it got
+// within ListTTL (the answers' ttlMs) before t: when the tool's
+// definition changed after t-ListTTL it may hold the one before, and
+// that is its digest (the call is M4), unless it listed the catalogue
+// of that change or a later one since (the relisting of an
+// authenticated client; an anonymous client cannot be told from
+// another, so it waits out ListTTL).
+func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.Time) string {
+	if shown := sessionShown(s); shown != nil {
+		if e := shown.lookupTool(server, tool); e != nil {
+			return e.digest // "" when the catalogue shown had it withdrawn
+		}
+		return ""
+	}
+	e := g.cat.Load().lookupTool(server, tool)
+	if e == nil || e.digest == "" {
+		return ""
+	}
+	from := t.Add(-time.Duration(g.cfg.ListTTL))
+	if r, ok := g.listedBy(principal); ok && r.After(from) {
+		from = r
+	}
+	if e.changed.After(from) && e.prev != "" {
+		return e.prev
+	}
+	return e.digest
+}
+
+// hints are the hints of rejected decision d, in the names clients
+// call: suggest's (H1, M1: the nearest names; M2, M3: the names to pin;
+// H2, H3: keys and expectations) and, for H5 and M5, the tool the
+// arguments fit.
+func (g *Gateway) hints(vs *registryversions.Snapshot, w *callWork, d *schema.Decision) suggest.Hints {
+	var h suggest.Hints
+	if g.opts.Hints != nil {
+		h = g.opts.Hints.Hints(vs, &w.call, d)
+	}
+	v := vs.At(g.cfg.Registry, w.call.EmittedAt)
+	switch d.Class {
+	case schema.H5, schema.M5:
+		h.Tools = g.fitting(v, d)
+	default:
+		h.Tools = g.clientNames(v, w.call.Server, h.Tools)
+	}
+	return h
 }
 
 // clientNames turns the names hints give (tool, or server__tool) into
@@ -210,20 +330,6 @@ func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []s
 		out = append(out, n)
 	}
 	return out
-}
-
-// rejection is the error message of a rejected call.
-func rejection(d *schema.Decision) string {
-	var b strings.Builder
-	b.WriteString("call rejected by toolaudit: ")
-	b.WriteString(string(d.Class))
-	b.WriteString(" ")
-	b.WriteString(d.Reason)
-	if d.Path != "" {
-		b.WriteString(" at ")
-		b.WriteString(d.Path)
-	}
-	return b.String()
 }
 
 // upstreamError is the error answered when a forwarded call failed: the

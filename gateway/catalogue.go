@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,21 +22,35 @@ const MetaDigest = "io.toolaudit/digest"
 // immutable; a session keeps the one it was last shown.
 type catalogue struct {
 	version *registryversions.Version // nil before any listing
+	at      time.Time                 // observed_at of the listing that built it
 	tools   []*mcp.Tool               // sorted by qualified name
-	byName  map[string]*entry
+	byName  map[string]*entry         // by qualified name
+	// byTool holds every tool of the catalogue by server and tool name,
+	// and the tools withdrawn by a listing (digest ""): the history a
+	// stateless client's call is checked against (heldDigest).
+	byTool map[toolKey]*entry
 }
+
+type toolKey struct{ server, tool string }
 
 // entry is one tool of a catalogue.
 type entry struct {
 	server, tool string // the upstream's names
-	digest       string
+	digest       string // "" for a tool withdrawn
+	// changed is the observed_at of the listing that gave the tool this
+	// digest (or withdrew it); prev is its digest before ("" when the
+	// tool was new then).
+	changed time.Time
+	prev    string
 }
 
-// newCatalogue builds the catalogue of version v. defs holds each
-// server's tools as it listed them (the definitions shown), by tool
-// name; a tool of v without one is left out.
-func newCatalogue(v *registryversions.Version, defs map[string]map[string]*mcp.Tool, sep string) *catalogue {
-	c := &catalogue{version: v, byName: map[string]*entry{}}
+// newCatalogue builds the catalogue of version v, listed at at. defs
+// holds each server's tools as it listed them (the definitions shown),
+// by tool name; a tool of v without one is left out. prev is the
+// catalogue before: each tool's history carries on from it. A withdrawn
+// tool's entry is kept while it changed within keep of at.
+func newCatalogue(v *registryversions.Version, at time.Time, defs map[string]map[string]*mcp.Tool, sep string, prev *catalogue, keep time.Duration) *catalogue {
+	c := &catalogue{version: v, at: at, byName: map[string]*entry{}, byTool: map[toolKey]*entry{}}
 	if v == nil {
 		return c
 	}
@@ -53,7 +68,31 @@ func newCatalogue(v *registryversions.Version, defs map[string]map[string]*mcp.T
 			}
 			shown.Meta[MetaDigest] = t.Digest
 			c.tools = append(c.tools, &shown)
-			c.byName[shown.Name] = &entry{server: s.Name, tool: t.Name, digest: t.Digest}
+			e := &entry{server: s.Name, tool: t.Name, digest: t.Digest, changed: at}
+			if p := prev.lookupTool(s.Name, t.Name); p != nil {
+				if p.digest == t.Digest {
+					e.changed, e.prev = p.changed, p.prev
+				} else if p.digest != "" {
+					e.prev = p.digest
+				} else {
+					e.prev = p.prev // re-added: what a client may still hold is the one withdrawn
+				}
+			}
+			c.byName[shown.Name] = e
+			c.byTool[toolKey{s.Name, t.Name}] = e
+		}
+	}
+	if prev != nil {
+		for k, p := range prev.byTool {
+			if _, ok := c.byTool[k]; ok {
+				continue
+			}
+			switch {
+			case p.digest != "": // withdrawn now
+				c.byTool[k] = &entry{server: p.server, tool: p.tool, changed: at, prev: p.digest}
+			case at.Sub(p.changed) < keep: // withdrawn before, recently
+				c.byTool[k] = p
+			}
 		}
 	}
 	slices.SortFunc(c.tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
@@ -66,4 +105,13 @@ func (c *catalogue) lookup(name string) *entry {
 		return nil
 	}
 	return c.byName[name]
+}
+
+// lookupTool returns the entry of a server's tool (a withdrawn one's
+// too), or nil.
+func (c *catalogue) lookupTool(server, tool string) *entry {
+	if c == nil {
+		return nil
+	}
+	return c.byTool[toolKey{server, tool}]
 }

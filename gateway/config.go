@@ -24,11 +24,14 @@ import (
 //	separator: "__"              # qualified names server__tool
 //	mode: strict                 # or pin-assisted
 //	observe: false               # true: forward rejected calls too (action observed)
+//	list_ttl: 1m                 # how long a client may keep a tools/list answer
+//	poll_tools: 1m               # list every upstream's tools this often as well
 //	limits:
 //	  max_sessions: 1000
 //	  max_request_bytes: 1048576
 //	  max_in_flight: 256
 //	  session_idle: 30m
+//	  session_grace: 30s
 //	  upstream_timeout: 30s
 //	upstreams:
 //	  - name: files
@@ -55,7 +58,20 @@ type Config struct {
 	// Observe forwards rejected calls too and records the action
 	// "observed" (a rollout mode); false enforces: rejected calls are
 	// answered -32602 and never reach an upstream.
-	Observe   bool       `json:"observe"`
+	Observe bool `json:"observe"`
+	// ListTTL is the ttlMs of every tools/list answer: how long a client
+	// may keep the definitions it was shown. A client without a session
+	// (protocol 2026-07-28) is checked against it: a call to a tool whose
+	// definition changed within ListTTL before the call is M4 unless the
+	// client listed since the change (see the package documentation).
+	// Default 1m.
+	ListTTL Duration `json:"list_ttl"`
+	// PollTools lists every upstream's tools this often, besides on
+	// connecting and on notifications/tools/list_changed: a server that
+	// changes a definition without saying so (one that does not declare
+	// listChanged may) is seen within it, and its clients are told. An
+	// unchanged listing is not produced again. Default 1m, at least 1s.
+	PollTools Duration   `json:"poll_tools"`
 	Limits    Limits     `json:"limits"`
 	Upstreams []Upstream `json:"upstreams"`
 }
@@ -75,6 +91,11 @@ type Limits struct {
 	// SessionIdle closes a session that sent nothing for this long.
 	// Default 30m.
 	SessionIdle Duration `json:"session_idle"`
+	// SessionGrace closes a session whose client had an event stream
+	// (GET) open and has none now, nor a request in progress, for this
+	// long: a client that closed its transport without DELETE. Clients
+	// reconnect a dropped stream within it. Default 30s.
+	SessionGrace Duration `json:"session_grace"`
 	// UpstreamTimeout bounds one forwarded call, unless the upstream
 	// sets its own timeout. Default 30s.
 	UpstreamTimeout Duration `json:"upstream_timeout"`
@@ -113,7 +134,10 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	DefaultMaxInFlight     = 256
 	DefaultSessionIdle     = 30 * time.Minute
+	DefaultSessionGrace    = 30 * time.Second
 	DefaultUpstreamTimeout = 30 * time.Second
+	DefaultListTTL         = time.Minute
+	DefaultPollTools       = time.Minute
 )
 
 // Duration is a time.Duration written as Go writes one ("30s", "1m30s").
@@ -178,6 +202,12 @@ func (c *Config) Default() {
 	if c.Mode == "" {
 		c.Mode = resolve.Strict.String()
 	}
+	if c.ListTTL == 0 {
+		c.ListTTL = Duration(DefaultListTTL)
+	}
+	if c.PollTools == 0 {
+		c.PollTools = Duration(DefaultPollTools)
+	}
 	l := &c.Limits
 	if l.MaxSessions == 0 {
 		l.MaxSessions = DefaultMaxSessions
@@ -190,6 +220,9 @@ func (c *Config) Default() {
 	}
 	if l.SessionIdle == 0 {
 		l.SessionIdle = Duration(DefaultSessionIdle)
+	}
+	if l.SessionGrace == 0 {
+		l.SessionGrace = Duration(DefaultSessionGrace)
 	}
 	if l.UpstreamTimeout == 0 {
 		l.UpstreamTimeout = Duration(DefaultUpstreamTimeout)
@@ -210,6 +243,12 @@ func (c *Config) Validate() error {
 	if _, err := resolve.ParseMode(c.Mode); err != nil {
 		return err
 	}
+	if c.ListTTL < Duration(time.Millisecond) {
+		return errors.New("list_ttl must be at least 1ms: a stateless client's calls are checked against the definitions it may keep that long")
+	}
+	if c.PollTools < Duration(time.Second) {
+		return errors.New("poll_tools must be at least 1s")
+	}
 	l := c.Limits
 	switch {
 	case l.MaxSessions < 1:
@@ -218,8 +257,8 @@ func (c *Config) Validate() error {
 		return errors.New("limits.max_request_bytes must be at least 1024")
 	case l.MaxInFlight < 1:
 		return errors.New("limits.max_in_flight must be at least 1")
-	case l.SessionIdle < 0, l.UpstreamTimeout <= 0:
-		return errors.New("limits: session_idle must not be negative, upstream_timeout must be positive")
+	case l.SessionIdle < 0, l.UpstreamTimeout <= 0, l.SessionGrace <= 0:
+		return errors.New("limits: session_idle must not be negative, session_grace and upstream_timeout must be positive")
 	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("no upstreams")

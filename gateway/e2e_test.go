@@ -16,10 +16,14 @@ import (
 // merges the reference servers server-everything, server-filesystem and
 // server-memory (stdio, spawned by the gateway) and the Go fixture (whose
 // transfer tool changes under the client). Honest calls get the servers'
-// real results; fabricated tools, undeclared arguments and wrong types get
-// -32602 with the class, reason and path; a name two servers provide is
-// M2; the rug pull is M4; every call is audited once and every server's
-// listing produced.
+// real results; fabricated and misspelt tools get -32602 naming the
+// nearest tools, undeclared arguments and wrong types a result with
+// isError whose text names the path and the fix (which a scripted agent
+// applies: its retry passes) and the decision in _meta; a name two servers provide is
+// M2; the rug pull is M4 by every spelling of the tool's name; every call is audited once and every server's
+// listing produced. A Go SDK client of the 2026-07-28 revision, without
+// a session, gets the same answers, and M4 for the definition changed
+// within list_ttl.
 func TestReferenceServers(t *testing.T) {
 	npm := gatewaytest.FindNPM(t)
 	dir := t.TempDir()
@@ -40,9 +44,10 @@ func TestReferenceServers(t *testing.T) {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	steps := []struct {
 		step  gatewaytest.Step
-		text  string // a forwarded call's text contains it
+		text  string // a forwarded call's text contains it, or a rejection's message or text
 		class string // or the rejection's class
 		path  string
+		tries int // an agent step's corrections
 	}{
 		{step: gatewaytest.Step{Op: "list"}},
 		{step: gatewaytest.Call("everything__echo", `{"message":"hello"}`), text: "hello"},
@@ -53,18 +58,25 @@ func TestReferenceServers(t *testing.T) {
 		{step: gatewaytest.Call("memory__read_graph", `{}`), text: "decides calls"},
 		{step: gatewaytest.Call("everything__get-env", `{}`), text: "PATH"},
 		{step: gatewaytest.Call("everything__wipe_disk", `{}`), class: "M1"},
+		{step: gatewaytest.Call("everything__echoo", `{"message":"hello"}`), class: "M1", text: "everything__echo"},
+		{step: gatewaytest.Agent("everything__echo", `{"mesage":"hello again"}`), text: "hello again", tries: 1},
 		{step: gatewaytest.Call("fs__delete_file", `{"path":`+q(note)+`}`), class: "M1"},
-		{step: gatewaytest.Call("everything__echo", `{"message":"hello","override":true}`), class: "H2", path: "/override"},
-		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"x","mode":"0777"}`), class: "H2", path: "/mode"},
+		{step: gatewaytest.Call("everything__echo", `{"message":"hello","override":true}`), class: "H2", path: "/override", text: `"override" at /override is not declared`},
+		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`,"content":"x","mode":"0777"}`), class: "H2", path: "/mode", text: "/mode"},
 		// create_directory accepts {"path"}, but a forgotten key is no
 		// borrowed shape (contract v1.2): H2, not H5.
 		{step: gatewaytest.Call("fs__write_file", `{"path":`+q(note)+`}`), class: "H2", path: "/content"},
-		{step: gatewaytest.Call("everything__get-sum", `{"a":"2","b":3}`), class: "H3", path: "/a"},
+		{step: gatewaytest.Call("everything__get-sum", `{"a":"2","b":3}`), class: "H3", path: "/a", text: "The value at /a is wrong"},
 		{step: gatewaytest.Call("memory__create_entities", `{"entities":[{"name":"x","entityType":"y","observations":"not a list"}]}`), class: "H3", path: "/entities/0/observations"},
 		{step: gatewaytest.Call("echo", `{"message":"hello"}`), class: "M2"},
 		{step: gatewaytest.Call("fx__change_schema", `{}`), text: "transfer changed"},
 		{step: gatewaytest.Step{Op: "wait_changed", TimeoutMS: 10000}},
-		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5}`), class: "M4"},
+		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5}`), class: "M4", text: "List the tools again"},
+		// The rug pull by other spellings of the same tool, with
+		// arguments the new definition accepts.
+		{step: gatewaytest.Call("fx/transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
+		{step: gatewaytest.Call("mcp__fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
+		{step: gatewaytest.Call("transfer", `{"to":"bob","amount":5,"cc":"eve"}`), class: "M4"},
 		{step: gatewaytest.Step{Op: "list"}},
 		{step: gatewaytest.Call("fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`), text: "sent 5 to bob"},
 	}
@@ -93,17 +105,57 @@ func TestReferenceServers(t *testing.T) {
 				t.Errorf("%s: no notifications/tools/list_changed reached the TypeScript client", what)
 			}
 		case s.class == "":
-			calls++
-			if !o.OK || o.IsError || !strings.Contains(o.Text(), s.text) {
-				t.Errorf("%s: ok %v isError %v text %q, want %q (%s)", what, o.OK, o.IsError, o.Text(), s.text, o.Message)
+			calls += 1 + s.tries
+			if !o.OK || o.IsError || !strings.Contains(o.Text(), s.text) || len(o.Tries) != s.tries {
+				t.Errorf("%s: ok %v isError %v text %q after %d corrections, want %q after %d (%s)", what, o.OK, o.IsError, o.Text(), len(o.Tries), s.text, s.tries, o.Message)
 			}
 		default:
 			calls++
 			var a answer
-			json.Unmarshal(o.Data, &a)
-			if o.OK || o.Code != -32602 || a.Class != s.class || (s.path != "" && a.Path != s.path) || a.Reason == "" {
-				t.Errorf("%s: ok %v code %d class %s path %q, want -32602 %s %q (%s)", what, o.OK, o.Code, a.Class, a.Path, s.class, s.path, o.Message)
+			if toolError(schema.Class(s.class)) {
+				// A result with isError: the text for the model, the
+				// decision in _meta.
+				json.Unmarshal(o.Meta[MetaDecision], &a)
+				if !o.OK || !o.IsError || !strings.Contains(o.Text(), s.text) || (s.path != "" && !strings.Contains(o.Text(), s.path)) {
+					t.Errorf("%s: ok %v isError %v text %q, want a result with isError saying %q (%s)", what, o.OK, o.IsError, o.Text(), s.text, o.Message)
+				}
+			} else {
+				json.Unmarshal(o.Data, &a)
+				if o.OK || o.Code != -32602 || !strings.Contains(o.Message, s.text) {
+					t.Errorf("%s: ok %v code %d message %q, want -32602 saying %q", what, o.OK, o.Code, o.Message, s.text)
+				}
 			}
+			if a.Class != s.class || (s.path != "" && a.Path != s.path) || a.Reason == "" {
+				t.Errorf("%s: class %s path %q, want %s %q", what, a.Class, a.Path, s.class, s.path)
+			}
+		}
+	}
+	// The Go SDK v1.8.0 client of the 2026-07-28 revision (no session)
+	// gets the same answers from the same servers.
+	g := connectRevision(t, st.url, nil, stateless)
+	if g.cs.ID() != "" || g.cs.InitializeResult().ProtocolVersion != stateless {
+		t.Fatalf("Go SDK client: session %q, protocol %s", g.cs.ID(), g.cs.InitializeResult().ProtocolVersion)
+	}
+	g.list(t)
+	for _, c := range []struct{ name, args, class, text string }{
+		{"everything__echo", `{"message":"stateless"}`, "", "stateless"},
+		{"everything__echoo", `{"message":"x"}`, "M1", "everything__echo"},
+		{"fs__write_file", `{"path":` + q(note) + `,"content":"x","mode":"0777"}`, "H2", "/mode"},
+		{"everything__get-sum", `{"a":"2","b":3}`, "H3", "/a"},
+		// transfer changed within list_ttl of this call, and an
+		// anonymous client without a session may still hold the old
+		// definition: M4 whether or not it relisted.
+		{"fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`, "M4", "List the tools again"},
+	} {
+		calls++
+		got, rej := g.call(t, c.name, c.args)
+		switch {
+		case c.class == "" && (rej != nil || !strings.Contains(got, c.text)):
+			t.Errorf("2026-07-28 %s: %q %+v", c.name, got, rej)
+		case c.class != "" && rej == nil:
+			t.Errorf("2026-07-28 %s: forwarded %q", c.name, got)
+		case c.class != "" && (decodeAnswer(t, rej).Class != c.class || rej.IsError != toolError(schema.Class(c.class)) || !strings.Contains(rej.Message, c.text)):
+			t.Errorf("2026-07-28 %s: %+v, want %s saying %q", c.name, rej, c.class, c.text)
 		}
 	}
 	if env := outs[7].Text(); strings.Contains(env, "not-for-upstreams") {

@@ -49,7 +49,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Upstream tunes the upstreams' supervision (backoff, keep-alive,
 	// listing bounds); its Name, Command, URL, Env, Dir, Token and
-	// CallTimeout are set per upstream from Config.
+	// CallTimeout are set per upstream from Config, and Poll from
+	// Config.PollTools unless set.
 	Upstream upstream.Config
 
 	now func() time.Time // tests
@@ -74,6 +75,7 @@ type Gateway struct {
 	server   *mcp.Server
 	sessions *sessions
 	inflight *semaphore.Weighted
+	listens  *semaphore.Weighted // subscriptions/listen streams, bounded by MaxSessions
 	clock    *clock
 	ids      *ids
 	m        *metrics
@@ -86,6 +88,10 @@ type Gateway struct {
 	// name can be resolved (it stays true: servers stay listed).
 	complete atomic.Bool
 	cat      atomic.Pointer[catalogue]
+	// relisted: principal -> the listing time (catalogue.at) of the
+	// catalogue last answered to that client; bounded by the tokens
+	// configured (anonymous clients are not kept).
+	relisted sync.Map
 
 	work sync.Pool // *callWork
 }
@@ -118,6 +124,7 @@ func New(opts Options) (*Gateway, error) {
 		trust:     map[string]int{},
 		sessions:  newSessions(cfg.Limits.MaxSessions),
 		inflight:  semaphore.NewWeighted(int64(cfg.Limits.MaxInFlight)),
+		listens:   semaphore.NewWeighted(int64(cfg.Limits.MaxSessions)),
 		clock:     &clock{now: opts.now},
 		ids:       newIDs(),
 		defs:      map[string]map[string]*mcp.Tool{},
@@ -128,7 +135,7 @@ func New(opts Options) (*Gateway, error) {
 		g.action = schema.ActionObserved
 	}
 	g.work.New = func() any { return new(callWork) }
-	g.cat.Store(newCatalogue(nil, nil, cfg.Separator))
+	g.cat.Store(newCatalogue(nil, time.Time{}, nil, cfg.Separator, nil, 0))
 	var err error
 	if g.m, err = newMetrics(opts.Registerer, g.sessions.len); err != nil {
 		return nil, err
@@ -142,6 +149,9 @@ func New(opts Options) (*Gateway, error) {
 		uc.Name = u.Name
 		uc.Command, uc.URL, uc.Dir, uc.Env, uc.Token = u.Command, u.URL, u.Dir, nil, nil
 		uc.CallTimeout = cfg.timeout(&u)
+		if uc.Poll == 0 { // tests set their own
+			uc.Poll = time.Duration(cfg.PollTools)
+		}
 		if len(u.Command) > 0 {
 			uc.Env = u.environ(opts.Getenv)
 		}
@@ -270,7 +280,7 @@ func (g *Gateway) record(ctx context.Context, server string, tools []*mcp.Tool) 
 	g.markListed(server)
 	g.m.listings.WithLabelValues("produced").Inc()
 	v := g.store.At(g.cfg.Registry, g.clock.latest())
-	g.cat.Store(newCatalogue(v, g.defs, g.cfg.Separator))
+	g.cat.Store(newCatalogue(v, l.ObservedAt, g.defs, g.cfg.Separator, g.cat.Load(), time.Duration(g.cfg.ListTTL)))
 	g.log.Info("upstream listed", "upstream", server, "op", l.Op, "tools", len(raws), "registry_version", versionID(v))
 	g.notifyToolsChanged()
 	return nil

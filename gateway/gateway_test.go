@@ -10,8 +10,10 @@ import (
 
 // TestCalls drives one gateway merging a stdio upstream (this binary as
 // the fixture server) and a Streamable HTTP one, both trust 1, with the
-// Go SDK's client: every call is answered by the upstream or rejected
-// with -32602 and the class, and every decision is audited once.
+// Go SDK's client: every call is answered by the upstream or rejected,
+// a name as JSON-RPC -32602 naming what to call, arguments as a result
+// with isError whose text says what is wrong, where and what would be
+// right, both with the decision; every decision is audited once.
 func TestCalls(t *testing.T) {
 	web, webURL := httpFixture(t, "web")
 	st := start(t, Config{Upstreams: []Upstream{fixtureUpstream(t, "fx", 1), {Name: "web", Trust: 1, URL: webURL}}}, Options{})
@@ -35,6 +37,7 @@ func TestCalls(t *testing.T) {
 		want             string // the upstream's text, for a forwarded call
 		class, path      string // the rejection, else ""
 		hint             string // a name the hints must give
+		text             string // the rejection's message or text must say it
 	}{
 		{name: "honest stdio", tool: "fx__echo", args: `{"message":"hi"}`, want: "echo: hi"},
 		{name: "honest http", tool: "web__add", args: `{"a":2,"b":3}`, want: "5"},
@@ -42,17 +45,19 @@ func TestCalls(t *testing.T) {
 		{name: "no arguments back", tool: "fx__change_schema", args: "", want: "transfer changed"},
 		{name: "fabricated qualified", tool: "fx__wipe_disk", args: `{}`, class: "M1"},
 		{name: "fabricated bare", tool: "wipe_disk", args: `{}`, class: "M1"},
-		{name: "misspelt", tool: "fx__ecoh", args: `{"message":"hi"}`, class: "M1", hint: "fx__echo"},
-		{name: "misspelt bare", tool: "trasnfer", args: `{"to":"a","amount":1}`, class: "M1", hint: "fx__transfer"},
-		{name: "undeclared argument", tool: "fx__echo", args: `{"message":"hi","override":true}`, class: "H2", path: "/override"},
-		{name: "misnamed argument", tool: "web__echo", args: `{"msg":"hi"}`, class: "H2", hint: "message"},
-		{name: "arguments of another tool", tool: "web__echo", args: `{"a":2,"b":3}`, class: "H5"},
+		{name: "misspelt", tool: "fx__ecoh", args: `{"message":"hi"}`, class: "M1", hint: "fx__echo", text: "Nearest tool names: fx__echo"},
+		{name: "misspelt bare", tool: "trasnfer", args: `{"to":"a","amount":1}`, class: "M1", hint: "fx__transfer", text: "fx__transfer"},
+		{name: "undeclared argument", tool: "fx__echo", args: `{"message":"hi","override":true}`, class: "H2", path: "/override", text: `Argument "override" at /override is not declared by fx__echo`},
+		{name: "misspelt argument", tool: "fx__echo", args: `{"mesage":"hi"}`, class: "H2", path: "/mesage", hint: "message", text: `send "message" instead of "mesage"`},
+		{name: "misnamed argument", tool: "web__echo", args: `{"msg":"hi"}`, class: "H2", hint: "message", text: `missing: "message"`},
+		{name: "missing argument", tool: "fx__add", args: `{"a":1}`, class: "H2", path: "/b", hint: "b", text: `Required argument "b" is missing at /b`},
+		{name: "arguments of another tool", tool: "web__echo", args: `{"to":"bob","amount":5}`, class: "H5", hint: "__transfer", text: "__transfer: call "},
+		{name: "wrong type", tool: "fx__add", args: `{"a":"2","b":3}`, class: "H3", path: "/a", hint: `"integer"`, text: `The value at /a is wrong`},
 		// add accepts {} too, but a missing key is no borrowed shape (v1.2).
 		{name: "missing key only", tool: "web__echo", args: `{}`, class: "H2", hint: "message"},
-		{name: "wrong type", tool: "fx__add", args: `{"a":"2","b":3}`, class: "H3", path: "/a", hint: `"integer"`},
 		{name: "repeated key", tool: "fx__echo", args: `{"message":"a","message":"b"}`, class: "MALFORMED"},
 		{name: "arguments not an object", tool: "fx__echo", args: `["hi"]`, class: "MALFORMED"},
-		{name: "same name on two servers", tool: "echo", args: `{"message":"hi"}`, class: "M2", hint: "web__echo"},
+		{name: "same name on two servers", tool: "echo", args: `{"message":"hi"}`, class: "M2", hint: "web__echo", text: "Call one of: fx__echo, web__echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(st.rec.recs())
@@ -80,8 +85,12 @@ func TestCalls(t *testing.T) {
 			if je == nil {
 				t.Fatalf("forwarded (%q), want a %s rejection", got, tc.class)
 			}
-			if je.Code != -32602 {
-				t.Errorf("code %d, want -32602", je.Code)
+			if arg := toolError(schema.Class(tc.class)); arg != je.IsError || (!arg && je.Code != -32602) {
+				t.Errorf("isError %v code %d, want a result with isError for arguments, -32602 for a name", je.IsError, je.Code)
+			}
+			t.Logf("%s: %s", tc.class, je.Message)
+			if !strings.Contains(je.Message, tc.text) {
+				t.Errorf("text %q lacks %q", je.Message, tc.text)
 			}
 			a := decodeAnswer(t, je)
 			if a.Class != tc.class || (tc.path != "" && a.Path != tc.path) {
@@ -92,6 +101,9 @@ func TestCalls(t *testing.T) {
 			}
 			if a.Source != "gateway" || a.Action != "enforced" || a.EventID != rec.Decision.EventID {
 				t.Errorf("answer %+v, record %s", a, rec.Decision.EventID)
+			}
+			if a.SuggestedTool != rec.SuggestedTool || (tc.class == "M1" && tc.hint != "" && a.SuggestedTool != tc.hint) {
+				t.Errorf("suggested_tool answered %q, recorded %q: want a name clients call", a.SuggestedTool, rec.SuggestedTool)
 			}
 			if string(rec.Decision.Class) != tc.class {
 				t.Errorf("audited class %s", rec.Decision.Class)
@@ -139,7 +151,7 @@ func TestCallEvent(t *testing.T) {
 // TestHintsQualifiedName: a hint names a tool as clients call it, with
 // the gateway's separator, also for a server whose name holds "__" (the
 // hints' own qualification): a bare misspelt name near a tool two servers
-// share.
+// share. The error's message names them too.
 func TestHintsQualifiedName(t *testing.T) {
 	_, urlA := httpFixture(t, "git__hub")
 	_, urlB := httpFixture(t, "web")
@@ -152,5 +164,8 @@ func TestHintsQualifiedName(t *testing.T) {
 	}
 	if a := decodeAnswer(t, je); a.Class != "M1" || !slices.Contains(a.Hints.Tools, "git__hub.echo") || !slices.Contains(a.Hints.Tools, "web.echo") {
 		t.Fatalf("class %s, hints %v; want M1 with git__hub.echo and web.echo", a.Class, a.Hints.Tools)
+	}
+	if !strings.Contains(je.Message, "git__hub.echo") || je.Code != -32602 {
+		t.Errorf("message %q (code %d) does not name git__hub.echo", je.Message, je.Code)
 	}
 }

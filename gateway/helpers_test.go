@@ -46,13 +46,18 @@ func fixtureUpstream(t testing.TB, name string, trust int) Upstream {
 // its URL.
 func httpFixture(t testing.TB, name string) (*gatewaytest.Fixture, string) {
 	f := gatewaytest.NewFixture(name)
+	return f, serveFixture(t, f)
+}
+
+// serveFixture serves f over Streamable HTTP and returns its URL.
+func serveFixture(t testing.TB, f *gatewaytest.Fixture) string {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return f, srv.URL
+	return srv.URL
 }
 
 // recorder keeps what the gateway produced.
@@ -173,6 +178,15 @@ func startNoWait(t *testing.T, cfg Config, opts Options) *started {
 	return &started{gw: gw, url: srv.URL, rec: rec}
 }
 
+// waitChanged waits until the gateway's catalogue has the second
+// definition of the tool (the listing is produced before it is applied).
+func (st *started) waitChanged(t testing.TB, name string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the gateway applied the change of "+name, func() bool {
+		return len(st.rec.lists()) == 2 && st.gw.cat.Load().at.Equal(st.rec.lists()[1].ObservedAt)
+	})
+}
+
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -190,25 +204,24 @@ type client struct {
 	changed chan struct{}
 }
 
+// Protocol revisions the tests speak: the session-based one (initialize,
+// Mcp-Session-Id) and the stateless one (server/discover, _meta).
+const (
+	legacy    = "2025-11-25"
+	stateless = "2026-07-28"
+)
+
+// connect opens a session of the 2025-11-25 revision.
 func connect(t *testing.T, url string, header http.Header) *client {
 	t.Helper()
-	c := &client{changed: make(chan struct{}, 16)}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case c.changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	hc := &http.Client{Transport: headerTransport{header}}
-	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	c.cs = cs
-	return c
+	return connectRevision(t, url, header, legacy)
+}
+
+// connectRevision connects a Go SDK client speaking the revision,
+// subscribed to list_changed.
+func connectRevision(t *testing.T, url string, header http.Header, revision string) *client {
+	t.Helper()
+	return connectOptions(t, url, header, revision, true)
 }
 
 type headerTransport struct{ h http.Header }
@@ -234,9 +247,19 @@ func (c *client) list(t *testing.T) map[string]*mcp.Tool {
 	return out
 }
 
+// rejection is a call not answered by an upstream: a JSON-RPC error
+// (Code, Message, Data) or a result with isError (IsError, Message its
+// text, Data its _meta decision).
+type rejection struct {
+	Code    int64
+	Message string
+	Data    json.RawMessage
+	IsError bool
+}
+
 // call calls a tool with arguments given as JSON; it returns the result's
-// text, or the JSON-RPC error.
-func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) {
+// text, or the rejection (an upstream's own isError result is a result).
+func (c *client) call(t *testing.T, name, args string) (string, *rejection) {
 	t.Helper()
 	var a any
 	if args != "" {
@@ -246,7 +269,7 @@ func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) 
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(err, &je) {
-			return "", je
+			return "", &rejection{Code: je.Code, Message: je.Message, Data: je.Data}
 		}
 		t.Fatalf("call %s: %v", name, err)
 	}
@@ -255,6 +278,16 @@ func (c *client) call(t *testing.T, name, args string) (string, *jsonrpc.Error) 
 		if tc, ok := ct.(*mcp.TextContent); ok {
 			s += tc.Text
 		}
+	}
+	if d, ok := res.Meta[MetaDecision]; ok {
+		if !res.IsError || res.StructuredContent != nil {
+			t.Fatalf("call %s: a decision in _meta of a result with isError %v, structuredContent %v", name, res.IsError, res.StructuredContent)
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "", &rejection{Message: s, Data: b, IsError: true}
 	}
 	return s, nil
 }
@@ -270,6 +303,7 @@ type answer struct {
 	ResolvedTool   string `json:"resolved_tool"`
 	Source         string `json:"source"`
 	Action         string `json:"action"`
+	SuggestedTool  string `json:"suggested_tool"`
 	SeenDigest     string `json:"seen_digest"`
 	CurrentDigest  string `json:"current_digest"`
 	Hints          struct {
@@ -280,7 +314,7 @@ type answer struct {
 	} `json:"hints"`
 }
 
-func decodeAnswer(t *testing.T, je *jsonrpc.Error) answer {
+func decodeAnswer(t *testing.T, je *rejection) answer {
 	t.Helper()
 	var a answer
 	if err := json.Unmarshal(je.Data, &a); err != nil {

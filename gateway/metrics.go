@@ -11,6 +11,7 @@ type metrics struct {
 	calls     *prometheus.CounterVec
 	refused   *prometheus.CounterVec
 	listings  *prometheus.CounterVec
+	gone      prometheus.Counter
 	decided   prometheus.Histogram
 	forwarded prometheus.Histogram
 }
@@ -21,9 +22,11 @@ func newMetrics(reg prometheus.Registerer, sessions func() int) (*metrics, error
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "calls_total",
 			Help: "tools/call requests decided, by class and outcome (rejected, forwarded, upstream_error, audit_unavailable)."}, []string{"class", "outcome"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refused_total",
-			Help: "Requests refused at a limit (sessions, in_flight), for authentication (unauthorized), or a bare name before every upstream listed (not_ready); an oversize body is the MCP SDK's 413, not counted."}, []string{"limit"}),
+			Help: "Requests refused at a limit (sessions: sessions or subscriptions/listen streams; in_flight), for authentication (unauthorized), or a bare name before every upstream listed (not_ready); an oversize body is the MCP SDK's 413, not counted."}, []string{"limit"}),
 		listings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "listings_total",
 			Help: "Upstream listings, by result: produced (and applied), unchanged (not produced again), unusable (the server withdrawn), failed (not produced; retried)."}, []string{"result"}),
+		gone: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "sessions_gone_total",
+			Help: "Sessions closed because their client's event stream closed and it sent nothing for limits.session_grace (a client gone without DELETE)."}),
 		decided: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "decide_seconds",
 			Help:    "Time to decide a call and record it in the audit trail (the gateway's own latency before forwarding).",
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18)}),
@@ -33,5 +36,5 @@ func newMetrics(reg prometheus.Registerer, sessions func() int) (*metrics, error
 	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sessions",
 		Help: "Client sessions open."}, func() float64 { return float64(sessions()) })
-	return m, promutil.Register(reg, m.calls, m.refused, m.listings, m.decided, m.forwarded, open)
+	return m, promutil.Register(reg, m.calls, m.refused, m.listings, m.gone, m.decided, m.forwarded, open)
 }

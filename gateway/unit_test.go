@@ -172,7 +172,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Registry != DefaultRegistry || c.Separator != "__" || c.Mode != "strict" || c.Limits.MaxSessions != DefaultMaxSessions ||
-		time.Duration(c.Limits.UpstreamTimeout) != DefaultUpstreamTimeout || c.Upstreams[0].Trust != 0 {
+		time.Duration(c.Limits.UpstreamTimeout) != DefaultUpstreamTimeout || c.Upstreams[0].Trust != 0 ||
+		time.Duration(c.ListTTL) != DefaultListTTL || time.Duration(c.PollTools) != DefaultPollTools || time.Duration(c.Limits.SessionGrace) != DefaultSessionGrace {
 		t.Errorf("defaults %+v", c)
 	}
 	env := c.Upstreams[0]

@@ -13,23 +13,38 @@ import (
 	"sync/atomic"
 )
 
-// protocolVersion is the MCP version the load generator speaks.
-const protocolVersion = "2025-06-18"
+// The protocol revisions the load generator speaks: one with sessions
+// (initialize, Mcp-Session-Id) and the one without (each request
+// carries the revision in its _meta and headers).
+const (
+	sessionRevision   = "2025-11-25"
+	statelessRevision = "2026-07-28"
+)
 
-// session is one MCP session over Streamable HTTP, spoken directly: the
+// statelessMeta is the _meta of every request of the stateless
+// revision: its version and the client's capabilities (SEP-2575).
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + statelessRevision + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"benchgateway","version":"1"}}`
+
+// session is one MCP client over Streamable HTTP, spoken directly: the
 // load generator's cost per call is one POST and a small decode, so that
 // on a small machine it does not take the CPU the servers measured need
-// (the Go SDK's client costs about as much per call as a server).
+// (the Go SDK's client costs about as much per call as a server). Of
+// the stateless revision it has no session id and no handshake.
 type session struct {
-	url, id string
-	hc      *http.Client
-	seq     atomic.Int64
+	url, id  string
+	revision string
+	hc       *http.Client
+	seq      atomic.Int64
 }
 
-// dial initializes a session.
-func dial(ctx context.Context, hc *http.Client, url string) (*session, error) {
-	s := &session{url: url, hc: hc}
-	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"benchgateway","version":"1"}}}`
+// dial initializes a session of the revision (none for the stateless
+// one).
+func dial(ctx context.Context, hc *http.Client, url, revision string) (*session, error) {
+	s := &session{url: url, hc: hc, revision: revision}
+	if revision == statelessRevision {
+		return s, nil
+	}
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + revision + `","capabilities":{},"clientInfo":{"name":"benchgateway","version":"1"}}}`
 	resp, err := s.post(ctx, []byte(init))
 	if err != nil {
 		return nil, err
@@ -53,7 +68,7 @@ func dial(ctx context.Context, hc *http.Client, url string) (*session, error) {
 	return s, nil
 }
 
-func (s *session) post(ctx context.Context, body []byte) (*http.Response, error) {
+func (s *session) post(ctx context.Context, body []byte, tool ...string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -62,7 +77,16 @@ func (s *session) post(ctx context.Context, body []byte) (*http.Response, error)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if s.id != "" {
 		req.Header.Set("Mcp-Session-Id", s.id)
-		req.Header.Set("Mcp-Protocol-Version", protocolVersion)
+		req.Header.Set("Mcp-Protocol-Version", s.revision)
+	}
+	if s.revision == statelessRevision {
+		// The revision's standard headers repeat the body's version,
+		// method and tool name.
+		req.Header.Set("Mcp-Protocol-Version", s.revision)
+		req.Header.Set("Mcp-Method", "tools/call")
+		if len(tool) > 0 {
+			req.Header.Set("Mcp-Name", tool[0])
+		}
 	}
 	return s.hc.Do(req)
 }
@@ -76,8 +100,12 @@ func (s *session) call(ctx context.Context, tool string, args json.RawMessage) e
 	b = strconv.AppendQuote(b, tool)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
+	if s.revision == statelessRevision {
+		b = append(b, ',')
+		b = append(b, statelessMeta...)
+	}
 	b = append(b, `}}`...)
-	resp, err := s.post(ctx, b)
+	resp, err := s.post(ctx, b, tool)
 	if err != nil {
 		return err
 	}

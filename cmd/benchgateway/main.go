@@ -15,7 +15,13 @@
 // Go SDK's client would take as much CPU as the servers measured. Direct and gateway runs alternate, -rounds times
 // per rate, so that the machine's noise falls on both alike.
 //
-//	go run ./cmd/benchgateway -rates 1000,5000 -duration 10s -rounds 3
+//	go run ./cmd/benchgateway -rates 1000,5000 -duration 10s -rounds 3 -revisions 2025-11-25,2026-07-28
+//
+// -revisions names the MCP protocol revisions measured, each against
+// both targets: 2025-11-25 (a session per client: initialize,
+// Mcp-Session-Id) and 2026-07-28 (no session: the revision in each
+// request's _meta and headers; the upstream is then reached directly
+// through the SDK's stateless handler, as the gateway serves it).
 //
 // Calls are sent at fixed times whether or not earlier ones were answered
 // (no coordinated omission); latency runs from handing a call to the
@@ -70,6 +76,7 @@ type options struct {
 	workers          int
 	audit            bool
 	only             string
+	revisions        []string
 }
 
 func run(args []string, out io.Writer) error {
@@ -79,10 +86,11 @@ func run(args []string, out io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per run")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "time at the rate before measuring")
 	fs.IntVar(&o.rounds, "rounds", 3, "direct and gateway runs per rate, alternating")
-	fs.IntVar(&o.sessions, "sessions", 16, "client sessions to each of the upstream and the gateway")
+	fs.IntVar(&o.sessions, "sessions", 16, "clients (sessions, under "+sessionRevision+") to each of the upstream and the gateway, per revision")
 	fs.IntVar(&o.workers, "workers", 2048, "most calls in flight from the generator")
 	fs.BoolVar(&o.audit, "audit", true, "audit every decision to an embedded Kafka broker before acting on it")
 	fs.StringVar(&o.only, "only", "", "run only `target` (direct or gateway), to profile it")
+	revisions := fs.String("revisions", sessionRevision+","+statelessRevision, "MCP protocol `revisions` measured, comma-separated: "+sessionRevision+" (sessions), "+statelessRevision+" (stateless)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,6 +103,12 @@ func run(args []string, out io.Writer) error {
 	if o.rates, err = benchutil.Ints(*rates); err != nil {
 		return err
 	}
+	for _, r := range strings.Split(*revisions, ",") {
+		if r != sessionRevision && r != statelessRevision {
+			return fmt.Errorf("-revisions: unknown revision %q (want %s or %s)", r, sessionRevision, statelessRevision)
+		}
+		o.revisions = append(o.revisions, r)
+	}
 	env, err := setUp(o)
 	if err != nil {
 		return err
@@ -105,45 +119,61 @@ func run(args []string, out io.Writer) error {
 	if o.audit {
 		audit = "on (embedded kfake broker, acknowledged before each call is acted on)"
 	}
-	fmt.Fprintf(out, "benchgateway %s, %s, GOMAXPROCS %d; upstream: fixture over Streamable HTTP; audit %s; %d sessions each; open loop, %v per run after %v of warm-up, %d rounds\n",
+	fmt.Fprintf(out, "benchgateway %s, %s, GOMAXPROCS %d; upstream: fixture over Streamable HTTP; audit %s; %d clients each; open loop, %v per run after %v of warm-up, %d rounds\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), audit, o.sessions, o.duration, o.warmup, o.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "calls/s\tround\ttarget\tsent\terrors\tachieved/s\tp50\tp90\tp99\tp99.9\tmax\tlag p99\tCPU/call\t")
+	fmt.Fprintln(tw, "revision\tcalls/s\tround\ttarget\tsent\terrors\tachieved/s\tp50\tp90\tp99\tp99.9\tmax\tlag p99\tCPU/call\t")
 	type added struct{ p50, p99 []time.Duration }
-	sums := map[int]*added{}
-	for _, rate := range o.rates {
-		sums[rate] = &added{}
-		for round := 1; round <= o.rounds; round++ {
-			order := []*target{env.direct, env.gateway}
-			if o.only != "" {
-				order = []*target{env.direct}
-				if o.only == "gateway" {
-					order[0] = env.gateway
+	type key struct {
+		revision string
+		rate     int
+	}
+	sums := map[key]*added{}
+	for _, rev := range o.revisions {
+		tgs := env.targets[rev]
+		for _, rate := range o.rates {
+			sum := &added{}
+			sums[key{rev, rate}] = sum
+			for round := 1; round <= o.rounds; round++ {
+				order := []*target{tgs.direct, tgs.gateway}
+				if o.only != "" {
+					order = []*target{tgs.direct}
+					if o.only == "gateway" {
+						order[0] = tgs.gateway
+					}
 				}
+				if round%2 == 0 && len(order) == 2 {
+					order[0], order[1] = order[1], order[0]
+				}
+				res := map[string]result{}
+				for _, tg := range order {
+					r := measure(tg, rate, o)
+					res[tg.name] = r
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rev, rate, round, tg.name, r.sent, r.errors, r.achieved,
+						ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag), us(r.cpu))
+				}
+				if o.only != "" {
+					continue
+				}
+				d, g := res["direct"], res["gateway"]
+				sum.p50 = append(sum.p50, g.q(0.5)-d.q(0.5))
+				sum.p99 = append(sum.p99, g.q(0.99)-d.q(0.99))
+				fmt.Fprintf(tw, "%s\t%d\t%d\tadded\t\t\t\t%s\t%s\t%s\t%s\t\t\t\t\n", rev, rate, round,
+					ms(g.q(0.5)-d.q(0.5)), ms(g.q(0.9)-d.q(0.9)), ms(g.q(0.99)-d.q(0.99)), ms(g.q(0.999)-d.q(0.999)))
 			}
-			if round%2 == 0 {
-				order[0], order[1] = order[1], order[0]
-			}
-			res := map[string]result{}
-			for _, tg := range order {
-				r := measure(tg, rate, o)
-				res[tg.name] = r
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rate, round, tg.name, r.sent, r.errors, r.achieved,
-					ms(r.q(0.5)), ms(r.q(0.9)), ms(r.q(0.99)), ms(r.q(0.999)), ms(r.q(1)), ms(r.lag), us(r.cpu))
-			}
-			d, g := res["direct"], res["gateway"]
-			sums[rate].p50 = append(sums[rate].p50, g.q(0.5)-d.q(0.5))
-			sums[rate].p99 = append(sums[rate].p99, g.q(0.99)-d.q(0.99))
-			fmt.Fprintf(tw, "%d\t%d\tadded\t\t\t\t%s\t%s\t%s\t%s\t\t\t\t\n", rate, round,
-				ms(g.q(0.5)-d.q(0.5)), ms(g.q(0.9)-d.q(0.9)), ms(g.q(0.99)-d.q(0.99)), ms(g.q(0.999)-d.q(0.999)))
 		}
 	}
 	tw.Flush()
+	if o.only != "" {
+		return nil
+	}
 	fmt.Fprintln(out)
-	for _, rate := range o.rates {
-		s := sums[rate]
-		fmt.Fprintf(out, "%d calls/s: added latency, median of %d rounds: p50 %s, p99 %s (rounds p99: %s)\n",
-			rate, o.rounds, ms(median(s.p50)), ms(median(s.p99)), list(s.p99))
+	for _, rev := range o.revisions {
+		for _, rate := range o.rates {
+			s := sums[key{rev, rate}]
+			fmt.Fprintf(out, "%s, %d calls/s: added latency, median of %d rounds: p50 %s, p99 %s (rounds p99: %s)\n",
+				rev, rate, o.rounds, ms(median(s.p50)), ms(median(s.p99)), list(s.p99))
+		}
 	}
 	return nil
 }
@@ -160,11 +190,14 @@ func (t *target) call(ctx context.Context, args json.RawMessage) error {
 	return t.sessions[t.next.Add(1)%uint64(len(t.sessions))].call(ctx, t.tool, args)
 }
 
-// env is the upstream, the gateway and the client sessions.
+// env is the upstream, the gateway and the clients of each revision.
 type env struct {
-	direct, gateway *target
-	closers         []func()
+	targets map[string]*targets
+	closers []func()
 }
+
+// targets are a revision's clients of the upstream and of the gateway.
+type targets struct{ direct, gateway *target }
 
 func (e *env) close() {
 	for _, c := range slices.Backward(e.closers) {
@@ -173,7 +206,7 @@ func (e *env) close() {
 }
 
 func setUp(o options) (_ *env, err error) {
-	e := &env{}
+	e := &env{targets: map[string]*targets{}}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -181,6 +214,13 @@ func setUp(o options) (_ *env, err error) {
 	}()
 	fx := gatewaytest.NewFixture("up")
 	upURL, stop, err := serve(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return fx.Server }, nil))
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, stop)
+	// The upstream as a client of the stateless revision reaches it: the
+	// SDK serves that revision only statelessly.
+	upStatelessURL, stop, err := serve(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return fx.Server }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	if err != nil {
 		return nil, err
 	}
@@ -223,21 +263,27 @@ func setUp(o options) (_ *env, err error) {
 	// Enough idle connections for every call in flight: a client that
 	// opened a new connection per call would measure TCP, not MCP.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: o.workers, MaxIdleConnsPerHost: o.workers, IdleConnTimeout: time.Minute}}
-	e.direct = &target{name: "direct", tool: "echo"}
-	e.gateway = &target{name: "gateway", tool: "up__echo"}
-	for _, tg := range []struct {
-		t   *target
-		url string
-	}{{e.direct, upURL}, {e.gateway, gwURL}} {
-		for range o.sessions {
-			s, err := dial(context.Background(), hc, tg.url)
-			if err != nil {
-				return nil, fmt.Errorf("connect to %s: %w", tg.t.name, err)
-			}
-			tg.t.sessions = append(tg.t.sessions, s)
+	for _, rev := range o.revisions {
+		tgs := &targets{direct: &target{name: "direct", tool: "echo"}, gateway: &target{name: "gateway", tool: "up__echo"}}
+		e.targets[rev] = tgs
+		direct := upURL
+		if rev == statelessRevision {
+			direct = upStatelessURL
 		}
-		if err := tg.t.call(context.Background(), json.RawMessage(`{"message":"warm"}`)); err != nil {
-			return nil, fmt.Errorf("first call to %s: %w", tg.t.name, err)
+		for _, tg := range []struct {
+			t   *target
+			url string
+		}{{tgs.direct, direct}, {tgs.gateway, gwURL}} {
+			for range o.sessions {
+				s, err := dial(context.Background(), hc, tg.url, rev)
+				if err != nil {
+					return nil, fmt.Errorf("connect to %s (%s): %w", tg.t.name, rev, err)
+				}
+				tg.t.sessions = append(tg.t.sessions, s)
+			}
+			if err := tg.t.call(context.Background(), json.RawMessage(`{"message":"warm"}`)); err != nil {
+				return nil, fmt.Errorf("first call to %s (%s): %w", tg.t.name, rev, err)
+			}
 		}
 	}
 	return e, nil

@@ -42,11 +42,14 @@ a listing event to --listings-topic and applies it to its own registry,
 then tells its clients the list changed.
 
 Every tools/call is decided against the gateway's registry before any
-upstream sees it: a call that does not resolve (a fabricated tool, an
-undeclared argument, a wrong type, a name several servers provide, a
-definition changed since the client listed it: M4) is answered JSON-RPC
-error -32602 with the class, the reason, the JSON path and hints; a call
-that resolves is forwarded to its server. Either way the decision is
+upstream sees it. A name that is no one tool (fabricated, misspelt,
+provided by several servers) is answered JSON-RPC error -32602 naming
+the tools to call instead; arguments that fail the tool (undeclared,
+missing, wrong type) and a definition changed since the client listed
+it (M4, by any spelling of the name) are answered a result with isError
+whose text says what is wrong, where and what would be right, for the
+model to correct the call; the decision and hints are the error's data
+or the result's _meta. A call that resolves is forwarded to its server. Either way the decision is
 produced to the audit topic, and acknowledged, before the gateway acts
 on it: resolverd run stores it in ClickHouse with source "gateway", once.
 When Kafka cannot take it the call is refused (-32603), never executed
@@ -65,9 +68,13 @@ are open.
 
 The configuration file (YAML or JSON) holds the registry name, the
 separator, the mode (strict or pin-assisted), observe (forward rejected
-calls too, recorded as observed), the limits (sessions, request bytes,
-calls in flight, idle sessions, upstream timeout) and the upstreams; see
-docs/commands.md (resolverd gateway).
+calls too, recorded as observed), list_ttl (how long a client may keep
+a tools/list answer: a client without a session, protocol 2026-07-28,
+gets M4 for a definition changed within it unless it listed since),
+poll_tools (how often upstreams are listed besides list_changed), the
+limits (sessions, request bytes, calls in flight, idle sessions, the
+grace of a session whose client left without DELETE, upstream timeout)
+and the upstreams; see docs/commands.md (resolverd gateway).
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 

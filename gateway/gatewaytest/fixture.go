@@ -53,8 +53,17 @@ func (f *Fixture) Calls() int64 { return f.calls.Load() }
 //	crash {}                        exits the process (stdio only)
 //
 // The server checks nothing: what it is sent is what the gateway let by.
-func NewFixture(name string) *Fixture {
-	f := &Fixture{Server: mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)}
+func NewFixture(name string) *Fixture { return newFixture(name, nil) }
+
+// NewQuietFixture is NewFixture's server, but it does not declare
+// listChanged and changes transfer without a word: its clients see the
+// change only by listing again.
+func NewQuietFixture(name string) *Fixture {
+	return newFixture(name, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}})
+}
+
+func newFixture(name string, opts *mcp.ServerOptions) *Fixture {
+	f := &Fixture{Server: mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, opts)}
 	f.Server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {

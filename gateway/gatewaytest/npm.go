@@ -101,6 +101,13 @@ type Step struct {
 	TimeoutMS int             `json:"timeout_ms,omitempty"`
 }
 
+// Agent is a step of a scripted agent: it calls, and corrects the key
+// an error's text names (`send "K" instead of "B"`) until the call
+// passes, at most 3 times.
+func Agent(name, args string) Step {
+	return Step{Op: "agent", Name: name, Arguments: json.RawMessage(args)}
+}
+
 // Call is a call step.
 func Call(name, args string) Step {
 	return Step{Op: "call", Name: name, Arguments: json.RawMessage(args)}
@@ -118,12 +125,14 @@ type Output struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	IsError bool            `json:"isError"`
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Changed bool            `json:"changed"`
-	MS      int             `json:"ms"` // since the client started
+	IsError bool                       `json:"isError"`
+	Meta    map[string]json.RawMessage `json:"meta"`
+	Tries   []string                   `json:"tries"` // agent: the error texts it corrected from
+	Code    int                        `json:"code"`
+	Message string                     `json:"message"`
+	Data    json.RawMessage            `json:"data"`
+	Changed bool                       `json:"changed"`
+	MS      int                        `json:"ms"` // since the client started
 }
 
 // Text is the text of a call's content.

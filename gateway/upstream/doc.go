@@ -23,7 +23,8 @@
 //
 // # Listings
 //
-// On every connection, and on every notifications/tools/list_changed,
+// On every connection, on every notifications/tools/list_changed, and
+// every Poll (a server may change a definition without a notification),
 // the tools are listed (all pages, at most MaxTools tools, within
 // ListTimeout) and given to the Lister, which records them (the gateway
 // produces a listing event and applies it to its registry). A Lister

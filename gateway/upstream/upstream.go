@@ -44,6 +44,10 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// RelistInterval is the least time between two listings. Default 1s.
 	RelistInterval time.Duration
+	// Poll lists the tools this often as well, for a server that changes
+	// them without notifications/tools/list_changed (one that does not
+	// declare listChanged may). 0: only on connecting and list_changed.
+	Poll time.Duration
 	// MaxTools bounds one listing. Default 10000.
 	MaxTools int
 	// TerminateWait is how long a command has to exit after its stdin is
@@ -102,7 +106,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("upstream %s: both a command and a URL", c.Name)
 	case c.Command != nil && c.Command[0] == "":
 		return fmt.Errorf("upstream %s: empty command", c.Name)
-	case c.CallTimeout < 0, c.ListTimeout < 0, c.MinBackoff < 0, c.RelistInterval < 0:
+	case c.CallTimeout < 0, c.ListTimeout < 0, c.MinBackoff < 0, c.RelistInterval < 0, c.Poll < 0:
 		return fmt.Errorf("upstream %s: negative duration", c.Name)
 	}
 	return nil
@@ -254,20 +258,32 @@ func (u *Upstream) session(ctx context.Context) error {
 
 	timer := time.NewTimer(0) // the first listing, at once
 	defer timer.Stop()
+	var poll <-chan time.Time
+	if u.cfg.Poll > 0 {
+		t := time.NewTicker(u.cfg.Poll)
+		defer t.Stop()
+		poll = t.C
+	}
 	pending := true
 	var last time.Time
 	retry := u.cfg.MinBackoff
+	// schedule lists again, no sooner than RelistInterval after the last.
+	schedule := func() {
+		if !pending {
+			pending = true
+			timer.Reset(max(0, time.Until(last.Add(u.cfg.RelistInterval))))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ended:
 			return errors.New("the session ended")
+		case <-poll:
+			schedule()
 		case <-u.relist:
-			if !pending {
-				pending = true
-				timer.Reset(max(0, time.Until(last.Add(u.cfg.RelistInterval))))
-			}
+			schedule()
 		case <-timer.C:
 			err := u.list(ctx, cs)
 			last = time.Now()

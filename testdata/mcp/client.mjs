@@ -7,6 +7,11 @@
 //                                                 or {"ok":false,"code":C,"message":M,"data":D}
 //   {"op":"wait_changed","timeout_ms":T}       -> {"changed":true} once notifications/tools/list_changed
 //                                                 arrived since the last wait (false on timeout)
+//   {"op":"agent","name":N,"arguments":A}      -> a scripted agent: calls, and while the result is an
+//                                                 error whose text says `send "K" instead of "B"`,
+//                                                 renames B to K and calls again (at most 3 times):
+//                                                 {"ok":..., "content", "isError", "tries":[text of each error]}
+// A call's output has the result's _meta as "meta".
 // Every line also has "ms", the time since the client started. The
 // bearer token, if any, is TOOLAUDIT_TOKEN. Exit status 0 unless the
 // client could not connect or a step was not understood.
@@ -43,9 +48,31 @@ for (const step of steps) {
     case "call": {
       try {
         const res = await client.callTool({ name: step.name, arguments: step.arguments });
-        out({ ok: true, content: res.content, isError: !!res.isError });
+        out({ ok: true, content: res.content, isError: !!res.isError, meta: res._meta });
       } catch (e) {
         out({ ok: false, code: e.code, message: e.message, data: e.data });
+      }
+      break;
+    }
+    case "agent": {
+      // What a model would do with the text alone: no _meta, no codes.
+      let args = { ...step.arguments };
+      const tries = [];
+      let res;
+      try {
+        for (;;) {
+          res = await client.callTool({ name: step.name, arguments: args });
+          const text = (res.content ?? []).map((c) => c.text ?? "").join("");
+          const fix = res.isError && text.match(/send "([^"]+)" instead of "([^"]+)"/);
+          if (!fix || tries.length === 3) break;
+          tries.push(text);
+          const [, key, bad] = fix;
+          args[key] = args[bad];
+          delete args[bad];
+        }
+        out({ ok: true, content: res.content, isError: !!res.isError, meta: res._meta, tries });
+      } catch (e) {
+        out({ ok: false, code: e.code, message: e.message, data: e.data, tries });
       }
       break;
     }
