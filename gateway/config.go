@@ -55,6 +55,11 @@ type Config struct {
 	// Mode resolves names several servers provide: strict or
 	// pin-assisted (resolve.Mode).
 	Mode string `json:"mode"`
+	// Formats asserts format (date-time, uri, ...) as resolverd's
+	// --formats assert does: "annotate" (the default, JSON Schema
+	// 2020-12's) or "assert". The gateway decides as the stream then
+	// does.
+	Formats string `json:"formats"`
 	// Observe forwards rejected calls too and records the action
 	// "observed" (a rollout mode); false enforces: rejected calls are
 	// answered -32602 and never reach an upstream.
@@ -202,6 +207,9 @@ func (c *Config) Default() {
 	if c.Mode == "" {
 		c.Mode = resolve.Strict.String()
 	}
+	if c.Formats == "" {
+		c.Formats = "annotate"
+	}
 	if c.ListTTL == 0 {
 		c.ListTTL = Duration(DefaultListTTL)
 	}
@@ -242,6 +250,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := resolve.ParseMode(c.Mode); err != nil {
 		return err
+	}
+	if c.Formats != "annotate" && c.Formats != "assert" {
+		return fmt.Errorf("formats %q: want annotate or assert", c.Formats)
 	}
 	if c.ListTTL < Duration(time.Millisecond) {
 		return errors.New("list_ttl must be at least 1ms: a stateless client's calls are checked against the definitions it may keep that long")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolaudit/toolaudit/signature"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -116,10 +117,10 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, opts: opts, log: log,
-		resolver:  resolve.Resolver{Mode: mode},
+		resolver:  resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"},
 		policy:    mode.String(),
 		action:    schema.ActionEnforced,
-		store:     registryversions.New(),
+		store:     registryversions.New(registryversions.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
 		upstreams: map[string]*upstream.Upstream{},
 		trust:     map[string]int{},
 		sessions:  newSessions(cfg.Limits.MaxSessions),

@@ -171,7 +171,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Registry != DefaultRegistry || c.Separator != "__" || c.Mode != "strict" || c.Limits.MaxSessions != DefaultMaxSessions ||
+	if c.Registry != DefaultRegistry || c.Separator != "__" || c.Mode != "strict" || c.Formats != "annotate" || c.Limits.MaxSessions != DefaultMaxSessions ||
 		time.Duration(c.Limits.UpstreamTimeout) != DefaultUpstreamTimeout || c.Upstreams[0].Trust != 0 ||
 		time.Duration(c.ListTTL) != DefaultListTTL || time.Duration(c.PollTools) != DefaultPollTools || time.Duration(c.Limits.SessionGrace) != DefaultSessionGrace {
 		t.Errorf("defaults %+v", c)
