@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
 )
 
 // TestRequests: each unusable request gets its 4xx JSON error; each bad
@@ -187,5 +190,31 @@ func TestAuditFailClosed(t *testing.T) {
 	}
 	if n := metricSum(t, reg, "toolaudit_api_decisions_total"); n != 0 {
 		t.Fatalf("%v decisions counted", n)
+	}
+}
+
+// TestUnenforcedRefused: in the call path a call that reaches a part of
+// its tool's contract the checker does not enforce (a reference outside
+// the schema) is refused with a reason that says so, never allowed.
+func TestUnenforcedRefused(t *testing.T) {
+	store := registryversions.New()
+	l, err := schema.DecodeListing([]byte(`{"type":"listing","event_id":"l1","observed_at":"2026-12-01T00:00:00Z","registry":"u","server":"","op":"snapshot",
+		"tools":[{"name":"deploy","inputSchema":{"type":"object","properties":{"target":{"$ref":"https://schemas.example/t.json"},"dry":{"type":"boolean"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Apply(l)
+	s, _ := server(t, Config{Store: store})
+	for _, tc := range []struct{ args, class, verdict string }{
+		{`{"target":{"region":"eu"}}`, "H3", "reject"},
+		{`{"dry":true}`, "OK", "allow"},
+	} {
+		d := post(t, s.URL, "", `{"type":"call","event_id":"c","emitted_at":"2026-12-01T00:00:01Z","registry":"u","tool":"deploy","arguments":`+tc.args+`}`).decision(t)
+		if d["class"] != tc.class || d["verdict"] != tc.verdict {
+			t.Errorf("%s: %v", tc.args, d)
+		}
+		if reason, _ := d["reason"].(string); tc.class == "H3" && !signature.NotEnforced(reason) {
+			t.Errorf("%s: reason %q does not say the contract is not enforced", tc.args, reason)
+		}
 	}
 }
