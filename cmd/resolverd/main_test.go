@@ -404,3 +404,34 @@ func TestArgsHashKey(t *testing.T) {
 		t.Fatalf("run, short key file: exit %d %s", code, stderr)
 	}
 }
+
+// TestUnknownCommand: a mistyped command at any level exits 2 naming the
+// commands that exist (before, `resolverd dif --max-changed 50` printed
+// the help and exited 0, so a CI gate with a typo passed); a group
+// without its subcommand exits 2 with the help; --help exits 0.
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"dif", "--max-changed", "50"}, 2, []string{`unknown command "dif"`, "check, run, gateway, reanalyze, diff,", "registry, stack"}},
+		{[]string{"registry", "bogus"}, 2, []string{`registry: unknown command "bogus"`, "the commands are: diff"}},
+		{[]string{"registry", "dif", "--registry", "r"}, 2, []string{`unknown command "dif"`}},
+		{[]string{}, 2, []string{"SUBCOMMANDS"}},
+		{[]string{"registry"}, 2, []string{"SUBCOMMANDS"}},
+		{[]string{"--help"}, 0, []string{"SUBCOMMANDS"}},
+		{[]string{"registry", "--help"}, 0, []string{"SUBCOMMANDS"}},
+		{[]string{"diff", "--help"}, 0, []string{"--max-changed"}},
+	} {
+		code, _, stderr := runCmd(t, "", tc.args...)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+	}
+}
