@@ -279,3 +279,86 @@ func (e *env) checked(c corpus, calls [][]byte, mode resolve.Mode) map[string]st
 	}
 	return classes
 }
+
+// TestIngestRepeatedProviderIDs: OpenAI and Anthropic logs whose
+// provider tool-call ids repeat across conversations and within one (as
+// tau-bench's gpt-4o trajectories do: 134 distinct ids for 1,164 calls)
+// go through ingest, the broker and resolverd run: every call keeps a
+// decision of its own, the one `resolverd check` gives it; ingesting the
+// same files again (once more, and twice in one run) adds nothing.
+func TestIngestRepeatedProviderIDs(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("testdata", "repeated-ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join(dir, "openai.jsonl"), filepath.Join(dir, "anthropic.jsonl")}
+	const calls = 13                          // 8 OpenAI (one message with two calls of one id), 5 Anthropic (likewise)
+	e := newEnv(t, chenginetest.Server(t), 1) // one partition: a call produced last is decided last
+	listings, err := os.ReadFile(filepath.Join(dir, "listings.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.produce("tool-listings", bytes.Split(bytes.TrimSpace(listings), []byte("\n")), 0)
+	ingest := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(ingestBinary(t), args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("ingest %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	events := ingest(append([]string{"--dry-run"}, files...)...)
+	var lines [][]byte
+	ids := map[string]bool{}
+	for _, l := range strings.Split(events, "\n") {
+		if strings.HasPrefix(l, `{"type":"call"`) {
+			lines = append(lines, []byte(l))
+			ids[field(l, "event_id")] = true
+		}
+	}
+	if len(lines) != calls || len(ids) != calls {
+		t.Fatalf("ingest --dry-run: %d calls, %d distinct ids; want %d of each\n%s", len(lines), len(ids), calls, events)
+	}
+	want := e.checked(corpus{listings: [][]byte{bytes.TrimSpace(listings)}}, lines, resolve.Strict)
+	classes := map[string]int{}
+	for _, c := range want {
+		classes[c]++
+	}
+	if len(classes) < 3 {
+		t.Fatalf("check's classes %v: the calls that share an id should be decided apart", classes)
+	}
+
+	brokers := "--brokers=" + strings.Join(e.brokers, ",")
+	ingest(append([]string{brokers}, files...)...)
+	d := e.start()
+	e.waitDecided(calls, 60*time.Second)
+	if out := ingest(append([]string{brokers}, append(files, files[0])...)...); !strings.Contains(out, "8 events repeated an earlier event exactly") {
+		t.Errorf("ingest of a file twice in one run:\n%s", out)
+	}
+	// A last call, after the second ingest's on the one partition: once it
+	// is decided, so are they.
+	e.produce("tool-calls", [][]byte{[]byte(`{"type":"call","event_id":"last","emitted_at":"2026-11-30T13:00:00.000Z","registry":"fleet-r","tool":"get_user_details","arguments":{"user_id":"x"}}`)}, 0)
+	e.waitDecided(calls+1, 60*time.Second)
+	d.stop(t)
+	rows, err := e.connect().Query(context.Background(), fmt.Sprintf("SELECT event_id, toString(class) FROM %s.decisions FINAL WHERE event_id != 'last'", e.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var id, class string
+		if err := rows.Scan(&id, &class); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := got[id]; dup {
+			t.Errorf("two decisions of %s", id)
+		}
+		got[id] = class
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("decisions in ClickHouse\n%v\nresolverd check\n%v", got, want)
+	}
+}

@@ -24,6 +24,10 @@ type Context struct {
 	Source string
 	// Line is the 1-based line number in Source.
 	Line int
+	// Text is the whole input line, envelope included: it feeds call ids
+	// (callID), so that another line at the same place (a file rotated
+	// under the same name) gets other ids.
+	Text []byte
 	// Envelope holds the fields of the line's envelope, if it had one.
 	Envelope Meta
 	// Defaults holds the fallbacks given by the caller (command-line flags).

@@ -9,9 +9,13 @@ import (
 )
 
 // convertEvent passes a contract event through unchanged once it can be
-// routed: its type and event_id must be right. A bad time is a warning:
-// the event still goes out (with no record timestamp) so that the
-// resolver can mark it MALFORMED.
+// routed: its type and event_id must be right. Its record timestamp is its
+// own time (emitted_at, observed_at) when the resolver can use it (RFC
+// 3339 UTC within schema's range: schema.ParseTime, schema.InTimeRange),
+// else the time ingest read it, with a warning: the event still goes out
+// so that the resolver can mark it MALFORMED, and the re-analysis, which
+// places an event without a usable time at its record's timestamp
+// (schema.WindowTime), finds it at the time it entered the pipeline.
 func convertEvent(line []byte, c Context, emit func(Event) error) error {
 	o, err := decodeObject(line)
 	if err != nil {
@@ -32,17 +36,23 @@ func convertEvent(line []byte, c Context, emit func(Event) error) error {
 	if id == "" {
 		return fmt.Errorf("%w: no event_id", ErrBadEvent)
 	}
-	ev := Event{Kind: kind, Value: append([]byte(nil), bytes.TrimSpace(line)...)}
+	ev := Event{Kind: kind, ID: id, Value: append([]byte(nil), bytes.TrimSpace(line)...)}
 	if kind == KindCall {
 		ev.Key = callKey(o.str("session_id"), o.str("agent_id"))
 	} else {
 		ev.Key = []byte(schema.ListingKey(o.str("registry"), o.str("server")))
 	}
 	ts := o.str(timeField)
-	if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+	if t, err := schema.ParseTime(ts); err == nil && schema.InTimeRange(t) {
 		ev.Timestamp = t
 	} else {
-		c.warn(fmt.Errorf("%s %s: %s %q is not RFC 3339; passed through without a record timestamp", typ, id, timeField, ts))
+		ev.Timestamp = time.Now().UTC()
+		fate := "the resolver marks it MALFORMED"
+		if kind == KindListing {
+			fate = "the registry rejects it"
+		}
+		c.warn(fmt.Errorf("%s %s: %s %q is not an RFC 3339 UTC time in %s; passed through (%s), its record stamped with the time of ingestion",
+			typ, id, timeField, ts, schema.TimeRange, fate))
 	}
 	return emit(ev)
 }

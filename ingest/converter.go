@@ -48,6 +48,7 @@ func (c *Converter) Convert(n int, line []byte, emit func(Event) error) (Format,
 		}
 	}
 	ctx := c.context(n, f)
+	ctx.Text = line
 	if f != FormatEvent {
 		env, inner, ef, ok, err := openEnvelope(line, o)
 		switch {

@@ -127,7 +127,11 @@ func checkEvents(t *testing.T, got []Event, want []wantEvent) {
 		if !ev.Timestamp.IsZero() {
 			ts = ev.Timestamp.UTC().Format(TimeLayout)
 		}
-		if ts != w.Timestamp {
+		if w.Timestamp == "ingest" { // an event without a usable time: stamped with the time ingest read it
+			if d := time.Since(ev.Timestamp); d < 0 || d > time.Minute {
+				t.Errorf("event %d: timestamp %v, want the time of ingestion", i, ev.Timestamp)
+			}
+		} else if ts != w.Timestamp {
 			t.Errorf("event %d: timestamp %q, want %q", i, ts, w.Timestamp)
 		}
 		if !jsonEqual(t, ev.Value, w.Value) {
@@ -145,9 +149,9 @@ func TestFixtures(t *testing.T) {
 		wantWarnings int
 		wantNoEvent  int
 	}{
-		{file: "events.good.jsonl", wantWarnings: 1},
+		{file: "events.good.jsonl", wantWarnings: 2},
 		{file: "events.bad.jsonl", wantErrs: map[int]error{1: ErrBadEvent, 2: ErrBadEvent, 3: ErrBadEvent, 4: ErrNotJSON}},
-		{file: "events.good.jsonl", format: FormatEvent, wantWarnings: 1},
+		{file: "events.good.jsonl", format: FormatEvent, wantWarnings: 2},
 		{file: "openai.good.jsonl", wantNoEvent: 1},
 		{file: "openai.good.jsonl", format: FormatOpenAI, wantNoEvent: 1},
 		{file: "openai.bad.jsonl", wantErrs: map[int]error{1: ErrNoTime, 2: ErrUnsupported, 3: ErrWrongFormat, 4: ErrWrongFormat, 6: ErrBadEnvelope, 7: ErrWrongFormat}},
@@ -270,8 +274,8 @@ func TestArgumentsKeepText(t *testing.T) {
 	}
 }
 
-// Re-ingesting gives identical events; another source name changes only
-// the hashed ids.
+// Re-ingesting gives identical events; another source name changes every
+// call id (a provider id is not unique: it only leads the id).
 func TestDeterministicIDs(t *testing.T) {
 	for _, file := range []string{"openai.good.jsonl", "mcp.good.jsonl", "otel.good.jsonl"} {
 		a := ingestFile(t, file, FormatUnknown, testDefaults, 0)
@@ -304,9 +308,8 @@ func TestDeterministicIDs(t *testing.T) {
 	}
 	x, y := ids("a.jsonl"), ids("b.jsonl")
 	for i := range x {
-		hashed := strings.HasPrefix(x[i], "c-")
-		if hashed == (x[i] == y[i]) {
-			t.Errorf("id %d: %q vs %q (hashed ids depend on the source, provider ids do not)", i, x[i], y[i])
+		if x[i] == y[i] {
+			t.Errorf("id %d: %q in both sources", i, x[i])
 		}
 	}
 }
@@ -655,3 +658,47 @@ func TestKindString(t *testing.T) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestRepeatedIDs: an event_id repeated in a run is counted, as a repeat
+// when the content is the same and as a conflict, reported with where the
+// id was first seen, when it differs; the events are all sent. Past
+// MaxTrackedIDs, ids are counted as untracked.
+func TestRepeatedIDs(t *testing.T) {
+	call := `{"type":"call","event_id":"c-1","emitted_at":"2026-11-29T10:00:05.250Z","registry":"r","tool":"t","arguments":{}}`
+	other := strings.Replace(call, `"t"`, `"u"`, 1)
+	listing := `{"type":"listing","event_id":"c-1","observed_at":"2026-11-29T10:00:00Z","registry":"r","server":"","op":"snapshot","tools":[]}`
+	for _, tt := range []struct {
+		name                         string
+		lines                        []string
+		max                          int
+		repeats, conflicts, untraced int
+		errLine                      int
+	}{
+		{"distinct", []string{call, listing}, 0, 0, 0, 0, 0},
+		{"same event twice", []string{call, call}, 0, 1, 0, 0, 0},
+		{"other content", []string{call, listing, other}, 0, 0, 1, 0, 3},
+		{"past the bound", []string{call, other, listing}, 1, 0, 1, 1, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &collect{}
+			var errs []*LineError
+			in := &Ingester{Sink: sink, MaxTrackedIDs: tt.max, OnError: func(e *LineError) { errs = append(errs, e) }}
+			st, err := in.Ingest(context.Background(), "f.jsonl", strings.NewReader(strings.Join(tt.lines, "\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Repeats != tt.repeats || st.Conflicts != tt.conflicts || st.Untracked != tt.untraced || len(sink.events) != len(tt.lines) {
+				t.Errorf("stats %+v, %d events; want %d repeats, %d conflicts, %d untracked, %d events", st, len(sink.events), tt.repeats, tt.conflicts, tt.untraced, len(tt.lines))
+			}
+			if tt.errLine == 0 {
+				if len(errs) != 0 {
+					t.Errorf("errors %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Line != tt.errLine || !errors.Is(errs[0], ErrIDConflict) || !strings.Contains(errs[0].Error(), "first seen at f.jsonl:1") {
+				t.Errorf("errors %v, want a conflict on line %d", errs, tt.errLine)
+			}
+		})
+	}
+}
