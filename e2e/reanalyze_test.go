@@ -98,11 +98,14 @@ func TestReanalyzeAndDiff(t *testing.T) {
 		t.Fatalf("%d calls decided by check, %d in the window, of %d", len(strict), len(inWindow), len(c.calls))
 	}
 	want := map[[2]string]int64{} // (strict class, pin class) -> calls
-	verdicts := int64(0)
+	verdicts, classes := int64(0), int64(0)
 	for id, s := range strict {
 		want[[2]string{s, pin[id]}]++
 		if (s == "OK") != (pin[id] == "OK") {
 			verdicts++
+		}
+		if s != pin[id] {
+			classes++
 		}
 	}
 	if verdicts == 0 {
@@ -142,8 +145,8 @@ func TestReanalyzeAndDiff(t *testing.T) {
 		t.Fatalf("diff --json: %v\n%s", err, out)
 	}
 	n := int64(len(inWindow))
-	if rep.Calls.Both != n || rep.Calls.Analysis != n || rep.Calls.Against != n || rep.VerdictChanged != verdicts {
-		t.Errorf("diff counts %+v, %d verdicts changed; want %d calls in both, %d verdicts changed", rep.Calls, rep.VerdictChanged, n, verdicts)
+	if rep.Calls.Both != n || rep.Calls.Analysis != n || rep.Calls.Against != n || rep.VerdictChanged != verdicts || rep.ClassChanged != classes {
+		t.Errorf("diff counts %+v, %d verdicts, %d classes changed; want %d calls in both, %d verdicts, %d classes changed", rep.Calls, rep.VerdictChanged, rep.ClassChanged, n, verdicts, classes)
 	}
 	got := map[[2]string]int64{}
 	for _, g := range rep.Groups {
@@ -170,10 +173,19 @@ func TestReanalyzeAndDiff(t *testing.T) {
 	if !strings.Contains(out, "M2 reject  ->  OK allow") || !strings.Contains(out, fmt.Sprintf("%d changed verdict", verdicts)) {
 		t.Errorf("diff table:\n%s", out)
 	}
-	e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(verdicts)}, window...)...)
-	if _, stderr := e.resolverd(t, 3, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(verdicts - 1)}, window...)...); !strings.Contains(stderr, "more than --max-changed") {
+	e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--max-verdict-changed", fmt.Sprint(verdicts)}, window...)...)
+	if _, stderr := e.resolverd(t, 3, append([]string{"diff", "--analysis", "pin", "--max-verdict-changed", fmt.Sprint(verdicts - 1)}, window...)...); !strings.Contains(stderr, "more than --max-verdict-changed") {
 		t.Errorf("gate: %s", stderr)
 	}
+	e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(classes)}, window...)...)
+	if _, stderr := e.resolverd(t, 3, append([]string{"diff", "--analysis", "pin", "--max-changed", fmt.Sprint(classes - 1)}, window...)...); !strings.Contains(stderr, fmt.Sprintf("%d calls changed class (%d verdict), more than --max-changed", classes, verdicts)) {
+		t.Errorf("class gate: %s", stderr)
+	}
+	// Without the window, every live call outside it is absent from pin.
+	if _, stderr := e.resolverd(t, 4, "diff", "--analysis", "pin"); !strings.Contains(stderr, fmt.Sprintf(`%d calls decided in "live" are absent from "pin"`, len(c.calls)-len(inWindow))) || !strings.Contains(stderr, "give the re-analysis's window") {
+		t.Errorf("diff without the window: %s", stderr)
+	}
+	e.resolverd(t, 0, "diff", "--analysis", "pin", "--max-absent", "-1")
 	if _, stderr := e.resolverd(t, 1, "diff", "--analysis", "pni"); !strings.Contains(stderr, `"pni" has no decision`) {
 		t.Errorf("a misspelt analysis: %s", stderr)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
 	"github.com/toolaudit/toolaudit/reanalyze"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
 )
 
 func corpus(parts ...string) string {
@@ -434,6 +438,98 @@ func TestUnknownCommand(t *testing.T) {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, w, stderr)
 			}
+		}
+	}
+}
+
+// TestStackDefault: an address flag not given falls back to the embedded
+// stack's when nothing answers at its default and the stack does; a flag
+// given is kept; when neither answers, the error says what to pass.
+func TestStackDefault(t *testing.T) {
+	stack, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.Close()
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stack string
+		want  string // "" with wantErr
+		err   string
+	}{
+		{"default silent, stack answers", nil, stack.Addr().String(), stack.Addr().String(), ""},
+		{"given", []string{"--clickhouse", closed}, stack.Addr().String(), closed, ""},
+		{"default answers", nil, closed, stack.Addr().String(), ""}, // the flag's default is the listener here
+		{"neither", nil, closed, "", "nor at " + closed + " (the embedded stack's: resolverd stack, make demo): start one, or pass --clickhouse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			def := closed
+			if tc.name == "default answers" {
+				def = stack.Addr().String()
+			}
+			addr := fs.String("clickhouse", def, "")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := stackDefault(ctx, fs, "clickhouse", []string{*addr}, tc.stack, log)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err %v, want %q", err, tc.err)
+				}
+			case err != nil || len(got) != 1 || got[0] != tc.want:
+				t.Errorf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDiffGate: the gate counts class changes (an M2 that becomes M3, an
+// H2 that becomes H5: no verdict changes), verdict changes apart, and
+// fails first on calls absent from the new analysis.
+func TestDiffGate(t *testing.T) {
+	o := func(c schema.Class) sink.Outcome { return sink.Outcome{Class: c, Verdict: schema.VerdictOf(c)} }
+	groups := []sink.DiffGroup{
+		{Before: o(schema.OK), After: o(schema.OK), Calls: 100},
+		{Before: o(schema.M2), After: o(schema.M3), Calls: 4},
+		{Before: o(schema.H2), After: o(schema.H5), Calls: 3},
+		{Before: o(schema.M2), After: o(schema.OK), Calls: 2},
+		{Before: o(schema.H3), Calls: 5}, // absent from the new analysis
+		{After: o(schema.H1), Calls: 1},  // new
+	}
+	d := summarizeDiff(sink.DiffQuery{Analysis: "new", Against: "live"}, groups)
+	if d.ClassChanged != 9 || d.VerdictChanged != 2 || d.Absent != 5 || d.New != 1 || d.Calls.Both != 109 {
+		t.Fatalf("summary %+v", d)
+	}
+	for _, tc := range []struct {
+		l    gateLimits
+		code int
+		msg  string
+	}{
+		{gateLimits{-1, -1, -1}, 0, ""},
+		{gateLimits{-1, -1, 0}, exitUnproven, `5 calls decided in "live" are absent from "new", more than --max-absent 0`},
+		{gateLimits{0, 0, 0}, exitUnproven, "absent"},
+		{gateLimits{8, -1, 5}, exitTooManyChanged, "9 calls changed class (2 verdict), more than --max-changed 8"},
+		{gateLimits{9, 1, 5}, exitTooManyChanged, "2 calls changed verdict, more than --max-verdict-changed 1"},
+		{gateLimits{9, 2, 5}, 0, ""},
+	} {
+		err := d.gate(tc.l)
+		var ee exitError
+		switch {
+		case tc.code == 0 && err != nil, tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code || !strings.Contains(err.Error(), tc.msg)):
+			t.Errorf("%+v: %v, want exit %d %q", tc.l, err, tc.code, tc.msg)
 		}
 	}
 }

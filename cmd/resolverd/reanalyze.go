@@ -68,6 +68,11 @@ not proven (above); 1 when a run fails; 2 for a usage error. A progress bar with
 to stderr on a terminal, a progress line every --progress-every
 otherwise.
 
+--brokers and --clickhouse not given: when nothing answers at their
+defaults (127.0.0.1:9092, 127.0.0.1:9000) and the embedded stack does
+(resolverd stack, make demo: 127.0.0.1:19092 and 127.0.0.1:19000), the
+stack's are used, and logged.
+
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 func reanalyzeCommand(std stdio) *ffcli.Command {
@@ -75,7 +80,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	fs.SetOutput(std.err)
 	var ch chFlags
 	ch.register(fs)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (not given: the embedded stack's, 127.0.0.1:19092, when nothing answers here and it does)")
 	var kafka kafkaconf.Config
 	kafka.Register(fs)
 	cfg := reanalyze.DefaultConfig()
@@ -155,11 +160,17 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			if chCfg.Addr, err = stackDefault(ctx, fs, "clickhouse", chCfg.Addr, embeddedClickHouse, log); err != nil {
+				return err
+			}
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}
 			}
-			bs := splitList(*brokers)
+			bs, err := stackDefault(ctx, fs, "brokers", splitList(*brokers), embeddedKafka, log)
+			if err != nil {
+				return err
+			}
 			kafkaOpts = append([]kgo.Opt{kgo.SeedBrokers(bs...), kgo.ClientID("resolverd-reanalyze")}, kafkaOpts...)
 			return runReanalyze(ctx, std, log, reanalyzeArgs{cfg: cfg, ch: chCfg, kafka: kafka, brokers: bs, kafkaOpts: kafkaOpts,
 				connectTimeout: *connectTimeout, listingsTopic: *listingsTopic, source: *source, horizon: *horizon,
