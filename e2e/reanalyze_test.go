@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -372,5 +373,204 @@ func TestIngestRepeatedProviderIDs(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("decisions in ClickHouse\n%v\nresolverd check\n%v", got, want)
+	}
+}
+
+// TestReanalyzeCompleteness: calls over three hours go through ingest
+// (records stamped with their emitted_at, or with the time of ingestion
+// when it is unusable), with records out of place between them in three
+// partitions: a relay whose clock is 3h ahead (timestamps only), a
+// producer 3h ahead (emitted_at and timestamp), a record with no
+// timestamp. Re-analysing the middle hour decides exactly its calls, each
+// once (the read is not cut short by a timestamp; before, 721 of 1,052
+// calls were lost so, with exit 0); the record stamped before its call
+// makes the read unproven (exit 4, naming its partition and offset)
+// unless --accept-incomplete; the archive decides the same calls as
+// Kafka, field for field; the diff lists exactly the changes `resolverd
+// check` gives; an analysis that covers half the window fails the gate.
+func TestReanalyzeCompleteness(t *testing.T) {
+	c := load(t)
+	e := newEnv(t, chenginetest.Server(t), 3)
+	e.produce("tool-listings", c.listings, 0)
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	from, to := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	window := []string{"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}
+
+	// The calls, re-timed over [t0, t0+3h), a whole millisecond apart at
+	// least; some with an unusable emitted_at, one without a tool (it
+	// keeps its emitted_at: MALFORMED, in the window).
+	var calls [][]byte
+	seen := map[string]bool{}
+	for _, l := range c.calls {
+		id, at := field(string(l), "event_id"), field(string(l), "emitted_at")
+		if _, err := schema.ParseTime(at); err != nil || id == "" || seen[id] || !bytes.HasPrefix(l, []byte(`{"type":"call"`)) || bytes.Count(l, []byte(`"emitted_at"`)) != 1 {
+			continue
+		}
+		seen[id] = true
+		calls = append(calls, l)
+	}
+	n := len(calls)
+	step := (3 * time.Hour / time.Duration(n)).Truncate(time.Millisecond)
+	type placed struct {
+		id      string
+		emitted time.Time // zero: unusable
+		line    []byte
+	}
+	var all []placed
+	for i, l := range calls {
+		at := t0.Add(time.Duration(i) * step)
+		s := at.Format(time.RFC3339Nano)
+		p := placed{id: field(string(l), "event_id"), emitted: at}
+		switch {
+		case i%37 == 5:
+			s, p.emitted = "yesterday", time.Time{}
+		case i%41 == 7:
+			s, p.emitted = "2026-13-45T99:00:00Z", time.Time{}
+		case i == n/2:
+			l = bytes.Replace(l, []byte(`"tool":`), []byte(`"tool_":`), 1)
+		}
+		p.line = bytes.Replace(l, []byte(`"emitted_at":"`+field(string(l), "emitted_at")+`"`), []byte(`"emitted_at":"`+s+`"`), 1)
+		all = append(all, p)
+	}
+	dir := t.TempDir()
+	ingest := func(name string, ps []placed) {
+		t.Helper()
+		var b bytes.Buffer
+		for _, p := range ps {
+			b.Write(p.line)
+			b.WriteByte('\n')
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(ingestBinary(t), "--brokers", strings.Join(e.brokers, ","), path).CombinedOutput(); err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+	}
+	mid := n / 2
+	ingest("a.jsonl", all[:mid])
+	// Out of place, produced between the halves as live producers would.
+	tmpl := all[mid+3]
+	special := func(id string, emitted, ts time.Time) (placed, *kgo.Record) {
+		l := bytes.Replace(tmpl.line, []byte(`"event_id":"`+tmpl.id+`"`), []byte(`"event_id":"`+id+`"`), 1)
+		l = bytes.Replace(l, []byte(`"emitted_at":"`+tmpl.emitted.Format(time.RFC3339Nano)+`"`), []byte(`"emitted_at":"`+emitted.Format(time.RFC3339Nano)+`"`), 1)
+		key := schema.CallKey(field(string(l), "session_id"), field(string(l), "agent_id"))
+		return placed{id: id, emitted: emitted, line: l}, &kgo.Record{Topic: "tool-calls", Key: []byte(key), Value: l, Timestamp: ts}
+	}
+	var recs []*kgo.Record
+	now := all[mid].emitted
+	for i, s := range []struct {
+		id          string
+		emitted, ts time.Time
+	}{
+		{"relay-ahead-1", now, now.Add(3 * time.Hour)},
+		{"relay-ahead-2", now.Add(time.Second), now.Add(3*time.Hour + time.Second)},
+		{"clock-ahead", now.Add(3 * time.Hour), now.Add(3 * time.Hour)},
+		{"no-timestamp", now.Add(2 * time.Second), time.UnixMilli(-1)},
+	} {
+		p, r := special(s.id, s.emitted, s.ts)
+		r.Key = []byte(fmt.Sprint("special-", i)) // spread over the partitions
+		all = append(all, p)
+		recs = append(recs, r)
+	}
+	if err := e.producer.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ingest("b.jsonl", all[mid:n])
+
+	var inWindow [][]byte
+	want := map[string]bool{}
+	for _, p := range all {
+		if !p.emitted.IsZero() && !p.emitted.Before(from) && p.emitted.Before(to) {
+			want[p.id] = true
+			inWindow = append(inWindow, p.line)
+		}
+	}
+	if len(want) < 200 || !want["relay-ahead-1"] || !want["no-timestamp"] || want["clock-ahead"] {
+		t.Fatalf("%d calls in the window", len(want))
+	}
+	d := e.start("--archive-calls")
+	e.waitDecided(len(all), 60*time.Second)
+	d.stop(t)
+
+	decided := func(analysis string) map[string]bool {
+		t.Helper()
+		rows, err := e.connect().Query(context.Background(), fmt.Sprintf("SELECT call_key FROM %s.decisions FINAL WHERE analysis_id = '%s'", e.db, analysis))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		got := map[string]bool{}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			if got[k] {
+				t.Errorf("%s: %s decided twice", analysis, k)
+			}
+			got[k] = true
+		}
+		return got
+	}
+	same := func(analysis string) {
+		t.Helper()
+		got := decided(analysis)
+		for id := range want {
+			if !got[id] {
+				t.Errorf("%s: %s of the window not decided", analysis, id)
+			}
+		}
+		for id := range got {
+			if !want[id] {
+				t.Errorf("%s: %s outside the window decided", analysis, id)
+			}
+		}
+	}
+
+	// The record with no timestamp is read, and makes its partition
+	// unproven.
+	args := append([]string{"reanalyze", "--analysis", "pin", "--mode", "pin-assisted", "--confirm", "20", "--progress", "none"}, window...)
+	out, stderr := e.resolverd(t, 4, args...)
+	if !strings.Contains(out, fmt.Sprintf("%d calls emitted in", len(want))) || !strings.Contains(out, "NOT PROVEN") ||
+		!regexp.MustCompile(`partition \d: 1 records stamped more than the horizon \(5m0s\) before their call's emitted_at, the first at offset \d+`).MatchString(stderr) {
+		t.Errorf("reanalyze:\n%s\n%s", out, stderr)
+	}
+	same("pin")
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "strict", "--confirm", "20", "--progress", "none", "--accept-incomplete"}, window...)...)
+	same("strict")
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "pin-archive", "--mode", "pin-assisted", "--source", "archive", "--progress", "none"}, window...)...)
+	same("pin-archive")
+	if got := e.count(`SELECT count() FROM (
+		SELECT call_key, groupUniqArray((class, reason, path, resolved_server, resolved_tool, registry_version, drift, current_digest, args_hash, topic, partition, offset, emitted_at)) AS d
+		FROM {db}.decisions FINAL WHERE analysis_id IN ('pin', 'pin-archive') GROUP BY call_key HAVING length(d) != 1 OR count() != 2)`); got != 0 {
+		t.Errorf("%d calls decided otherwise from the archive", got)
+	}
+
+	// The diff: strict is live's; pin's changes are check's, call for call.
+	e.resolverd(t, 0, append([]string{"diff", "--analysis", "strict", "--max-changed", "0"}, window...)...)
+	strict, pin := e.checked(c, inWindow, resolve.Strict), e.checked(c, inWindow, resolve.PinAssisted)
+	classes := 0
+	for id, s := range strict {
+		if pin[id] != s {
+			classes++
+		}
+	}
+	out, _ = e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--json"}, window...)...)
+	if !strings.Contains(out, fmt.Sprintf(`"class_changed": %d,`, classes)) || !strings.Contains(out, `"absent": 0,`) || classes == 0 {
+		t.Errorf("diff pin, %d classes changed by check:\n%s", classes, out)
+	}
+	// An analysis of half the window: the gate fails, whatever changed.
+	half := from.Add(30 * time.Minute)
+	e.resolverd(t, 0, "reanalyze", "--analysis", "half", "--from", from.Format(time.RFC3339), "--to", half.Format(time.RFC3339), "--progress", "none", "--accept-incomplete")
+	absent := 0
+	for _, p := range all {
+		if want[p.id] && !p.emitted.Before(half) {
+			absent++
+		}
+	}
+	if _, stderr := e.resolverd(t, 4, append([]string{"diff", "--analysis", "half", "--max-changed", "1000"}, window...)...); !strings.Contains(stderr, fmt.Sprintf(`%d calls decided in "live" are absent from "half"`, absent)) {
+		t.Errorf("the gate on half the window: %s", stderr)
 	}
 }
