@@ -10,8 +10,8 @@
 //     through byte for byte once they are good enough to route: "type" is
 //     "call" or "listing" and "event_id" is a non-empty string. An
 //     unusable time is only a warning (the record is then stamped with the
-//     time ingest read it), because the resolver must still see the event
-//     to mark it MALFORMED.
+//     time of the event before it, see Records), because the resolver must
+//     still see the event to mark it MALFORMED.
 //   - [FormatOpenAI]: Chat Completions responses (choices[].message.tool_calls)
 //     and bare assistant messages (tool_calls, or the legacy function_call).
 //     function.arguments is a JSON string: it is parsed, and when it is not
@@ -88,7 +88,8 @@
 // call's key is its session_id, else its agent_id, else none; a listing's
 // key is registry + "/" + server (schema.CallKey, schema.ListingKey). Every
 // record carries a timestamp: the event's own time (emitted_at,
-// observed_at) when the resolver can use it, else the time ingest read it
-// (a contract event whose time is unusable; the re-analysis places such a
-// call at its record's timestamp).
+// observed_at) when the resolver can use it, else (a contract event whose
+// time is unusable) the own time of the event before it in its source, or
+// for a source's first, the time ingest read it. The re-analysis places
+// such a call at its record's timestamp: where the log had it.
 package ingest

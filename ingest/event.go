@@ -36,14 +36,16 @@ func (k Kind) String() string {
 // Event is one contract event ready for a topic: Value is the JSON object,
 // ID its event_id, Key the record key and Timestamp the record's: the
 // event's own time when the resolver can use it (schema.ParseTime, within
-// schema's range), else the time ingest read it (see convertEvent). A
-// [Producer] stamps a zero Timestamp with its clock.
+// schema's range), else that of the event before it in its source (see
+// convertEvent). A [Producer] stamps a zero Timestamp with its clock.
 type Event struct {
 	Kind      Kind
 	ID        string
 	Key       []byte
 	Timestamp time.Time
 	Value     []byte
+
+	borrowed bool // Timestamp is not the event's own
 }
 
 // TimeLayout is how converted events write their times (schema.TimeLayout).

@@ -48,7 +48,9 @@ const longHelp = `Reads agent logs (FILE, or standard input when none or "-") on
 per line, converts tool calls and tool listings to toolaudit's contract
 events and produces them to Kafka: calls to --calls-topic keyed by session_id
 (else agent_id), listings to --listings-topic keyed by "registry/server",
-each record stamped with the event's own time. The producer is idempotent
+each record stamped with the event's own time (a contract event whose
+time is unusable: that of the event before it in its file, else the
+time of ingestion). The producer is idempotent
 with acks=all. --dry-run (or --out) writes the events as JSONL instead.
 
 Formats, detected per line unless --format forces one:
