@@ -66,7 +66,7 @@ type offsets struct{ start, end int64 }
 // ErrTruncated means that Kafka no longer holds records the window may
 // include: a partition's records were deleted while they were read.
 // Read the window from the archive instead.
-var ErrTruncated = errors.New("the calls topic no longer holds the start of the window")
+var ErrTruncated = errors.New("records of the calls topic were deleted while they were read")
 
 // PartitionReport is what the Kafka source read of one partition, and
 // whether that is provably every call of the window it holds.

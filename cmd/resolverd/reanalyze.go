@@ -241,7 +241,7 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 	stop()
 	if err != nil {
 		if errors.Is(err, reanalyze.ErrTruncated) {
-			return fmt.Errorf("reanalyze: %w", err)
+			return fmt.Errorf("reanalyze: %w: read the window with --source archive", err)
 		}
 		return fmt.Errorf("reanalyze (the decisions written so far stay; run it again to complete them): %w", err)
 	}
