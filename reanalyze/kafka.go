@@ -83,8 +83,10 @@ type PartitionReport struct {
 	// Disorder is the widest gap seen between the latest emitted_at of a
 	// partition's calls so far and a call's emitted_at after them;
 	// EarlyStamp the widest a record's timestamp was before its call's
-	// emitted_at.
+	// emitted_at, among records with a timestamp; NoTimestamp counts the
+	// records of a call with a usable emitted_at stamped -1 (none).
 	Disorder, EarlyStamp time.Duration
+	NoTimestamp          int64
 	// Unproven says why the read may have missed calls of the window,
 	// naming offsets; empty when it provably did not (the package
 	// documentation says under what rule).
@@ -122,7 +124,11 @@ func (s *partScan) add(offset int64, ts, emitted time.Time) (done bool) {
 		// Kafka's timestamps are whole milliseconds: a record stamped with
 		// its call's emitted_at holds it truncated.
 		if d := emitted.Truncate(time.Millisecond).Sub(ts); d > 0 {
-			r.EarlyStamp = max(r.EarlyStamp, d)
+			if ts.UnixMilli() < 0 {
+				r.NoTimestamp++
+			} else {
+				r.EarlyStamp = max(r.EarlyStamp, d)
+			}
 			if d > s.horizon {
 				if r.early++; r.early == 1 {
 					r.firstEarly = offset
@@ -230,8 +236,8 @@ func (s *KafkaSource) Report() []PartitionReport {
 	for _, ps := range s.parts {
 		r := ps.rep
 		if r.early > 0 {
-			r.Unproven = append(slices.Clip(r.Unproven), fmt.Sprintf("%d records stamped more than the horizon (%s) before their call's emitted_at, the first at offset %d (up to %s): a call of the window stamped so before offset %d, where the read began, is not read",
-				r.early, s.Horizon, r.firstEarly, r.EarlyStamp, r.Start))
+			r.Unproven = append(slices.Clip(r.Unproven), fmt.Sprintf("%d records stamped more than the horizon (%s) before their call's emitted_at (%d with no timestamp), the first at offset %d: a call of the window stamped so before offset %d, where the read began, is not read",
+				r.early, s.Horizon, r.NoTimestamp, r.firstEarly, r.Start))
 		}
 		out = append(out, r)
 	}

@@ -215,7 +215,7 @@ func TestUnproven(t *testing.T) {
 		t.Errorf("read %v", ids)
 	}
 	rep := src.Report()
-	if len(rep[0].Unproven) != 1 || !strings.Contains(rep[0].Unproven[0], "1 records stamped more than the horizon (1m0s) before their call's emitted_at, the first at offset 2") {
+	if len(rep[0].Unproven) != 1 || rep[0].NoTimestamp != 1 || rep[0].EarlyStamp != 0 || !strings.Contains(rep[0].Unproven[0], "1 records stamped more than the horizon (1m0s) before their call's emitted_at (1 with no timestamp), the first at offset 2") {
 		t.Errorf("report %+v", rep)
 	}
 

@@ -276,7 +276,7 @@ const exitUnproven = 4
 // printPartitions prints the Kafka source's report, a line per partition.
 func printPartitions(w io.Writer, a reanalyzeArgs, rep []reanalyze.PartitionReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "partition\toffsets read\tof\tin window\toutside\tended\tdisorder\tstamped early\tcomplete\t\n")
+	fmt.Fprintf(tw, "partition\toffsets read\tof\tin window\toutside\tended\tdisorder\tstamped early\tno timestamp\tcomplete\t\n")
 	for _, r := range rep {
 		ended := "at its end"
 		if r.PastWindow {
@@ -286,8 +286,8 @@ func printPartitions(w io.Writer, a reanalyzeArgs, rep []reanalyze.PartitionRepo
 		if len(r.Unproven) > 0 {
 			complete = "NOT PROVEN"
 		}
-		fmt.Fprintf(tw, "%d\t[%d, %d)\t[%d, %d)\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.Partition, r.Start, r.End, r.LogStart, r.HighWatermark,
-			r.InWindow, r.Outside, ended, r.Disorder, r.EarlyStamp, complete)
+		fmt.Fprintf(tw, "%d\t[%d, %d)\t[%d, %d)\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t\n", r.Partition, r.Start, r.End, r.LogStart, r.HighWatermark,
+			r.InWindow, r.Outside, ended, r.Disorder, r.EarlyStamp, r.NoTimestamp, complete)
 	}
 	tw.Flush()
 }
