@@ -398,4 +398,6 @@ func printReanalysis(w io.Writer, a reanalyzeArgs, s reanalyze.Summary) {
 	fmt.Fprintf(w, "analysis %q, mode %s, source %s: %d calls emitted in [%s, %s) decided in %s (%.0f calls/s); %d records read, %d outside the window\n",
 		a.cfg.AnalysisID, a.cfg.Resolver.Mode, a.source, s.Decided, w0.From.Format(time.RFC3339Nano), w0.To.Format(time.RFC3339Nano),
 		s.Took.Round(time.Millisecond), float64(s.Decided)/max(s.Took.Seconds(), 1e-3), s.Read, s.Outside)
+	fmt.Fprintf(w, "compare over the same window: resolverd diff --analysis %s --from %s --to %s\n",
+		a.cfg.AnalysisID, w0.From.Format(time.RFC3339Nano), w0.To.Format(time.RFC3339Nano))
 }
