@@ -566,15 +566,37 @@ func TestReanalyzeCompleteness(t *testing.T) {
 	// The diff: strict is live's; pin's changes are check's, call for call.
 	e.resolverd(t, 0, append([]string{"diff", "--analysis", "strict", "--max-changed", "0"}, window...)...)
 	strict, pin := e.checked(c, inWindow, resolve.Strict), e.checked(c, inWindow, resolve.PinAssisted)
-	classes := 0
-	for id, s := range strict {
-		if pin[id] != s {
-			classes++
+	groups := map[[2]string]int64{} // of the calls diff selects: those whose emitted_at is in the window
+	classes := int64(0)
+	for _, p := range all {
+		if want[p.id] && !p.emitted.IsZero() {
+			groups[[2]string{strict[p.id], pin[p.id]}]++
+			if strict[p.id] != pin[p.id] {
+				classes++
+			}
 		}
 	}
 	out, _ = e.resolverd(t, 0, append([]string{"diff", "--analysis", "pin", "--json"}, window...)...)
-	if !strings.Contains(out, fmt.Sprintf(`"class_changed": %d,`, classes)) || !strings.Contains(out, `"absent": 0,`) || classes == 0 {
-		t.Errorf("diff pin, %d classes changed by check:\n%s", classes, out)
+	var rep struct {
+		Absent       int64 `json:"absent"`
+		ClassChanged int64 `json:"class_changed"`
+		Groups       []struct {
+			Before, After *struct{ Class string }
+			Calls         int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("diff --json: %v\n%s", err, out)
+	}
+	got := map[[2]string]int64{}
+	for _, g := range rep.Groups {
+		if g.Before == nil || g.After == nil {
+			t.Fatalf("a call absent from one analysis: %s", out)
+		}
+		got[[2]string{g.Before.Class, g.After.Class}] = g.Calls
+	}
+	if fmt.Sprint(got) != fmt.Sprint(groups) || rep.ClassChanged != classes || rep.Absent != 0 || classes == 0 {
+		t.Errorf("diff groups\n%v\nresolverd check in both modes\n%v (%d changed)", got, groups, classes)
 	}
 	// An analysis of half the window: the gate fails, whatever changed.
 	half := from.Add(30 * time.Minute)
