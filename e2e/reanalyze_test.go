@@ -309,6 +309,9 @@ func TestIngestRepeatedProviderIDs(t *testing.T) {
 	files := []string{filepath.Join(dir, "openai.jsonl"), filepath.Join(dir, "anthropic.jsonl")}
 	const calls = 13                          // 8 OpenAI (one message with two calls of one id), 5 Anthropic (likewise)
 	e := newEnv(t, chenginetest.Server(t), 1) // one partition: a call produced last is decided last
+	if err := e.connect().Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.db); err != nil { // a run before (-count)
+		t.Fatal(err)
+	}
 	listings, err := os.ReadFile(filepath.Join(dir, "listings.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +396,9 @@ func TestIngestRepeatedProviderIDs(t *testing.T) {
 func TestReanalyzeCompleteness(t *testing.T) {
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
+	if err := e.connect().Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.db); err != nil { // a run before (-count)
+		t.Fatal(err)
+	}
 	e.produce("tool-listings", c.listings, 0)
 	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	from, to := t0.Add(time.Hour), t0.Add(2*time.Hour)
