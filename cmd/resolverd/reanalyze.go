@@ -63,10 +63,12 @@ are not re-analysed: the window is the calls topic's.
 Idempotent: the table keeps one decision per call and analysis, so the
 same command run again (after a failure, say) leaves one row per call.
 An --analysis that holds decisions of another source (the live
-pipeline's, the API's) is refused. Exit status: 0; 4 when completeness is
-not proven (above); 1 when a run fails; 2 for a usage error. A progress bar with rate and ETA goes
+pipeline's, the API's) is refused. A progress bar with rate and ETA goes
 to stderr on a terminal, a progress line every --progress-every
 otherwise.
+
+Exit status: 0; 4 when completeness is not proven (above); 1 when a run
+fails; 2 for a usage error.
 
 --brokers and --clickhouse not given: when nothing answers at their
 defaults (127.0.0.1:9092, 127.0.0.1:9000) and the embedded stack does
