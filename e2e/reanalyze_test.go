@@ -307,8 +307,8 @@ func TestIngestRepeatedProviderIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{filepath.Join(dir, "openai.jsonl"), filepath.Join(dir, "anthropic.jsonl")}
-	const calls = 13                          // 8 OpenAI (one message with two calls of one id), 5 Anthropic (likewise)
-	e := newEnv(t, chenginetest.Server(t), 1) // one partition: a call produced last is decided last
+	const calls = 13                                                                                // 8 OpenAI (one message with two calls of one id), 5 Anthropic (likewise)
+	e := newEnv(t, chenginetest.Server(t), 1)                                                       // one partition: a call produced last is decided last
 	if err := e.connect().Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.db); err != nil { // a run before (-count)
 		t.Fatal(err)
 	}

@@ -185,7 +185,8 @@ func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
 		return ps, nil
 	}
 	// Negative timestamps ask Kafka for special offsets (-1 the end, -2
-	// the start): a window from before 1970 is read from the start.
+	// the start): a window from before 1970 is read from the log start
+	// (below).
 	from, err := list("window start", func() (kadm.ListedOffsets, error) {
 		return adm.ListOffsetsAfterMilli(ctx, max(0, s.Window.From.Add(-s.Horizon).UnixMilli()), topic)
 	})
@@ -211,7 +212,10 @@ func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
 	for p, e := range ends {
 		hw, ls := e.Offset, logStart[p].Offset
 		start := from[p].Offset
-		if start < 0 || start > hw { // no record stamped that late
+		switch {
+		case s.Window.From.Add(-s.Horizon).UnixMilli() <= 0: // records stamped -1 (none) too
+			start = ls
+		case start < 0 || start > hw: // no record stamped that late
 			start = hw
 		}
 		ps := &partScan{w: s.Window, horizon: s.Horizon, confirm: s.Confirm, end: s.Window.To.Add(s.Horizon),
