@@ -223,8 +223,8 @@ func (w *worker) decide(ctx context.Context, evs []schema.CallEvent) error {
 			Topic:  ev.Topic, Partition: ev.Partition, Offset: ev.Offset,
 		})
 		row := &w.rows[len(w.rows)-1]
-		w.rd.DecideRow(r.vs, ev.Value, row)
-		if !r.cfg.Window.Contains(schema.WindowTime(row.EmittedAt, ev.Timestamp)) {
+		w.rd.DecideRow(r.vs, ev.Value, ev.Timestamp, row)
+		if !r.cfg.Window.Contains(row.EmittedAt) { // the window time: DecideRow stores a call without a usable time at its record's
 			w.rows = w.rows[:len(w.rows)-1]
 			w.st.Outside++
 			continue
