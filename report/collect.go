@@ -242,7 +242,7 @@ func TOCTOU(ctx context.Context, conn driver.Conn, o Options) (*analytics.Result
 	if o.Analysis == "" {
 		return nil, errors.New("report: no analysis")
 	}
-	return analytics.Run(ctx, conn, pick(analytics.Incident(), "incident.toctou"), o.Params(time.Minute))
+	return analytics.Run(ctx, conn, analytics.TOCTOU(o.Session != ""), o.Params(time.Minute))
 }
 
 // WriteTOCTOU writes TOCTOU's result for a terminal.
