@@ -142,18 +142,7 @@ ORDER BY time, class`,
 		{
 			ID: "fleet.top_fabricated", Title: "Top 20 fabricated tool names", Format: Table,
 			Description: "Unknown names (H1, M1) by calls, with the nearest valid name of the registry version (suggested_tool) and what separates them: another server (the name is right, the server is not), case, a prefix (functions., mcp__server__), separators, a plural, a typo (edit distance), or nothing near (an invention). Whole UTC days of table fabricated_names_day; counts as delivered (see the rates).",
-			SQL: `SELECT
-    tool AS emitted,
-    suggested_tool AS nearest,
-    ` + nearMissKind + ` AS kind,
-    if(nearest = '', NULL, editDistance(lower(tool), lower(` + unqualified + `))) AS distance,
-    sum(rows) AS calls,
-    arrayStringConcat(arraySort(groupUniqArray(model)), ', ') AS models
-FROM fabricated_names_day
-WHERE ` + and(append([]string{"$__dateFilter(day)"}, f...)...) + `
-GROUP BY tool, suggested_tool
-ORDER BY calls DESC, emitted, nearest
-LIMIT 20`,
+			SQL:         fabricatedSQL(f, "") + "\nLIMIT 20",
 		},
 	}
 }

@@ -22,6 +22,7 @@ func allQueries() []Query {
 	qs = append(qs, Servers()...)
 	qs = append(qs, Incident()...)
 	qs = append(qs, ChangeAnnotations(), Span(), TOCTOU(true))
+	qs = append(qs, Report()...)
 	for _, v := range Variables() {
 		qs = append(qs, Query{ID: "var." + v.Name, SQL: v.SQL})
 	}

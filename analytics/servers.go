@@ -142,11 +142,22 @@ LIMIT 50`,
 		{
 			ID: "servers.version_in_force", Title: "Registry version in force", Format: Table,
 			Description: "Per registry, the version of the last decided call up to the end of the range (the version first seen last), since when, how many decisions were made under it, and how many versions decided calls in the range (registry_versions_seen). Exact unless a registry went back to the very content of an earlier version, which then counts from its first appearance.",
-			SQL: `SELECT registry,
+			SQL:         versionInForce("decisions_under_it", "") + "\nORDER BY registry",
+		},
+		RegistryChanges(),
+	}
+}
+
+// versionInForce is, per registry, the version in force at the end of
+// the range (the last one first seen), since when, the decisions under
+// it (as column under) and the versions that decided calls in the range;
+// extra columns follow.
+func versionInForce(under, extra string) string {
+	return `SELECT registry,
        argMax(registry_version, first) AS version,
        max(first) AS since,
-       argMax(decisions, first) AS decisions_under_it,
-       toUInt64(count()) AS versions_in_range
+       argMax(decisions, first) AS ` + under + `,
+       toUInt64(count()) AS versions_in_range` + extra + `
 FROM (
     SELECT registry, registry_version, min(first_emitted) AS first, max(last_emitted) AS last, sum(rows) AS decisions
     FROM registry_versions_seen
@@ -154,11 +165,7 @@ FROM (
     GROUP BY registry, registry_version
     HAVING first <= $__toTime_ms AND last >= $__fromTime_ms
 )
-GROUP BY registry
-ORDER BY registry`,
-		},
-		RegistryChanges(),
-	}
+GROUP BY registry`
 }
 
 // RegistryChanges is the table of listing changes inside the time range,

@@ -242,6 +242,7 @@ func TestEveryQueryChecked(t *testing.T) {
 		"incident.sessions", "incident.session_decisions", "incident.toctou", "incident.toctou_session",
 		"var.analysis", "var.registry", "var.model", "var.surface", "var.source", "var.agent",
 		"var.session", "var.mcp_registry", "malformed.over_time",
+		"report.fabricated", "report.collisions", "report.drift", "report.sessions", "report.versions",
 	}
 	for _, q := range allQueries() {
 		if !slices.Contains(checked, q.ID) {
