@@ -3,11 +3,13 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/toolaudit/toolaudit/analytics"
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/registrydiff"
@@ -185,6 +187,38 @@ func BenchmarkCollect(b *testing.B) {
 			for b.Loop() {
 				if _, err := Collect(context.Background(), conn, fleetOptions()); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPerRegistryLoop is what a report cost before its queries were
+// per section: the MCP servers dashboard's three panels run for each
+// registry of the fleet, as Collect did until then. For comparison in
+// docs/performance.md.
+func BenchmarkPerRegistryLoop(b *testing.B) {
+	for _, n := range []int{10, 2500} {
+		b.Run(fmt.Sprintf("registries=%d", n), func(b *testing.B) {
+			conn := fleetConn(b, n, 40)
+			p := fleetOptions().Params(time.Hour)
+			var qs []analytics.Query
+			for _, q := range analytics.Servers() {
+				if q.ID == "servers.shared_names" || q.ID == "servers.collisions" || q.ID == "servers.mcp_classes" {
+					qs = append(qs, q)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				for i := range n {
+					rp := p
+					rp.Vars = maps.Clone(p.Vars)
+					rp.Vars[analytics.VarRegistry] = analytics.Text(fmt.Sprintf("fleet-%04d", i))
+					for _, q := range qs {
+						if _, err := analytics.Run(context.Background(), conn, q, rp); err != nil {
+							b.Fatal(err)
+						}
+					}
 				}
 			}
 		})
