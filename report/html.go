@@ -48,8 +48,8 @@ type view struct {
 
 // tile is one headline number and its change.
 type tile struct {
-	Label, Query, Col, Text, Raw, Change string
-	Worse                                bool
+	Label, Query, Col, Text, Raw, Prev, Change string
+	Worse                                      bool
 }
 
 // problemView is one of the top problems, linking to its section.
@@ -120,7 +120,7 @@ func (r *Report) view() view {
 		v.Empty = true
 	}
 	for _, h := range r.Headlines() {
-		v.Tiles = append(v.Tiles, tile{Label: h.Label, Query: h.Query, Col: h.Col, Text: h.Text, Raw: raw(h.Value), Change: h.Change, Worse: h.Worse})
+		v.Tiles = append(v.Tiles, tile{Label: h.Label, Query: h.Query, Col: h.Col, Text: h.Text, Raw: raw(h.Value), Prev: raw(h.Prev), Change: h.Change, Worse: h.Worse})
 	}
 	for _, p := range r.Problems() {
 		v.Problems = append(v.Problems, problemView{Kind: p.Kind, Text: p.Text, Section: p.Section, Query: p.Query, Calls: p.Calls, CallsText: Calls(p.Calls), Row: p.Row})

@@ -145,7 +145,7 @@ var (
 	tableRe   = regexp.MustCompile(`(?s)<table data-q="([^"]+)"[^>]*>(.*?)</table>`)
 	rowRe     = regexp.MustCompile(`(?s)<tr data-row="(\d+)">(.*?)</tr>`)
 	cellRe    = regexp.MustCompile(`(?s)<td(?: class="n")? data-col="([^"]*)" data-v="([^"]*)">(.*?)</td>`)
-	tileRe    = regexp.MustCompile(`<div class="v" data-q="([^"]+)" data-col="([^"]+)" data-v="([^"]*)">([^<]*)</div>`)
+	tileRe    = regexp.MustCompile(`<div class="v" data-q="([^"]+)" data-col="([^"]+)" data-v="([^"]*)" data-prev="([^"]*)">([^<]*)</div>`)
 	problemRe = regexp.MustCompile(`<li data-q="([^"]+)" data-row="(\d+)" data-calls="(\d+)">.*?<a href="#([a-z]+)">`)
 	markRe    = regexp.MustCompile(`<circle [^>]*data-q="incident.session_decisions" data-class="([^"]+)"`)
 	barRe     = regexp.MustCompile(`(?s)<g data-q="fleet.class_mix" data-class="([^"]+)">.*?data-col="decisions" data-v="([^"]*)">([^<]*)</text>`)
@@ -278,7 +278,19 @@ func checkPage(t *testing.T, conn driver.Conn, r *Report, o Options, name string
 	}
 	results["incident.toctou_session"] = runQ(analytics.TOCTOU(true), p)
 
-	// Headline: each tile is its query's value.
+	// The period before, as long as the range.
+	prevP := p
+	prevP.From, prevP.To = o.From.Add(-o.To.Sub(o.From)), o.From
+	prev := map[string]*analytics.Result{}
+	for _, id := range []string{"fleet.verdicts", "fleet.rates"} {
+		for _, q := range analytics.Fleet() {
+			if q.ID == id {
+				prev[id] = runQ(q, prevP)
+			}
+		}
+	}
+
+	// Headline: each tile is its query's value, and the period before's.
 	tiles := tileRe.FindAllStringSubmatch(dom, -1)
 	if len(tiles) != 6 {
 		t.Errorf("%d headline tiles in the DOM, want 6", len(tiles))
@@ -302,8 +314,17 @@ func checkPage(t *testing.T, conn driver.Conn, r *Report, o Options, name string
 		if _, isInt := analytics.Float(v); isInt && !strings.HasSuffix(m[2], "_rate") {
 			text = grouped(v)
 		}
-		if !sameValue(html.UnescapeString(m[3]), v) || html.UnescapeString(m[4]) != text {
-			t.Errorf("tile %s.%s shows %q (%s), the query returns %v", m[1], m[2], m[4], m[3], v)
+		if !sameValue(html.UnescapeString(m[3]), v) || html.UnescapeString(m[5]) != text {
+			t.Errorf("tile %s.%s shows %q (%s), the query returns %v", m[1], m[2], m[5], m[3], v)
+		}
+		if pr := prev[m[1]]; pr != nil {
+			var pv any
+			if len(pr.Rows) == 1 {
+				pv = pr.Rows[0][pr.Col(m[2])]
+			}
+			if !sameValue(html.UnescapeString(m[4]), pv) {
+				t.Errorf("tile %s.%s: the period before %q, the query returns %v", m[1], m[2], m[4], pv)
+			}
 		}
 	}
 
