@@ -293,7 +293,7 @@ func rateLines(res *analytics.Result, interval time.Duration) lines {
 	}
 	y := func(v float64) float64 { return round1(float64(l.Top) + float64(l.PlotH)*(1-v/ymax)) }
 	for _, f := range []float64{0, 0.5, 1} {
-		l.YTicks = append(l.YTicks, tick{y(f * ymax), Format("rate", f*ymax), "end"})
+		l.YTicks = append(l.YTicks, tick{y(f * ymax), Format("hallucination_rate", f*ymax), "end"})
 	}
 	layout := "15:04"
 	switch {
@@ -340,7 +340,7 @@ func rateLines(res *analytics.Result, interval time.Duration) lines {
 			}
 			seg += fmt.Sprintf("%g,%g ", x(p.t), y(p.v))
 			s.Dots = append(s.Dots, dot{X: x(p.t), Y: y(p.v), Raw: raw(p.v),
-				Title: m + " " + p.t.UTC().Format("2006-01-02 15:04") + ": " + Format("rate", p.v)})
+				Title: m + " " + p.t.UTC().Format("2006-01-02 15:04") + ": " + Format("hallucination_rate", p.v)})
 		}
 		s.Segments = append(s.Segments, seg)
 		l.Series = append(l.Series, s)

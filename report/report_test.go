@@ -423,3 +423,33 @@ func checkPage(t *testing.T, conn driver.Conn, r *Report, o Options, name string
 	browsertest.CheckFits(t, page, CSP, ".answer", file, dir, name)
 	t.Logf("report and screenshots in %s (kept with go test -artifacts, or in $TEST_ARTIFACTS)", dir)
 }
+
+// TestRateLines: a sparse series over a long range, as the demo's (calls
+// in two clusters eleven months apart), is drawn on an axis that spans
+// the data, each cluster its own line, never joined across the gap.
+func TestRateLines(t *testing.T) {
+	week := 7 * 24 * time.Hour
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	res := &analytics.Result{Columns: []string{"time", "model", "rate"}}
+	for _, w := range []int{0, 1, 46, 47} {
+		res.Rows = append(res.Rows, []any{t0.Add(time.Duration(w) * week), "gpt-5", 0.1 * float64(w%2+1)})
+	}
+	l := rateLines(res, Bucket(48*week))
+	if Bucket(48*week) != week {
+		t.Fatalf("bucket %v", Bucket(48*week))
+	}
+	if len(l.Series) != 1 || len(l.Series[0].Segments) != 2 || len(l.Series[0].Dots) != 4 {
+		t.Fatalf("series %+v: want one model, two segments, four points", l.Series)
+	}
+	d := l.Series[0].Dots
+	left, right := float64(l.Left), float64(l.Left+l.PlotW)
+	if d[0].X < left || d[0].X > left+float64(l.PlotW)/20 || d[3].X > right || d[3].X < right-float64(l.PlotW)/20 {
+		t.Errorf("points at x %v .. %v: the axis %v .. %v does not span the data", d[0].X, d[3].X, left, right)
+	}
+	if l.XTicks[0].Label != "2026-01-05" || l.XTicks[4].Label != "2026-12-07" {
+		t.Errorf("time axis %q .. %q", l.XTicks[0].Label, l.XTicks[4].Label)
+	}
+	if l.YTicks[2].Label != "20.00%" {
+		t.Errorf("rate axis top %q, want 20.00%%", l.YTicks[2].Label)
+	}
+}
