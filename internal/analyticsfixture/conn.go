@@ -80,9 +80,10 @@ func Main(m *testing.M) int {
 }
 
 // ReadOnlyUser is the read-only user of ReadOnlyConn's engine: profile
-// readonly = 1, the fixture's database only, as the
-// grafana-clickhouse-datasource plugin's documentation recommends for
-// Grafana's user.
+// readonly = 1 but for max_execution_time (changeable_in_readonly), the
+// fixture's database only, as the grafana-clickhouse-datasource plugin's
+// documentation recommends for Grafana's user (its client sets
+// max_execution_time on every query).
 const ReadOnlyUser = "toolaudit_grafana_ro"
 
 // readOnlyConfig defines ReadOnlyUser in the engine's configuration (its
@@ -93,7 +94,10 @@ const readOnlyConfig = `<clickhouse>
   </user_directories>
   <profiles>
     <default></default>
-    <toolaudit_readonly><readonly>1</readonly></toolaudit_readonly>
+    <toolaudit_readonly>
+      <readonly>1</readonly>
+      <constraints><max_execution_time><changeable_in_readonly/></max_execution_time></constraints>
+    </toolaudit_readonly>
   </profiles>
   <quotas><default></default></quotas>
   <users>
@@ -139,8 +143,10 @@ func ReadOnlyConn(tb testing.TB) driver.Conn {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// As the plugin's client: max_execution_time on every query.
 	ro, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()},
-		Auth: clickhouse.Auth{Database: database, Username: ReadOnlyUser}})
+		Auth:     clickhouse.Auth{Database: database, Username: ReadOnlyUser},
+		Settings: clickhouse.Settings{"max_execution_time": 60}})
 	if err == nil {
 		err = ro.Ping(ctx)
 	}
