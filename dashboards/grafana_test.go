@@ -436,3 +436,48 @@ func runAs(t *testing.T, ro driver.Conn, rawSQL string, p analytics.Params) int 
 	}
 	return len(res.Rows)
 }
+
+// TestGrafanaUser: deploy/compose's SQL for Grafana's ClickHouse user
+// parses on the engine and grants what the read-only user of these tests
+// has (internal/analyticsfixture, the same name): readonly = 1 but for
+// max_execution_time, SELECT on the database, nothing more. (The
+// embedded engine keeps no users created by SQL, so the tests' user is
+// defined in its configuration instead.)
+func TestGrafanaUser(t *testing.T) {
+	b, err := os.ReadFile("../deploy/compose/clickhouse-initdb/grafana-user.sql.in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			lines = append(lines, l)
+		}
+	}
+	sql := strings.NewReplacer("{database}", "toolaudit", "{password}", "abc123").Replace(strings.Join(lines, "\n"))
+	var stmts []string
+	for _, s := range strings.Split(sql, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			stmts = append(stmts, s)
+		}
+	}
+	want := []string{
+		"CREATE DATABASE IF NOT EXISTS toolaudit",
+		"CREATE SETTINGS PROFILE IF NOT EXISTS grafana_reader SETTINGS readonly = 1, max_execution_time CHANGEABLE_IN_READONLY",
+		"CREATE USER IF NOT EXISTS " + analyticsfixture.ReadOnlyUser + " IDENTIFIED WITH sha256_password BY 'abc123' SETTINGS PROFILE 'grafana_reader'",
+		"GRANT SELECT ON toolaudit.* TO " + analyticsfixture.ReadOnlyUser,
+	}
+	if !slices.Equal(stmts, want) {
+		t.Errorf("grafana-user.sql.in:\n%q\nwant\n%q", stmts, want)
+	}
+	conn := analyticsfixture.Conn(t)
+	for _, s := range stmts {
+		if _, err := analytics.RunSQL(context.Background(), conn, "EXPLAIN AST "+s); err != nil {
+			t.Errorf("the engine does not parse %q: %v", s, err)
+		}
+	}
+	sh, err := os.ReadFile("../deploy/compose/clickhouse-initdb/grafana-user.sh")
+	if err != nil || !strings.Contains(string(sh), "grafana-user.sql.in") || !strings.Contains(string(sh), "/run/secrets/grafana_clickhouse_password") {
+		t.Errorf("grafana-user.sh (%v) does not run grafana-user.sql.in with the secret's password", err)
+	}
+}

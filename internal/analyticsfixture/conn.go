@@ -83,8 +83,10 @@ func Main(m *testing.M) int {
 // readonly = 1 but for max_execution_time (changeable_in_readonly), the
 // fixture's database only, as the grafana-clickhouse-datasource plugin's
 // documentation recommends for Grafana's user (its client sets
-// max_execution_time on every query).
-const ReadOnlyUser = "toolaudit_grafana_ro"
+// max_execution_time on every query), and as deploy/compose creates it
+// (clickhouse-initdb/grafana-user.sql.in). Defined in the engine's
+// configuration: the embedded engine keeps no users created by SQL.
+const ReadOnlyUser = "grafana"
 
 // readOnlyConfig defines ReadOnlyUser in the engine's configuration (its
 // default user may not create users).
