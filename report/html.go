@@ -71,8 +71,11 @@ type cell struct {
 
 type table struct {
 	ID, Section, Title, Description string
-	Columns                         []string
-	Rows                            [][]cell
+	// Columns are the query's; Headers the same as a person reads them
+	// (spaces for underscores, so that a narrow column wraps between
+	// words).
+	Columns, Headers []string
+	Rows             [][]cell
 }
 
 func newTable(id, title, description string, res *analytics.Result) table {
@@ -81,6 +84,9 @@ func newTable(id, title, description string, res *analytics.Result) table {
 		return t
 	}
 	t.Columns = res.Columns
+	for _, c := range res.Columns {
+		t.Headers = append(t.Headers, strings.ReplaceAll(c, "_", " "))
+	}
 	for _, row := range res.Rows {
 		cs := make([]cell, len(row))
 		for j, val := range row {
@@ -144,12 +150,20 @@ func (r *Report) view() view {
 	if s := r.Session; s != nil {
 		inc := analytics.Incident()
 		decisions := cut(s.Decisions, "", maxSessionRows)
+		changes := cut(s.Changes, "", maxChangeRows)
 		v.Session = &sessionView{
 			Name:      r.Options.Session,
 			Timeline:  newTimeline(s.Decisions),
 			Decisions: newTable("incident.session_decisions", "Decisions, in order", pick(inc, "incident.session_decisions").Description, decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version")),
 			TOCTOU:    newTable("incident.toctou_session", "Call path against stream (time of check, time of use)", analytics.TOCTOU(true).Description, s.TOCTOU),
-			Changes:   newTable("changes.in_range", "Registry changes in the range (newest first)", pick(inc, "changes.in_range").Description, s.Changes.Select("time", "registry", "server", "tool", "change", "summary")),
+			Changes:   newTable("changes.in_range", "Registry changes in the range (newest first)", pick(inc, "changes.in_range").Description, changes.Select("time", "registry", "server", "tool", "change", "summary")),
+		}
+		if changes.MoreRows > 0 {
+			more := fmt.Sprint(changes.MoreRows)
+			if s.Changes != nil && len(s.Changes.Rows) == changesLimit {
+				more = "at least " + more
+			}
+			v.Session.MoreChanges = "and " + more + " older, on the incident and MCP servers dashboards"
 		}
 		if decisions.MoreRows > 0 {
 			v.Session.MoreDecisions = fmt.Sprintf("and %d more, on the timeline above and the incident dashboard", decisions.MoreRows)
@@ -159,14 +173,20 @@ func (r *Report) view() view {
 }
 
 type sessionView struct {
-	Name, MoreDecisions        string
-	Timeline                   timeline
-	Decisions, TOCTOU, Changes table
+	Name, MoreDecisions, MoreChanges string
+	Timeline                         timeline
+	Decisions, TOCTOU, Changes       table
 }
 
 // maxSessionRows bounds the session's decisions table (the timeline
-// shows every decision).
-const maxSessionRows = 200
+// shows every decision); maxChangeRows the registry changes shown with
+// it, the newest.
+const (
+	maxSessionRows = 200
+	maxChangeRows  = 20
+	// changesLimit is changes.in_range's LIMIT.
+	changesLimit = 1000
+)
 
 // classColor is each class's color: green for OK, reds for the model's
 // mistakes (H), blues for the deployment's (M), grey for MALFORMED.

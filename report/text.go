@@ -53,7 +53,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(ew, "\n== Session %s\n", r.Options.Session)
 		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version"))
 		section(ew, "Call path against stream (time of check, time of use)", s.TOCTOU)
-		section(ew, "Registry changes in the range", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"))
+		cutSection(ew, "Registry changes in the range, newest first", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"), "")
 	}
 	fmt.Fprintln(ew, "\nCounts are decisions as delivered, from the rollups the dashboards read (a call decided twice after a crash counts twice); the session's decisions are read exactly (FINAL).")
 	return ew.err
