@@ -292,4 +292,3 @@ func versionID(v *registryversions.Version) string {
 	}
 	return v.ID
 }
-
