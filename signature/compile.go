@@ -290,6 +290,7 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 		}
 	}
 	s.values = c.copyValues()
+	c.finishWords()
 	s.notes = c.notes
 	s.schema = bytes.Clone(schema)
 	return s, nil
@@ -360,6 +361,7 @@ type compiler struct {
 	dynamic   bool
 	negated   int // how many not keywords enclose the schema being compiled: odd, it is open
 	notes     notes
+	words     *wordBuf // the value keywords of the nodes (noteWords)
 }
 
 // copyValues moves the enum and const values to a tape of their own, so

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 )
@@ -15,10 +16,12 @@ import (
 // that what a rejected call is told cannot drift from what refused it.
 // It is for failures (package resolve/suggest): Check never reads it.
 type Expectation struct {
-	// Keys are the keys the object there declares by name: its
-	// properties, those its if, then, else and dependentSchemas branches
-	// declare, and those a patternProperties pattern matches that can match
-	// only a few fixed strings ("^(cpu|mem)_limit$"). Sorted, distinct.
+	// Keys are the keys declared there by name, sorted and distinct: the
+	// properties of the nodes that apply (see Expect), which for an
+	// object closed by default include the keys its if, then, else and
+	// dependentSchemas branches declare, as Check counts them; and the
+	// strings a patternProperties pattern matches when they are few and
+	// fixed ("^(cpu|mem)_limit$" declares cpu_limit and mem_limit).
 	Keys []string
 	// Patterns are the patternProperties patterns there, as written
 	// (ECMA-262), in schema order: keys they match are declared too.
@@ -27,44 +30,28 @@ type Expectation struct {
 	// required, and the dependentRequired names of the keys present.
 	Required []string
 	// Values holds, for each schema node that applies there and
-	// constrains the value, its value keywords as the schema writes them,
-	// in the order the walk meets the nodes (the node, its reference,
-	// allOf, anyOf, oneOf, then the branches of if and dependentSchemas
-	// that apply): several mean that several nodes, or the alternatives
-	// of a combinator, constrain the value.
-	Values []Constraints
+	// constrains the value, a JSON object of its value keywords as the
+	// schema writes them, in the order the walk meets the nodes (the
+	// node, its reference, allOf, anyOf, oneOf, then the branches of if
+	// and dependentSchemas that apply): several mean that several nodes,
+	// or the alternatives of a combinator, constrain the value.
+	//
+	// The value keywords are those that say what a value may be, in this
+	// order: type, enum, const, format (even when it is only an
+	// annotation: it tells the caller what to send), pattern, minLength,
+	// maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+	// multipleOf, minItems, maxItems, uniqueItems, minProperties,
+	// maxProperties. Their values are as written, valid or not (what the
+	// checker makes of them is in Unsupported); a keyword the schema
+	// repeats is given once, the first.
+	Values []jsontape.Value
 	// Value is the arguments' value at the path: the zero Value when
 	// they have none there.
 	Value jsontape.Value
 }
 
-// Constraints are one schema node's value keywords, those that say what a
-// value may be, in this order: type, enum, const, format (even when it is
-// only an annotation: it tells the caller what to send), pattern,
-// minLength, maxLength, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, multipleOf, minItems, maxItems, uniqueItems,
-// minProperties, maxProperties. A keyword's value is as written, valid or
-// not (what the checker makes of it is in Unsupported).
-type Constraints []Keyword
-
-// Keyword is one keyword of a schema node with its value as written.
-type Keyword struct {
-	Name  string
-	Value jsontape.Value
-}
-
-// Get returns the value of keyword name, if the node has it.
-func (c Constraints) Get(name string) (jsontape.Value, bool) {
-	for _, k := range c {
-		if k.Name == name {
-			return k.Value, true
-		}
-	}
-	return jsontape.Value{}, false
-}
-
-// valueKeywords are the keywords of Constraints, in their order.
-var valueKeywords = []string{
+// valueKeywords are the keywords of Expectation.Values, in their order.
+var valueKeywords = [...]string{
 	"type", "enum", "const", "format", "pattern", "minLength", "maxLength",
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
 	"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
@@ -93,7 +80,10 @@ const (
 // nodes that have any, as written, and what the patternProperties
 // patterns are as written and which fixed strings they match.
 type notes struct {
-	words    map[*node]Constraints
+	// words are the JSON objects of the nodes' value keywords, compact,
+	// substrings of one string: text is cheaper to keep than a tape (the
+	// keywords are parsed when a call fails, by Expect).
+	words    map[*node]string
 	patterns map[*regexp.Regexp]patNote
 }
 
@@ -102,26 +92,75 @@ type patNote struct {
 	literals []string // nil unless the pattern matches only these strings
 }
 
-// noteWords records the value keywords of schema object m, compiled into n.
+// noteWords records the value keywords of schema object m, compiled into
+// n, as a compact JSON object (see finishWords).
 func (c *compiler) noteWords(n *node, m jsontape.Value) {
-	var ws Constraints
+	var found [len(valueKeywords)]jsontape.Value
+	some := false
 	for mb := m.Members(); mb.Next(); {
-		if i, ok := valueKeyword[string(mb.Name())]; ok {
-			ws = append(ws, Keyword{valueKeywords[i], mb.Value()})
+		if i, ok := valueKeyword[string(mb.Name())]; ok && !found[i].Exists() {
+			found[i], some = mb.Value(), true
 		}
 	}
-	if ws == nil {
+	if !some {
 		return
 	}
-	slices.SortStableFunc(ws, func(a, b Keyword) int { return valueKeyword[a.Name] - valueKeyword[b.Name] })
-	ws = slices.CompactFunc(ws, func(a, b Keyword) bool { return a.Name == b.Name }) // a repeated keyword: the first
-	for i := range ws {
-		c.kept = append(c.kept, &ws[i].Value)
+	if c.words == nil {
+		c.words = wordBufs.Get().(*wordBuf)
 	}
-	if c.notes.words == nil {
-		c.notes.words = map[*node]Constraints{}
+	b := append(c.words.text, '{')
+	first := true
+	for i, v := range found {
+		if !v.Exists() {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = append(b, valueKeywords[i]...)
+		b = append(b, '"', ':')
+		b = v.AppendCompact(b)
 	}
-	c.notes.words[n] = ws
+	c.words.text = append(b, '}')
+	c.words.ends = append(c.words.ends, wordEnd{n, len(c.words.text)})
+}
+
+// wordBuf holds the value keywords noted while compiling: the nodes'
+// objects one after the other, and where each ends.
+type wordBuf struct {
+	text []byte
+	ends []wordEnd
+}
+
+type wordEnd struct {
+	n   *node
+	end int
+}
+
+// wordBufs are the wordBufs of Compile, which goroutines call
+// concurrently: the signature keeps one string of them.
+var wordBufs = sync.Pool{New: func() any { return new(wordBuf) }}
+
+// finishWords makes the noted value keywords the signature's: one string
+// for all, a substring for each node.
+func (c *compiler) finishWords() {
+	w := c.words
+	if w == nil {
+		return
+	}
+	text := string(w.text)
+	c.notes.words = make(map[*node]string, len(w.ends))
+	start := 0
+	for _, e := range w.ends {
+		c.notes.words[e.n] = text[start:e.end]
+		start = e.end
+	}
+	clear(w.ends) // the pool holds no node
+	w.text, w.ends = w.text[:0], w.ends[:0]
+	wordBufs.Put(w)
+	c.words = nil
 }
 
 // notePattern records the source of a compiled patternProperties pattern.
@@ -404,7 +443,7 @@ func (w *expectWalk) spend(n int) bool {
 // expectation gathers what the nodes expect of value v.
 func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation {
 	var e Expectation
-	var keys []string
+	var keys, words []string
 	reqSeen := map[string]bool{}
 	addReq := func(r string) {
 		if !reqSeen[r] {
@@ -442,14 +481,46 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 			}
 		}
 		if ws, ok := s.notes.words[n]; ok {
-			e.Values = append(e.Values, ws)
+			words = append(words, ws)
 		}
 	}
+	e.Values = parseWords(words)
 	if keys != nil {
 		slices.Sort(keys)
 		e.Keys = slices.Compact(keys)
 	}
 	return e
+}
+
+// parseWords parses the value keywords of the nodes (compact JSON
+// objects that parsed once, as parts of the schema) into a tape of their
+// own.
+func parseWords(words []string) []jsontape.Value {
+	if words == nil {
+		return nil
+	}
+	n := 1
+	for _, w := range words {
+		n += len(w) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, w := range words {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, w...)
+	}
+	b = append(b, ']')
+	t := new(jsontape.Tape)
+	if err := t.Parse(b); err != nil {
+		panic("signature: value keywords do not parse again: " + err.Error()) // they parsed once
+	}
+	out := make([]jsontape.Value, 0, len(words))
+	for it := t.Root().Items(); it.Next(); {
+		out = append(out, it.Value())
+	}
+	return out
 }
 
 // memberAt returns member or item tok of v, or the zero Value.

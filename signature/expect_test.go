@@ -10,12 +10,12 @@ import (
 
 // values renders an Expectation's Values compactly: one node's keywords
 // as name=value separated by spaces, nodes separated by " | ".
-func values(vs []Constraints) string {
+func values(vs []jsontape.Value) string {
 	var nodes []string
 	for _, c := range vs {
 		var kws []string
-		for _, k := range c {
-			kws = append(kws, k.Name+"="+string(k.Value.AppendCompact(nil)))
+		for m := c.Members(); m.Next(); {
+			kws = append(kws, string(m.Name())+"="+string(m.Value().AppendCompact(nil)))
 		}
 		nodes = append(nodes, strings.Join(kws, " "))
 	}
@@ -136,8 +136,7 @@ func TestExpectAgreesWithCheck(t *testing.T) {
 		}
 		found := false
 		for _, c := range s.Expect(args, r.Path).Values {
-			_, ok := c.Get(tc.keyword)
-			found = found || ok
+			found = found || c.Get(tc.keyword).Exists()
 		}
 		if !found {
 			t.Errorf("%s %s: failed at %q (%s), Expect names no %s: %v", tc.schema, tc.args, r.Path, r.Reason, tc.keyword, values(s.Expect(args, r.Path).Values))

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/signature"
 )
 
 // maxEnum is the number of enum values a hint lists.
@@ -42,7 +41,7 @@ func (f *keyForms) of(keys []string) []name {
 // path as one JSON object: the keywords of the one node that has any,
 // or, when several nodes or branches constrain the value, "anyOf" with
 // each one's.
-func expected(vals []signature.Constraints) json.RawMessage {
+func expected(vals []jsontape.Value) json.RawMessage {
 	var v any
 	switch len(vals) {
 	case 0:
@@ -63,20 +62,21 @@ func expected(vals []signature.Constraints) json.RawMessage {
 	return b
 }
 
-// constraints are one node's keywords as a JSON object; an enum lists at
-// most maxEnum values.
-func constraints(c signature.Constraints) map[string]any {
-	m := make(map[string]any, len(c))
-	for _, k := range c {
-		if k.Name == "enum" && k.Value.Kind() == jsontape.Array && k.Value.Len() > maxEnum {
+// constraints are one node's keywords (an object of
+// signature.Expectation.Values); an enum lists at most maxEnum values.
+func constraints(c jsontape.Value) map[string]any {
+	m := make(map[string]any, c.Len())
+	for kw := c.Members(); kw.Next(); {
+		name, v := string(kw.Name()), kw.Value()
+		if name == "enum" && v.Kind() == jsontape.Array && v.Len() > maxEnum {
 			e := make([]any, 0, maxEnum)
-			for it := k.Value.Items(); len(e) < maxEnum && it.Next(); {
+			for it := v.Items(); len(e) < maxEnum && it.Next(); {
 				e = append(e, plain(it.Value()))
 			}
-			m[k.Name] = e
+			m[name] = e
 			continue
 		}
-		m[k.Name] = plain(k.Value)
+		m[name] = plain(v)
 	}
 	return m
 }
