@@ -29,26 +29,29 @@ type Expectation struct {
 	// Required are the keys required there, in order of first mention:
 	// required, and the dependentRequired names of the keys present.
 	Required []string
-	// Values holds, for each schema node that applies there and
-	// constrains the value, a JSON object of its value keywords as the
-	// schema writes them, in the order the walk meets the nodes (the
-	// node, its reference, allOf, anyOf, oneOf, then the branches of if
-	// and dependentSchemas that apply): several mean that several nodes,
-	// or the alternatives of a combinator, constrain the value.
-	//
-	// The value keywords are those that say what a value may be, in this
-	// order: type, enum, const, format (even when it is only an
-	// annotation: it tells the caller what to send), pattern, minLength,
-	// maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
-	// multipleOf, minItems, maxItems, uniqueItems, minProperties,
-	// maxProperties. Their values are as written, valid or not (what the
-	// checker makes of them is in Unsupported); a keyword the schema
-	// repeats is given once, the first.
-	Values []jsontape.Value
 	// Value is the arguments' value at the path: the zero Value when
 	// they have none there.
 	Value jsontape.Value
+
+	words []string // the value keywords of the nodes that have any (Values)
 }
+
+// Values returns, for each schema node that applies there and constrains
+// the value, a JSON object of its value keywords as the schema writes
+// them, in the order the walk meets the nodes (the node, its reference,
+// allOf, anyOf, oneOf, then the branches of if and dependentSchemas that
+// apply): several mean that several nodes, or the alternatives of a
+// combinator, constrain the value. Each call parses them anew (they are
+// kept as text: only a failure reads them).
+//
+// The value keywords are those that say what a value may be, in this
+// order: type, enum, const, format (even when it is only an annotation:
+// it tells the caller what to send), pattern, minLength, maxLength,
+// minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf,
+// minItems, maxItems, uniqueItems, minProperties, maxProperties. Their
+// values are as written, valid or not (what the checker makes of them is
+// in Unsupported); a keyword the schema repeats is given once, the first.
+func (e Expectation) Values() []jsontape.Value { return parseWords(e.words) }
 
 // valueKeywords are the keywords of Expectation.Values, in their order.
 var valueKeywords = [...]string{
@@ -444,12 +447,26 @@ func (w *expectWalk) spend(n int) bool {
 func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation {
 	var e Expectation
 	var keys, words []string
-	reqSeen := map[string]bool{}
+	var reqSeen map[string]bool // when there are many
 	addReq := func(r string) {
-		if !reqSeen[r] {
+		switch {
+		case len(e.Required) < 16:
+			if slices.Contains(e.Required, r) {
+				return
+			}
+		case reqSeen == nil:
+			reqSeen = make(map[string]bool, 2*len(e.Required))
+			for _, x := range e.Required {
+				reqSeen[x] = true
+			}
+			fallthrough
+		default:
+			if reqSeen[r] {
+				return
+			}
 			reqSeen[r] = true
-			e.Required = append(e.Required, r)
 		}
+		e.Required = append(e.Required, r)
 	}
 	for _, a := range nodes {
 		n := a.n
@@ -484,7 +501,7 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 			words = append(words, ws)
 		}
 	}
-	e.Values = parseWords(words)
+	e.words = words
 	if keys != nil {
 		slices.Sort(keys)
 		e.Keys = slices.Compact(keys)

@@ -108,7 +108,7 @@ func TestExpect(t *testing.T) {
 				args = parse(t, tc.args)
 			}
 			e := s.Expect(args, tc.path)
-			got := [...]string{strings.Join(e.Keys, ","), strings.Join(e.Patterns, ","), strings.Join(e.Required, ","), values(e.Values)}
+			got := [...]string{strings.Join(e.Keys, ","), strings.Join(e.Patterns, ","), strings.Join(e.Required, ","), values(e.Values())}
 			want := [...]string{tc.keys, tc.patterns, tc.required, tc.values}
 			if got != want {
 				t.Errorf("Expect(%s, %q)\nkeys, patterns, required, values\ngot  %q\nwant %q", tc.args, tc.path, got, want)
@@ -135,11 +135,11 @@ func TestExpectAgreesWithCheck(t *testing.T) {
 			t.Fatalf("%s %s: %+v, want a value failure", tc.schema, tc.args, r)
 		}
 		found := false
-		for _, c := range s.Expect(args, r.Path).Values {
+		for _, c := range s.Expect(args, r.Path).Values() {
 			found = found || c.Get(tc.keyword).Exists()
 		}
 		if !found {
-			t.Errorf("%s %s: failed at %q (%s), Expect names no %s: %v", tc.schema, tc.args, r.Path, r.Reason, tc.keyword, values(s.Expect(args, r.Path).Values))
+			t.Errorf("%s %s: failed at %q (%s), Expect names no %s: %v", tc.schema, tc.args, r.Path, r.Reason, tc.keyword, values(s.Expect(args, r.Path).Values()))
 		}
 	}
 }
@@ -157,8 +157,8 @@ func TestExpectBounded(t *testing.T) {
 	}
 	b.WriteString(`]}},"properties":{"x":{"$ref":"#/$defs/f"}}}`)
 	s := mustCompile(t, b.String())
-	if e := s.Expect(parse(t, `{"x":0}`), "/x"); len(e.Values) > maxExpectNodes {
-		t.Fatalf("%d nodes", len(e.Values))
+	if e := s.Expect(parse(t, `{"x":0}`), "/x"); len(e.Values()) > maxExpectNodes {
+		t.Fatalf("%d nodes", len(e.Values()))
 	}
 }
 
@@ -183,7 +183,8 @@ func TestExpectWithinBudget(t *testing.T) {
 		if r := s.Check(args); r.Kind != ValueFail {
 			t.Fatalf("key of %d bytes: %+v", len(tc.key), r)
 		}
-		if got := len(s.Expect(args, "/"+tc.key).Values); got != tc.nodes {
+		e := s.Expect(args, "/"+tc.key)
+		if got := len(e.Values()); got != tc.nodes {
 			t.Errorf("key of %d bytes: %d nodes, want %d", len(tc.key), got, tc.nodes)
 		}
 	}

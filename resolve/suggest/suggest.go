@@ -304,7 +304,10 @@ func (s *Suggester) keys(vs resolve.Versions, c *schema.Call, d *schema.Decision
 	if sig == nil || i < 0 {
 		return nil, nil
 	}
-	parent, last := d.Path[:i], unescape.Replace(d.Path[i+1:])
+	parent, last := d.Path[:i], d.Path[i+1:]
+	if strings.Contains(last, "~") {
+		last = unescape.Replace(last)
+	}
 	e := sig.Expect(c.Arguments, parent)
 	if e.Value.Kind() != jsontape.Object {
 		return nil, nil
@@ -343,5 +346,5 @@ func (s *Suggester) expected(vs resolve.Versions, c *schema.Call, d *schema.Deci
 	if sig == nil {
 		return nil
 	}
-	return expected(sig.Expect(c.Arguments, d.Path).Values)
+	return expected(sig.Expect(c.Arguments, d.Path).Values())
 }
