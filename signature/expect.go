@@ -447,27 +447,7 @@ func (w *expectWalk) spend(n int) bool {
 func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation {
 	var e Expectation
 	var keys, words []string
-	var reqSeen map[string]bool // when there are many
-	addReq := func(r string) {
-		switch {
-		case len(e.Required) < 16:
-			if slices.Contains(e.Required, r) {
-				return
-			}
-		case reqSeen == nil:
-			reqSeen = make(map[string]bool, 2*len(e.Required))
-			for _, x := range e.Required {
-				reqSeen[x] = true
-			}
-			fallthrough
-		default:
-			if reqSeen[r] {
-				return
-			}
-			reqSeen[r] = true
-		}
-		e.Required = append(e.Required, r)
-	}
+	var req, pats distinct
 	for _, a := range nodes {
 		n := a.n
 		for i := range n.props {
@@ -482,18 +462,16 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 			if !ok {
 				continue
 			}
-			if !slices.Contains(e.Patterns, pn.src) {
-				e.Patterns = append(e.Patterns, pn.src)
-			}
+			pats.add(pn.src)
 			keys = append(keys, pn.literals...)
 		}
 		for _, r := range n.required {
-			addReq(r)
+			req.add(r)
 		}
 		for _, d := range n.depReq {
 			if v.Kind() == jsontape.Object && v.Get(d.name).Exists() {
 				for _, r := range d.req {
-					addReq(r)
+					req.add(r)
 				}
 			}
 		}
@@ -501,12 +479,40 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 			words = append(words, ws)
 		}
 	}
-	e.words = words
+	e.words, e.Required, e.Patterns = words, req.list, pats.list
 	if keys != nil {
 		slices.Sort(keys)
 		e.Keys = slices.Compact(keys)
 	}
 	return e
+}
+
+// distinct is a list of distinct strings in order of first mention: a
+// scan while it is short, a set beyond.
+type distinct struct {
+	list []string
+	set  map[string]bool
+}
+
+func (d *distinct) add(s string) {
+	switch {
+	case len(d.list) < 16:
+		if slices.Contains(d.list, s) {
+			return
+		}
+	case d.set == nil:
+		d.set = make(map[string]bool, 2*len(d.list))
+		for _, x := range d.list {
+			d.set[x] = true
+		}
+		fallthrough
+	default:
+		if d.set[s] {
+			return
+		}
+		d.set[s] = true
+	}
+	d.list = append(d.list, s)
 }
 
 // parseWords parses the value keywords of the nodes (compact JSON

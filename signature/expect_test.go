@@ -207,3 +207,49 @@ func TestExpectValue(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinct: the list keeps the first mention of each string, in
+// order, whether it is scanned (short) or kept in a set (long).
+func TestDistinct(t *testing.T) {
+	for _, n := range []int{3, 16, 17, 100} {
+		var d distinct
+		for round := range 3 {
+			for i := range n {
+				d.add(fmt.Sprint(i))
+				if round == 0 && len(d.list) != i+1 {
+					t.Fatalf("n=%d: %d after adding %d", n, len(d.list), i)
+				}
+			}
+		}
+		for i, s := range d.list {
+			if s != fmt.Sprint(i) || len(d.list) != n {
+				t.Fatalf("n=%d: %v", n, d.list)
+			}
+		}
+	}
+}
+
+// TestPatternLiterals: a pattern anchored at both ends that matches a few
+// fixed strings declares them; any other declares none by name.
+func TestPatternLiterals(t *testing.T) {
+	for _, tc := range []struct{ pattern, want string }{
+		{`^limit$`, "limit"},
+		{`^(cpu|mem)_limit$`, "cpu_limit,mem_limit"},
+		{`^a[bc]?$`, "a,ab,ac"},
+		{`^(?:x|y)(1|2)$`, "x1,x2,y1,y2"},
+		{`^x-`, ""},
+		{`limit$`, ""},
+		{`^a+$`, ""},
+		{`^[a-z]$`, ""},                     // 26 strings: too many
+		{`^(a|b)(c|d)(e|f)(g|h)(i|j)$`, ""}, // 32
+		{`^\d$`, "0,1,2,3,4,5,6,7,8,9"},     // ten: few enough
+	} {
+		re, _, err := compileECMA(tc.pattern)
+		if err != nil || re == nil {
+			t.Fatalf("%s: %v", tc.pattern, err)
+		}
+		if got := strings.Join(literals(re), ","); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.pattern, got, tc.want)
+		}
+	}
+}

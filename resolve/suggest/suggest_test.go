@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolaudit/toolaudit/offline"
@@ -260,5 +261,54 @@ func TestHintsReadTheSignature(t *testing.T) {
 		if got := string(h.AppendJSON(nil)); string(d.Class) != tc.class || got != tc.hints {
 			t.Errorf("%s %s: %s (%s at %q) hints %s, want %s %s", tc.tool, tc.args, d.Class, d.Reason, d.Path, got, tc.class, tc.hints)
 		}
+	}
+}
+
+// TestHintsConcurrent: one Suggester serves goroutines at once (its caches
+// and the forms of key names are shared) and answers each as it answers
+// alone; run with -race.
+func TestHintsConcurrent(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	calls, err := os.ReadFile("testdata/calls.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type decided struct {
+		c    schema.Call
+		d    schema.Decision
+		want string
+	}
+	var xs []*decided
+	alone := New()
+	for _, line := range bytes.Split(bytes.TrimSpace(calls), []byte("\n")) {
+		var r resolve.Resolver
+		var dec schema.CallDecoder
+		x := &decided{}
+		if !r.Decide(store.Snapshot(), &dec, line, &x.c, &x.d) {
+			t.Fatal(x.d.Reason)
+		}
+		h := alone.Hints(store.Snapshot(), &x.c, &x.d)
+		x.want = string(h.AppendJSON(nil))
+		xs = append(xs, x)
+	}
+	s := New(WithCacheSizes(1, 1, 1)) // evictions while others read
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				x := xs[(g+i)%len(xs)]
+				h := s.Hints(store.Snapshot(), &x.c, &x.d)
+				if got := string(h.AppendJSON(nil)); got != x.want {
+					errs <- x.c.EventID + ": " + got + ", alone " + x.want
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
