@@ -64,7 +64,7 @@ type definition struct {
 func (d *definition) Digest() string {
 	if !d.done {
 		d.done = true
-		if dg, err := registryversions.Digest(d.name, d.schema); err == nil {
+		if dg, err := schema.Digest(d.name, d.schema); err == nil {
 			d.digest = dg
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -35,7 +34,7 @@ const (
 
 func digest(t *testing.T, name, s string) string {
 	t.Helper()
-	d, err := registryversions.Digest(name, []byte(s))
+	d, err := schema.Digest(name, []byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/toolaudit/toolaudit/internal/par"
+	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
 
@@ -188,7 +189,7 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 	}
 	par.For(len(defs), minPerWorker, func(i int) {
 		d := &defs[i]
-		if d.digest, d.err = Digest(d.name, d.schema); d.err == nil {
+		if d.digest, d.err = schema.Digest(d.name, d.schema); d.err == nil {
 			d.sig, d.err = signature.CompileWith(d.schema, s.sigOpts)
 		}
 	})

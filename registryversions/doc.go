@@ -7,8 +7,7 @@
 // Versions are content-addressed: a Version's ID is a hash of its servers,
 // trust tiers and tool digests, so it is stable across processes, restarts
 // and arrival orders, and a listing that changes only descriptions keeps
-// the version. Tool digests follow the contract: sha256 over the RFC 8785
-// canonical JSON of {"inputSchema":…,"name":…}.
+// the version. Tool digests are the contract's (schema.Digest).
 //
 // # A fleet relists: the history is points and spans, not events
 //

@@ -279,7 +279,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 	}
 	par.For(len(misses), minPerWorker, func(i int) {
 		j := &jobs[misses[i]]
-		j.digest, j.err = Digest(j.t.Name, j.t.InputSchema)
+		j.digest, j.err = schema.Digest(j.t.Name, j.t.InputSchema)
 	})
 	// Distinct new digests are compiled once each.
 	first := map[string]int{}
