@@ -162,10 +162,14 @@ func (r *reader) bytes() []byte {
 }
 
 // LoadCheckpoint loads a checkpoint into an empty store. On error the
-// store is left empty.
+// store is left empty. A store made WithChanges refuses
+// (ErrReportsChanges): the changes before the checkpoint are not in it.
 func (s *Store) LoadCheckpoint(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changes != nil {
+		return ErrReportsChanges
+	}
 	if len(s.regs) > 0 || len(s.defs) > 0 {
 		return fmt.Errorf("%w: the store is not empty", ErrCheckpoint)
 	}
