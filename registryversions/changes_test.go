@@ -278,14 +278,16 @@ func changesReference(t testing.TB, ls []*schema.Listing) []Change {
 		l *schema.Listing
 		c *content
 	}
-	by := map[string][]listed{}
+	type serverKey struct{ registry, server string }
+	by := map[serverKey][]listed{}
 	for i, l := range ls {
-		by[l.Server] = append(by[l.Server], listed{l, contents[i]})
+		k := serverKey{l.Registry, l.Server}
+		by[k] = append(by[k], listed{l, contents[i]})
 	}
 	var out []Change
-	for name, sl := range by {
+	for sk, sl := range by {
 		slices.SortFunc(sl, func(a, b listed) int { return a.l.ObservedAt.Compare(b.l.ObservedAt) })
-		k := pointKey{r: &registry{name: "fleet"}, sv: &server{name: name}}
+		k := pointKey{r: &registry{name: sk.registry}, sv: &server{name: sk.server}}
 		var prev *content
 		for i := 0; i < len(sl); {
 			j := i
