@@ -55,7 +55,10 @@
 // changes are those of the points the store keeps (the late window
 // applies to them as to versions), named by the greatest event_id of the
 // content that stands at the instant; the store then keeps an event_id
-// per point, and loads no checkpoint (it holds no listing before it).
+// per point, and loads no checkpoint (it holds no listing before it). A
+// tool the store skips (its inputSchema not JSON or not compilable,
+// reported as an Issue) is in no change either: the history is that of
+// the registry the resolver decides on.
 //
 // # Checkpoints
 //
