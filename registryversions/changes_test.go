@@ -393,3 +393,20 @@ func TestChangesNeedEveryListing(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesSkippedTool: a tool the store skips (an unusable
+// inputSchema, reported as an issue) is in no change: the history is the
+// registry the resolver decides on.
+func TestChangesSkippedTool(t *testing.T) {
+	cl := newChangeLog()
+	if issues := cl.s.Apply(chListing("a", 0, "s", 1, "good", search, "bad", `[1]`)); len(issues) != 1 {
+		t.Fatalf("issues %v", issues)
+	}
+	if len(cl.calls) != 1 || len(cl.calls[0]) != 1 || cl.calls[0][0].Tool != "good" {
+		t.Fatalf("reported %+v", cl.calls)
+	}
+	// Listed again without it: nothing changed.
+	if got := cl.apply(t, chListing("b", 10, "s", 1, "good", search)); len(got) != 0 {
+		t.Fatalf("reported %+v", got)
+	}
+}
