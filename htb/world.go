@@ -82,7 +82,7 @@ func newWorld(lines [][]byte) (*world, error) {
 		}
 		rawTools, _ := raws[i]["tools"].([]any)
 		for j, t := range l.Tools {
-			d, err := registryversions.Digest(t.Name, t.InputSchema)
+			d, err := schema.Digest(t.Name, t.InputSchema)
 			if err != nil {
 				return nil, err
 			}

@@ -1,9 +1,10 @@
 package registrydiff
 
 import (
-	"cmp"
-	"slices"
+	"strconv"
 	"time"
+
+	"github.com/toolaudit/toolaudit/registryversions"
 )
 
 // Kind is what happened to a tool of a server at a listing.
@@ -21,49 +22,59 @@ const (
 	Trust Kind = "trust"
 )
 
-// Change is one row of the registry history: what a listing observed at
-// ObservedAt changed about one tool of one server (table
-// registry_changes).
+// Change is one row of table registry_changes: a change the registry
+// store reported (registryversions.Change: its key, event, trust,
+// digests and Deleted) with what it is, for people.
 type Change struct {
-	Registry, Server, Tool string
-	ObservedAt             time.Time
-	// EventID is the listing that made the change.
-	EventID string
-	Kind    Kind
-	// TrustBefore and TrustAfter are the server's trust before and after
-	// (0 where it was not connected).
-	TrustBefore, TrustAfter int
-	// DigestBefore and DigestAfter are the tool's digests ("" where it
-	// did not exist).
-	DigestBefore, DigestAfter string
+	registryversions.Change
+	Kind Kind
 	// Diff is the structured diff of the inputSchema (for Added, against
 	// the empty schema: its properties; for Removed, to it).
 	Diff SchemaDiff
 	// Summary is one line for tables: the kind and the diff's summary.
 	Summary string
-	// Deleted: no change happens at this key any more (a late listing
-	// moved it); the store drops the row.
-	Deleted bool
 	// RecordedAt orders the writes of one key: the last one stands.
 	// Set by the writer.
 	RecordedAt time.Time
 }
 
-// Key is what identifies a row: the store keeps the last write of each.
-type Key struct {
-	Registry, Server, Tool string
-	ObservedAt             time.Time
+// Describe returns the row of c: its kind, the diff of the tool's
+// inputSchema before and after, and a summary. Its cost is the diff's,
+// linear in the two schemas.
+func Describe(c registryversions.Change) Change {
+	out := Change{Change: c}
+	pt, ct := c.TrustBefore, c.TrustAfter
+	switch {
+	case c.DigestBefore == "":
+		out.Kind = Added
+		out.Diff, _ = DiffSchemas(emptyObject, c.SchemaAfter)
+		out.Summary = join("added", out.Diff.Summary())
+	case c.DigestAfter == "":
+		out.Kind, out.Summary = Removed, "removed"
+	case c.DigestBefore == c.DigestAfter:
+		out.Kind, out.Summary = Trust, "trust "+strconv.Itoa(pt)+" -> "+strconv.Itoa(ct)
+	default:
+		out.Kind = Changed
+		diff, err := DiffSchemas(c.SchemaBefore, c.SchemaAfter)
+		if err != nil {
+			out.Summary = "changed (" + err.Error() + ")"
+		} else {
+			out.Diff, out.Summary = diff, join("changed", diff.Summary())
+		}
+		if pt != ct {
+			out.Summary += ", trust " + strconv.Itoa(pt) + " -> " + strconv.Itoa(ct)
+		}
+	}
+	return out
 }
 
-// Key returns c's key.
-func (c *Change) Key() Key {
-	return Key{Registry: c.Registry, Server: c.Server, Tool: c.Tool, ObservedAt: c.ObservedAt}
-}
+// emptyObject is what an added tool's schema is compared with: its
+// properties show as added, its object type as no change.
+var emptyObject = []byte(`{"type":"object"}`)
 
-// SortChanges orders changes by registry, server, time and tool.
-func SortChanges(cs []Change) {
-	slices.SortFunc(cs, func(a, b Change) int {
-		return cmp.Or(cmp.Compare(a.Registry, b.Registry), cmp.Compare(a.Server, b.Server),
-			a.ObservedAt.Compare(b.ObservedAt), cmp.Compare(a.Tool, b.Tool))
-	})
+func join(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + ": " + b
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -70,19 +71,25 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Recorder computes the registry history of the listings it is told of
-// and writes it. ObserveListings is safe for concurrent use with Run.
+// Recorder writes the changes a registry store reports (see New).
+// ObserveChanges is safe for concurrent use with Run.
 type Recorder struct {
 	w   Writer
 	o   Options
 	m   metrics
 	now func() time.Time
 
-	mu      sync.Mutex // guards the fields below
-	tracker *registrydiff.Tracker
-	queue   []registrydiff.Change
-	last    time.Time // RecordedAt of the last batch
-	wake    chan struct{}
+	mu    sync.Mutex // guards the fields below
+	queue []queued
+	last  time.Time // RecordedAt of the last batch
+	wake  chan struct{}
+}
+
+// queued is a change waiting to be written, described (its schema diff)
+// only then, off the listings path.
+type queued struct {
+	c          registryversions.Change
+	recordedAt time.Time
 }
 
 type metrics struct {
@@ -90,10 +97,12 @@ type metrics struct {
 	queued                        prometheus.GaugeFunc
 }
 
-// New returns a Recorder writing to w; Run starts its writing.
+// New returns a Recorder writing to w; Run starts its writing. The store
+// whose history it writes reports to it: registryversions.New(
+// registryversions.WithChanges(r.ObserveChanges)).
 func New(w Writer, o Options) (*Recorder, error) {
 	o = o.withDefaults()
-	r := &Recorder{w: w, o: o, now: time.Now, tracker: registrydiff.NewTracker(), wake: make(chan struct{}, 1)}
+	r := &Recorder{w: w, o: o, now: time.Now, wake: make(chan struct{}, 1)}
 	opts := func(name, help string) prometheus.CounterOpts {
 		return prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: "registry_history", Name: name, Help: help}
 	}
@@ -120,31 +129,29 @@ func (r *Recorder) queued() float64 {
 	return float64(len(r.queue))
 }
 
-// ObserveListings applies listings to the history and queues the rows
-// they change. It does not wait for the store: rows beyond MaxQueued are
-// dropped and counted.
-func (r *Recorder) ObserveListings(ls []*schema.Listing) {
-	r.mu.Lock()
-	cs := r.tracker.Apply(ls...)
+// ObserveChanges queues the changes of one Apply of the store, stamped
+// with a RecordedAt later than the batch before (registryversions.
+// WithChanges calls it in the order the changes were made). It does not
+// wait for the writer: rows beyond MaxQueued are dropped and counted.
+func (r *Recorder) ObserveChanges(cs []registryversions.Change) {
 	if len(cs) == 0 {
-		r.mu.Unlock()
 		return
 	}
+	r.mu.Lock()
 	at := r.now().UTC().Truncate(time.Millisecond)
 	if !at.After(r.last) {
 		at = r.last.Add(time.Millisecond)
 	}
 	r.last = at
-	for i := range cs {
-		cs[i].RecordedAt = at
-	}
 	room := max(r.o.MaxQueued-len(r.queue), 0)
 	dropped := 0
 	if len(cs) > room {
 		dropped = len(cs) - room
 		cs = cs[:room]
 	}
-	r.queue = append(r.queue, cs...)
+	for _, c := range cs {
+		r.queue = append(r.queue, queued{c, at})
+	}
 	r.mu.Unlock()
 	if dropped > 0 {
 		r.m.dropped.Add(float64(dropped))
@@ -174,19 +181,26 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// take removes up to BatchRows rows from the queue.
+// take removes up to BatchRows rows from the queue and describes them.
 func (r *Recorder) take() []registrydiff.Change {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	n := min(len(r.queue), r.o.BatchRows)
 	if n == 0 {
+		r.mu.Unlock()
 		return nil
 	}
-	batch := make([]registrydiff.Change, n)
-	copy(batch, r.queue)
+	qs := r.queue[:n]
 	r.queue = r.queue[n:]
 	if len(r.queue) == 0 {
 		r.queue = nil // let the backing array go
+	}
+	r.mu.Unlock()
+	// qs is no longer the queue's: later appends go past it, or to a new
+	// array.
+	batch := make([]registrydiff.Change, n)
+	for i, q := range qs {
+		batch[i] = registrydiff.Describe(q.c)
+		batch[i].RecordedAt = q.recordedAt
 	}
 	return batch
 }
@@ -220,4 +234,18 @@ func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error
 		}
 		wait = min(2*wait, r.o.RetryMax)
 	}
+}
+
+// Rows is the registry history of ls applied in one call to an empty
+// store, described: what a Recorder would write for them, for fixtures
+// and tools that hold the listings.
+func Rows(ls ...*schema.Listing) []registrydiff.Change {
+	var out []registrydiff.Change
+	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+		for _, c := range cs {
+			out = append(out, registrydiff.Describe(c))
+		}
+	}))
+	s.Apply(ls...)
+	return out
 }

@@ -1,12 +1,14 @@
 package registryhistory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -63,6 +66,27 @@ func listings() []*schema.Listing {
 	return ls
 }
 
+// storeOf returns a store that reports its changes to rec.
+func storeOf(rec *Recorder) *registryversions.Store {
+	return registryversions.New(registryversions.WithChanges(rec.ObserveChanges))
+}
+
+// history is what a store reports for ls applied in these batches,
+// described: the rows a Recorder queues.
+func history(ls []*schema.Listing, batches ...int) []registrydiff.Change {
+	var out []registrydiff.Change
+	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+		for _, c := range cs {
+			out = append(out, registrydiff.Describe(c))
+		}
+	}))
+	for _, n := range batches {
+		s.Apply(ls[:n]...)
+		ls = ls[n:]
+	}
+	return out
+}
+
 func newSink(t *testing.T) *sink.ClickHouse {
 	t.Helper()
 	srv := chenginetest.Server(t)
@@ -96,10 +120,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestRecorderStore: listings observed in shuffled batches, written by
-// the Recorder to ClickHouse, read back with FINAL, are the history
-// computed in event time; a second instance writing the same history
-// changes nothing.
+// TestRecorderStore: listings applied in shuffled batches to a store
+// that reports to the Recorder, written to ClickHouse, read back with
+// FINAL, are the history computed in event time; a second instance
+// writing the same history changes nothing.
 func TestRecorderStore(t *testing.T) {
 	w := newSink(t)
 	reg := prometheus.NewRegistry()
@@ -108,20 +132,20 @@ func TestRecorderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, rec)
+	store := storeOf(rec)
 	ls := listings()
 	shuffled := append([]*schema.Listing(nil), ls...)
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	emitted := 0 // rows the recorder queues: the same batches through another Tracker
-	replay := registrydiff.NewTracker()
-	for len(shuffled) > 0 {
-		n := min(5, len(shuffled))
-		rec.ObserveListings(shuffled[:n])
-		emitted += len(replay.Apply(shuffled[:n]...))
-		shuffled = shuffled[n:]
+	var batches []int
+	for i := 0; i < len(shuffled); i += 5 {
+		n := min(5, len(shuffled)-i)
+		store.Apply(shuffled[i : i+n]...)
+		batches = append(batches, n)
 	}
+	emitted := len(history(shuffled, batches...)) // rows the recorder queues: the same batches through another store
 	waitFor(t, "every row written", func() bool { return testutil.ToFloat64(rec.m.written) == float64(emitted) })
 
-	want := registrydiff.NewTracker().Apply(ls...)
+	want := Rows(ls...)
 	read := func() []registrydiff.Change {
 		got, err := w.RegistryChanges(context.Background(), sink.ChangeFilter{Registry: "fleet"}, 0)
 		if err != nil {
@@ -138,7 +162,7 @@ func TestRecorderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, other)
-	other.ObserveListings(ls)
+	storeOf(other).Apply(ls...)
 	waitFor(t, "the second recorder", func() bool { return testutil.ToFloat64(other.m.written) == float64(len(want)) })
 	if got := read(); !sameHistory(got, want) {
 		t.Fatalf("after a second writer: %d rows, want %d", len(got), len(want))
@@ -149,7 +173,7 @@ func TestRecorderStore(t *testing.T) {
 // the summary.
 func sameHistory(got, want []registrydiff.Change) bool {
 	type row struct {
-		key              registrydiff.Key
+		key              registryversions.ChangeKey
 		kind             registrydiff.Kind
 		before, after    string
 		tBefore, tAfter  int
@@ -163,8 +187,8 @@ func sameHistory(got, want []registrydiff.Change) bool {
 		}
 		return out
 	}
-	registrydiff.SortChanges(got)
-	registrydiff.SortChanges(want)
+	sortRows(got)
+	sortRows(want)
 	g, w := rows(got), rows(want)
 	return len(g) > 0 && reflect.DeepEqual(g, w)
 }
@@ -192,18 +216,17 @@ func TestRecorderRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, rec)
+	store := storeOf(rec)
 	ls := listings()
-	rec.ObserveListings(ls[:3]) // written at the third attempt... as permanent: dropped
+	store.Apply(ls[:3]...) // written at the third attempt... as permanent: dropped
 	waitFor(t, "the dropped batch", func() bool { return testutil.ToFloat64(rec.m.dropped) > 0 })
-	rec.ObserveListings(ls[3:])
-	rest := registrydiff.NewTracker()
-	rest.Apply(ls[:3]...)
-	restRows := len(rest.Apply(ls[3:]...))
+	store.Apply(ls[3:]...)
+	first := Rows(ls[:3]...)
+	restRows := len(history(ls, 3, len(ls)-3)) - len(first)
 	waitFor(t, "the rest", func() bool { return testutil.ToFloat64(rec.m.written) == float64(restRows) })
 	if n := testutil.ToFloat64(rec.m.writeErrors); n != 3 {
 		t.Errorf("write errors = %v, want 3", n)
 	}
-	first := registrydiff.NewTracker().Apply(ls[:3]...)
 	if got := testutil.ToFloat64(rec.m.dropped); got != float64(len(first)) {
 		t.Errorf("dropped = %v, want the first batch's %d rows", got, len(first))
 	}
@@ -211,7 +234,7 @@ func TestRecorderRetries(t *testing.T) {
 
 var errPermanent = errors.New("permanent")
 
-// TestRecorderQueueFull: with the store stuck, ObserveListings does not
+// TestRecorderQueueFull: with the store stuck, ObserveChanges does not
 // block; rows beyond MaxQueued are dropped and counted; cancelling Run
 // returns at once though the write in progress never ends.
 func TestRecorderQueueFull(t *testing.T) {
@@ -227,13 +250,13 @@ func TestRecorderQueueFull(t *testing.T) {
 	done := make(chan struct{})
 	go func() { rec.Run(ctx); close(done) }()
 	observed := make(chan struct{})
-	go func() { rec.ObserveListings(listings()); close(observed) }()
+	go func() { storeOf(rec).Apply(listings()...); close(observed) }()
 	select {
 	case <-observed:
 	case <-time.After(10 * time.Second):
-		t.Fatal("ObserveListings blocked on a stuck store")
+		t.Fatal("ObserveChanges blocked on a stuck store")
 	}
-	all := len(registrydiff.NewTracker().Apply(listings()...))
+	all := len(Rows(listings()...))
 	waitFor(t, "the writer to take a batch", func() bool { return rec.queued() <= 6 })
 	if got := testutil.ToFloat64(rec.m.dropped); got != float64(all-10) {
 		t.Errorf("dropped %v of %d rows, want all but the 10 queued", got, all)
@@ -254,12 +277,13 @@ func TestRecordedAtIncreases(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.now = func() time.Time { return t0 }
+	store := storeOf(rec)
 	ls := listings()
 	var last time.Time
 	for _, l := range ls {
-		rec.ObserveListings([]*schema.Listing{l})
+		store.Apply(l)
 		if n := len(rec.queue); n > 0 {
-			at := rec.queue[n-1].RecordedAt
+			at := rec.queue[n-1].recordedAt
 			if !at.After(last) && !last.IsZero() && at != last {
 				t.Fatalf("RecordedAt %v after %v", at, last)
 			}
@@ -268,12 +292,17 @@ func TestRecordedAtIncreases(t *testing.T) {
 	}
 	seen := map[time.Time]bool{}
 	prev := time.Time{}
-	for _, c := range rec.queue {
-		if c.RecordedAt.Before(prev) {
-			t.Fatalf("RecordedAt went back: %v after %v", c.RecordedAt, prev)
+	for _, q := range rec.queue {
+		if q.recordedAt.Before(prev) {
+			t.Fatalf("RecordedAt went back: %v after %v", q.recordedAt, prev)
 		}
-		prev = c.RecordedAt
-		seen[c.RecordedAt] = true
+		prev = q.recordedAt
+		seen[q.recordedAt] = true
+	}
+	// take describes and stamps what it takes.
+	want := rec.queue[0]
+	if batch := rec.take(); len(batch) == 0 || batch[0].RecordedAt != want.recordedAt || !reflect.DeepEqual(batch[0].Change, want.c) || batch[0].Kind == "" {
+		t.Fatalf("took %+v, queued %+v", batch[:min(1, len(batch))], want)
 	}
 	if len(seen) < 10 {
 		t.Errorf("%d distinct stamps for %d listings", len(seen), len(ls))
@@ -281,7 +310,7 @@ func TestRecordedAtIncreases(t *testing.T) {
 }
 
 func diffRows(got, want []registrydiff.Change) string {
-	in := map[registrydiff.Key]registrydiff.Change{}
+	in := map[registryversions.ChangeKey]registrydiff.Change{}
 	for _, c := range want {
 		c.ObservedAt = c.ObservedAt.UTC()
 		in[c.Key()] = c
@@ -301,4 +330,11 @@ func diffRows(got, want []registrydiff.Change) string {
 		out += fmt.Sprintf("\nmissing %+v", c)
 	}
 	return out
+}
+
+func sortRows(cs []registrydiff.Change) {
+	slices.SortFunc(cs, func(a, b registrydiff.Change) int {
+		return cmp.Or(cmp.Compare(a.Registry, b.Registry), cmp.Compare(a.Server, b.Server),
+			a.ObservedAt.Compare(b.ObservedAt), cmp.Compare(a.Tool, b.Tool))
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/toolaudit/toolaudit/internal/par"
+	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
 
@@ -161,10 +162,14 @@ func (r *reader) bytes() []byte {
 }
 
 // LoadCheckpoint loads a checkpoint into an empty store. On error the
-// store is left empty.
+// store is left empty. A store made WithChanges refuses
+// (ErrReportsChanges): the changes before the checkpoint are not in it.
 func (s *Store) LoadCheckpoint(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changes != nil {
+		return ErrReportsChanges
+	}
 	if len(s.regs) > 0 || len(s.defs) > 0 {
 		return fmt.Errorf("%w: the store is not empty", ErrCheckpoint)
 	}
@@ -188,7 +193,7 @@ func (s *Store) LoadCheckpoint(data []byte) error {
 	}
 	par.For(len(defs), minPerWorker, func(i int) {
 		d := &defs[i]
-		if d.digest, d.err = Digest(d.name, d.schema); d.err == nil {
+		if d.digest, d.err = schema.Digest(d.name, d.schema); d.err == nil {
 			d.sig, d.err = signature.CompileWith(d.schema, s.sigOpts)
 		}
 	})

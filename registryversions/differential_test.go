@@ -2,6 +2,7 @@ package registryversions
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +56,9 @@ func fleetListings(t testing.TB, sessions int, changeRate float64, seed uint64, 
 // TestDifferentialFleet: the incremental store and a from-scratch rebuild
 // give identical versions, ids, digests and drift flags over random
 // arrival orders of the corpus's listings plus generated relistings,
-// changes, removes, redeliveries and same-instant conflicts.
+// changes, removes, redeliveries and same-instant conflicts; made
+// WithChanges, the same versions, and the changes it reports, kept last
+// per key, are the history in event time (changesReference).
 func TestDifferentialFleet(t *testing.T) {
 	ls := readListings(t, corpus("sample", "listings.jsonl"))
 	ls = append(ls, readListings(t, corpus("mcp", "listings.jsonl"))...)
@@ -68,6 +71,10 @@ func TestDifferentialFleet(t *testing.T) {
 	}
 	if nv < 150 {
 		t.Fatalf("the reference has only %d versions: too few changes to test", nv)
+	}
+	wantChanges := changesReference(t, ls)
+	if len(wantChanges) < 1000 {
+		t.Fatalf("the reference has only %d changes", len(wantChanges))
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	orders := []struct {
@@ -84,7 +91,11 @@ func TestDifferentialFleet(t *testing.T) {
 	}
 	for _, o := range orders {
 		t.Run(strings.ReplaceAll(o.name, " ", "_"), func(t *testing.T) {
+			reported := map[ChangeKey]Change{}
 			s := New(WithLateWindow(0))
+			if o.batch > 1 || strings.Contains(o.name, "late") {
+				s = New(WithLateWindow(0), WithChanges(func(cs []Change) { keepLast(reported, cs) }))
+			}
 			order := o.order()
 			for k := 0; k < len(order); k += o.batch {
 				var batch []*schema.Listing
@@ -101,6 +112,11 @@ func TestDifferentialFleet(t *testing.T) {
 			if d := diffStore(s, want); d != "" {
 				t.Fatalf("after redelivering everything: %s", d)
 			}
+			if s.ReportsChanges() {
+				if got := materialized(reported); !slices.EqualFunc(got, wantChanges, sameChange) {
+					t.Fatalf("changes: %d, want %d", len(got), len(wantChanges))
+				}
+			}
 		})
 	}
 }
@@ -112,18 +128,35 @@ func TestLateWindow(t *testing.T) {
 	ls := fleetListings(t, 1500, 0.01, 2, false)
 	want := reference(t, ls)
 	// 4,500 listings, 3 per 130 s: 50 positions late is under 40 minutes.
-	s := New(WithLateWindow(time.Hour))
+	reported := map[ChangeKey]Change{}
+	s := New(WithLateWindow(time.Hour), WithChanges(func(cs []Change) { keepLast(reported, cs) }))
 	for _, i := range fleet.Arrival(len(ls), 0.2, 0.1, 50, 9) {
 		s.Apply(ls[i])
 	}
 	if d := diffStore(s, want); d != "" {
 		t.Fatal(d)
 	}
+	if got, want := materialized(reported), changesReference(t, ls); !slices.EqualFunc(got, want, sameChange) {
+		t.Fatalf("changes: %d, want %d", len(got), len(want))
+	}
 	st := s.Stats()
 	if st.Points > int64(len(ls))/4 {
 		t.Fatalf("%d relisting instants kept of %d listings: the window does not bound them", st.Points, len(ls))
 	}
 	t.Logf("%+v", st)
+}
+
+func keepLast(store map[ChangeKey]Change, cs []Change) {
+	for _, c := range cs {
+		store[c.Key()] = c
+	}
+}
+
+// sameChange compares changes; their schemas are the first listed with
+// the digest, so the digests compare them.
+func sameChange(a, b Change) bool {
+	a.SchemaBefore, a.SchemaAfter, b.SchemaBefore, b.SchemaAfter = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 func identity(n int) []int {

@@ -1,14 +1,17 @@
-// Package registryversions keeps the time-indexed history of every
-// registry: listing events are applied in event time, whatever order they
-// arrive in, and At(registry, t) returns the Version that was current at t
-// (spec v1: for each server, its latest snapshot with observed_at <= t,
-// unless a later remove, still <= t, dropped it).
+// Package registryversions keeps the registry history: the one
+// event-time history of every registry. Listing events are applied in
+// event time, whatever order they arrive in; At(registry, t) returns the
+// Version that was current at t (spec v1: for each server, its latest
+// snapshot with observed_at <= t, unless a later remove, still <= t,
+// dropped it), and a store made WithChanges reports what each listing
+// changed about each tool (Change), which is the history as table
+// registry_changes holds it (package registrydiff describes a change,
+// package registryhistory writes them).
 //
 // Versions are content-addressed: a Version's ID is a hash of its servers,
 // trust tiers and tool digests, so it is stable across processes, restarts
 // and arrival orders, and a listing that changes only descriptions keeps
-// the version. Tool digests follow the contract: sha256 over the RFC 8785
-// canonical JSON of {"inputSchema":…,"name":…}.
+// the version. Tool digests are the contract's (schema.Digest).
 //
 // # A fleet relists: the history is points and spans, not events
 //
@@ -40,6 +43,22 @@
 // plus the relistings of the last window. A listing later than that is
 // still applied, but a change it brings holds until the server's next
 // retained point instead of its next relisting.
+//
+// # Changes
+//
+// A store made WithChanges reports, after each Apply, per tool of each
+// server, the digest and trust before and at every listing the call
+// added, and at the next listing of the server, whose predecessor it
+// changed: recomputed, and deleted where nothing changes there any more.
+// A table keeping the last report per (registry, server, tool,
+// observed_at) holds the same history for every arrival order. The
+// changes are those of the points the store keeps (the late window
+// applies to them as to versions), named by the greatest event_id of the
+// content that stands at the instant; the store then keeps an event_id
+// per point, and loads no checkpoint (it holds no listing before it). A
+// tool the store skips (its inputSchema not JSON or not compilable,
+// reported as an Issue) is in no change either: the history is that of
+// the registry the resolver decides on.
 //
 // # Checkpoints
 //

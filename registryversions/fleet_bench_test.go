@@ -45,7 +45,8 @@ func decodeAll(b testing.TB, lines [][]byte) []*schema.Listing {
 // the stream applies a trickle: in order, and with 10% late (up to 300
 // listings, about 3 hours of event time) and 10% redelivered. Reports the
 // store's time per listing (decoding excluded: see decode-ns/listing)
-// and its memory per distinct version, after a GC.
+// and its memory per distinct version, after a GC; -changes, the same
+// with the registry history on (WithChanges).
 func BenchmarkFleet(b *testing.B) {
 	lines := fleetLines(b, 10000)
 	ls := decodeAll(b, lines)
@@ -59,20 +60,36 @@ func BenchmarkFleet(b *testing.B) {
 		{"in-order", identity(len(ls))},
 		{"late-redelivered", fleet.Arrival(len(ls), 0.1, 0.1, 300, 3)},
 	} {
-		b.Run(a.name, func(b *testing.B) {
-			var s *Store
-			for b.Loop() {
-				s = New()
-				for _, i := range a.order {
-					s.Apply(ls[i])
-				}
+		for _, history := range []bool{false, true} {
+			name := a.name
+			if history {
+				// With the registry history on: the changes reported (and
+				// counted, as a writer that keeps up would take them).
+				name += "-changes"
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(a.order))/1e3, "µs/listing")
-			b.ReportMetric(decodeNs/1e3, "decode-µs/listing")
-			st := s.Stats()
-			b.ReportMetric(float64(st.Versions), "versions")
-			b.ReportMetric(float64(st.Bytes)/float64(st.Versions), "est-B/version")
-		})
+			b.Run(name, func(b *testing.B) {
+				var s *Store
+				var opts []Option
+				n := 0
+				if history {
+					opts = append(opts, WithChanges(func(cs []Change) { n += len(cs) }))
+				}
+				for b.Loop() {
+					s = New(opts...)
+					for _, i := range a.order {
+						s.Apply(ls[i])
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(a.order))/1e3, "µs/listing")
+				b.ReportMetric(decodeNs/1e3, "decode-µs/listing")
+				st := s.Stats()
+				b.ReportMetric(float64(st.Versions), "versions")
+				b.ReportMetric(float64(st.Bytes)/float64(st.Versions), "est-B/version")
+				if history {
+					b.ReportMetric(float64(n)/float64(b.N), "changes")
+				}
+			})
+		}
 	}
 }
 
@@ -84,27 +101,36 @@ func TestFleetMemory(t *testing.T) {
 		t.Skip("short")
 	}
 	lines := fleetLines(t, 10000)
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	s := New()
-	for _, l := range lines {
-		li, err := schema.DecodeListing(l)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"plain", nil},
+		// The registry history on: an event_id per point.
+		{"changes", []Option{WithChanges(func([]Change) {})}},
+	} {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		s := New(tc.opts...)
+		for _, l := range lines {
+			li, err := schema.DecodeListing(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Apply(li)
 		}
-		s.Apply(li)
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		st := s.Stats()
+		held := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
+		t.Logf("%s: %d listings: %d versions, %d definitions, %d points; heap held %.1f MiB (%.0f KiB per version), estimated %.1f MiB",
+			tc.name, len(lines), st.Versions, st.Definitions, st.Points, float64(held)/(1<<20), float64(held)/1024/float64(st.Versions), float64(st.Bytes)/(1<<20))
+		if perVersion := held / st.Versions; perVersion > 1<<20 {
+			t.Fatalf("%d bytes per version", perVersion)
+		}
+		runtime.KeepAlive(s)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	st := s.Stats()
-	held := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
-	t.Logf("%d listings: %d versions, %d definitions, %d points; heap held %.1f MiB (%.0f KiB per version), estimated %.1f MiB",
-		len(lines), st.Versions, st.Definitions, st.Points, float64(held)/(1<<20), float64(held)/1024/float64(st.Versions), float64(st.Bytes)/(1<<20))
-	if perVersion := held / st.Versions; perVersion > 1<<20 {
-		t.Fatalf("%d bytes per version", perVersion)
-	}
-	runtime.KeepAlive(s)
 	runtime.KeepAlive(lines)
 }
 

@@ -33,9 +33,10 @@ type span struct {
 
 type server struct {
 	name      string
-	points    []point // sorted by at
-	spans     []span  // sorted by from; consecutive spans differ in content
-	compacted int     // len(points) after the last compaction
+	points    []point  // sorted by at
+	events    []string // points[i]'s event_id, kept only WithChanges
+	spans     []span   // sorted by from; consecutive spans differ in content
+	compacted int      // len(points) after the last compaction
 }
 
 // registry is the writer's record of one registry; readers see view.
@@ -67,8 +68,9 @@ const (
 
 const forever = math.MaxInt64
 
-// apply records that server was listed with content c at instant at.
-func (r *registry) apply(s *Store, name string, at int64, c *content) outcome {
+// apply records that server was listed with content c at instant at, by
+// event ev; changes, when the store reports them, learns what it alters.
+func (r *registry) apply(s *Store, name string, at int64, c *content, ev string, changes *changeSet) outcome {
 	sv := r.servers[name]
 	if sv == nil {
 		sv = &server{name: name}
@@ -80,16 +82,33 @@ func (r *registry) apply(s *Store, name string, at int64, c *content) outcome {
 		i, _ = slices.BinarySearchFunc(ps, at, func(p point, at int64) int { return cmp.Compare(p.at, at) })
 	}
 	if i < len(ps) && ps[i].at == at {
-		if ps[i].c == c || !wins(c, ps[i].c) {
+		if ps[i].c == c {
+			if changes != nil && ev > sv.events[i] {
+				// The greatest event_id of the content that stands names
+				// the changes there, whatever the arrival order.
+				changes.mark(r, sv, at)
+				sv.events[i] = ev
+			}
+			return noop
+		}
+		if !wins(c, ps[i].c) {
 			return noop
 		}
 		// Another content at an existing instant: rare (two listings of
 		// one server in the same nanosecond), rebuilt whole.
+		changes.mark(r, sv, at)
 		ps[i].c = c
+		if changes != nil {
+			sv.events[i] = ev
+		}
 		r.rebuild()
 		return changed
 	}
+	changes.mark(r, sv, at)
 	sv.points = slices.Insert(ps, i, point{at, c})
+	if changes != nil {
+		sv.events = slices.Insert(sv.events, i, ev)
+	}
 	r.n.points++
 	if !r.born || at < r.birth {
 		r.born, r.birth = true, at
@@ -344,9 +363,16 @@ func (sv *server) compact(r *registry, window int64) {
 			continue
 		}
 		last = p.c
+		if sv.events != nil {
+			sv.events[len(kept)] = sv.events[k]
+		}
 		kept = append(kept, p)
 	}
 	clear(sv.points[len(kept):])
+	if sv.events != nil {
+		clear(sv.events[len(kept):])
+		sv.events = sv.events[:len(kept)]
+	}
 	r.n.points -= int64(len(sv.points) - len(kept))
 	sv.points = kept
 	sv.compacted = len(kept)

@@ -68,7 +68,7 @@ func refContent(t testing.TB, l *schema.Listing) *refState {
 		d, ok := refDigests[key]
 		if !ok {
 			var err error
-			if d, err = Digest(tl.Name, tl.InputSchema); err != nil {
+			if d, err = schema.Digest(tl.Name, tl.InputSchema); err != nil {
 				t.Fatal(err)
 			}
 			refDigests[key] = d

@@ -63,6 +63,7 @@ type Store struct {
 
 	lateWindow int64 // ns; 0: every relisting instant is kept
 	sigOpts    signature.Options
+	changes    func([]Change) // WithChanges; nil: no event_id is kept
 
 	compiled atomic.Int64
 	stats    Stats  // under mu
@@ -203,6 +204,10 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return ls[a].ObservedAt.Compare(ls[b].ObservedAt) })
+	var changes *changeSet
+	if s.changes != nil {
+		changes = &changeSet{}
+	}
 	newRegs := map[string]*registry{}
 	for _, i := range order {
 		l := ls[i]
@@ -215,7 +220,7 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 		}
 		s.stats.Listings++
 		before := r.n
-		res := r.apply(s, l.Server, l.ObservedAt.UnixNano(), cs[i])
+		res := r.apply(s, l.Server, l.ObservedAt.UnixNano(), cs[i], l.EventID, changes)
 		s.n.add(r.n, before)
 		switch res {
 		case noop:
@@ -228,6 +233,11 @@ func (s *Store) Apply(ls ...*schema.Listing) []Issue {
 		s.view.Store(&Snapshot{dir: s.view.Load().dir.with(newRegs)})
 	}
 	s.publishStats()
+	if changes != nil {
+		if out := changes.changes(); len(out) > 0 {
+			s.changes(out)
+		}
+	}
 	return issues
 }
 
@@ -279,7 +289,7 @@ func (s *Store) prepare(ls []*schema.Listing) ([]*content, []Issue) {
 	}
 	par.For(len(misses), minPerWorker, func(i int) {
 		j := &jobs[misses[i]]
-		j.digest, j.err = Digest(j.t.Name, j.t.InputSchema)
+		j.digest, j.err = schema.Digest(j.t.Name, j.t.InputSchema)
 	})
 	// Distinct new digests are compiled once each.
 	first := map[string]int{}
@@ -409,6 +419,9 @@ func (s *Store) bytes() int64 {
 	// A state copies its tools (Tool and map entry); a version holds a
 	// server list, a name map entry and a slot of Tools() per tool.
 	b += 16*s.n.points + 150*s.n.states + 300*s.n.versions + 250*s.n.stateTools + 60*s.n.versionTools
+	if s.changes != nil {
+		b += 24 * s.n.points // an event_id per point
+	}
 	return b
 }
 

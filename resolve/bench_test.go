@@ -118,7 +118,7 @@ func rawSchema(b *testing.B, file, digest string) []byte {
 			continue
 		}
 		for _, t := range l.Tools {
-			d, err := registryversions.Digest(t.Name, t.InputSchema)
+			d, err := schema.Digest(t.Name, t.InputSchema)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,7 @@
 // schema: the listing, call and decision events of spec v1, their strict
 // decoders, the JSON Schemas that describe the same events
 // (call.schema.json, listing.schema.json, decision.schema.json), the
-// decision encoder; and the decision row as stored (Row), the table of its
+// decision encoder, the tool digest (Digest); and the decision row as stored (Row), the table of its
 // fields and column types (Columns) and the ClickHouse DDL that creates
 // them (Migrations, ddl/*.sql).
 //

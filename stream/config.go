@@ -121,12 +121,6 @@ type Config struct {
 	ArgsKey *schema.ArgsKey
 	// Resolver decides the calls. The zero value is strict.
 	Resolver resolve.Resolver
-	// ListingObserver, if set, is told of every batch of listings after
-	// the store applied it (registryhistory.Recorder: the registry
-	// history). It is called from the listings reader and must not block.
-	// It must see every listing: with one set, the instance reads the
-	// listings topic from the start and loads no checkpoint.
-	ListingObserver ListingObserver
 	// Suggester names, for H1 and M1 rows, the valid tool nearest to the
 	// emitted one (Row.SuggestedTool). Nil: the pipeline makes its own;
 	// share one with the HTTP API to share its caches.

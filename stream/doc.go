@@ -7,8 +7,8 @@
 // every partition, by a client outside any group; each listing is decoded
 // (schema.DecodeListing; a bad one is logged, counted and skipped) and
 // applied to the registryversions.Store, which keeps the history in event
-// time; Config.ListingObserver, if set, is told of each applied batch
-// (resolverd's registry history). An instance starts from the newest registry checkpoint in
+// time (and, made registryversions.WithChanges, reports what each batch
+// changed: resolverd's registry history). An instance starts from the newest registry checkpoint in
 // Config.CheckpointTopic (default "tool-listings-checkpoint": the store's
 // state and the listings offsets it covers) and reads each partition from
 // where it ends, so start-up does not replay the topic's years; without

@@ -15,14 +15,6 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// ListingObserver is told of the listings the store applied, in the
-// order the listings reader applied them (not event time). The slice and
-// the listings are not modified after the call, and are not to be
-// modified by the observer.
-type ListingObserver interface {
-	ObserveListings(ls []*schema.Listing)
-}
-
 // listings reads the listings topic into the store, every partition from
 // where the registry checkpoint it loaded ends (else from the start), and
 // reports what it has applied to the watermark; it also writes
@@ -137,9 +129,6 @@ func (l *listings) fetch(ctx context.Context) {
 func (l *listings) apply(batch []*schema.Listing) {
 	const maxLogged = 20
 	issues := l.store.Apply(batch...)
-	if l.cfg.ListingObserver != nil {
-		l.cfg.ListingObserver.ObserveListings(batch)
-	}
 	for i, is := range issues {
 		if i == maxLogged {
 			l.log.Warn("more listing issues not logged", "count", len(issues)-maxLogged)
@@ -154,13 +143,14 @@ func (l *listings) apply(batch []*schema.Listing) {
 
 // restore loads the newest checkpoint into the (empty) store; the
 // watermark then starts from the offsets it covers. Without a usable one,
-// every partition is read from the start. With a ListingObserver no
-// checkpoint is loaded: the observer (the registry history) must see
-// every listing, and a checkpoint holds the store's state, not the
-// listings before it. Checkpoints are still written.
+// every partition is read from the start. A store that reports its
+// changes (registryversions.WithChanges: the registry history) loads no
+// checkpoint: it must see every listing, and a checkpoint holds the
+// store's state, not the listings before it. Checkpoints are still
+// written.
 func (l *listings) restore(ctx context.Context) {
-	if l.cfg.ListingObserver != nil {
-		l.log.Info("listing observer set (registry history): reading the listings topic from the start, not from a checkpoint")
+	if l.store.ReportsChanges() {
+		l.log.Info("the registry store reports its changes (registry history): reading the listings topic from the start, not from a checkpoint")
 		return
 	}
 	start := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -617,71 +618,75 @@ func TestNoDecisionBeforeCatchUp(t *testing.T) {
 	}
 }
 
-// observer records the listings it is told of, and whether the store had
-// applied each by then.
-type observer struct {
+// changeLog is a registry store that reports its changes, and what it
+// reported.
+type changeLog struct {
 	store *registryversions.Store
 	mu    sync.Mutex
-	ids   map[string]bool
-	early []string // observed before the store had them
+	rows  map[registryversions.ChangeKey]registryversions.Change // the last report of each key
 }
 
-func (o *observer) ObserveListings(ls []*schema.Listing) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, l := range ls {
-		o.ids[l.EventID] = true
-		if o.store.At(l.Registry, l.ObservedAt) == nil {
-			o.early = append(o.early, l.EventID)
+func newChangeLog() *changeLog {
+	cl := &changeLog{rows: map[registryversions.ChangeKey]registryversions.Change{}}
+	cl.store = registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		for _, c := range cs {
+			cl.rows[c.Key()] = c
+		}
+	}))
+	return cl
+}
+
+// history is what the reports hold, deleted changes dropped.
+func (cl *changeLog) history() map[registryversions.ChangeKey]string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := map[registryversions.ChangeKey]string{}
+	for k, c := range cl.rows {
+		if !c.Deleted {
+			out[k] = c.EventID + " " + c.DigestBefore + " " + c.DigestAfter
 		}
 	}
+	return out
 }
 
-// TestListingObserver: Config.ListingObserver is told of every decodable
-// listing, once, after the store applied it.
-func TestListingObserver(t *testing.T) {
+// TestStoreReportingChanges: a store made WithChanges (the registry
+// history) is given every decodable listing, and an instance with one
+// loads no checkpoint: it reports the whole history again, from the
+// topic's start.
+func TestStoreReportingChanges(t *testing.T) {
 	c := newCluster(t, 3)
 	prod := newProducer(t, c)
 	lines := readLines(t, corpus("sample", "listings.jsonl"))
 	produce(t, prod, listingsTopic, append(lines, []byte(`{"type":"listing"}`))) // and one bad
-	store := registryversions.New()
-	obs := &observer{store: store, ids: map[string]bool{}}
+	cl := newChangeLog()
 	cfg := testConfig(c)
-	cfg.ListingObserver = obs
-	r := start(t, cfg, store, newRecSink(), nil)
+	r := start(t, cfg, cl.store, newRecSink(), nil)
 	eventually(t, 10*time.Second, "ready", r.p.Ready)
-	eventually(t, 10*time.Second, "every listing observed", func() bool {
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		return len(obs.ids) == len(lines)
-	})
-	obs.mu.Lock()
-	if len(obs.early) > 0 {
-		t.Errorf("observed before the store applied them: %v", obs.early)
+	eventually(t, 10*time.Second, "every listing applied", func() bool { return cl.store.Stats().Listings == int64(len(lines)) })
+	want := cl.history()
+	if len(want) == 0 {
+		t.Fatal("no change reported")
 	}
-	obs.mu.Unlock()
 
-	// The first instance leaves a checkpoint at shutdown; the next one
-	// with an observer does not load it: the observer (the registry
-	// history) is told of every listing again, from the topic's start.
+	// The first instance leaves a checkpoint at shutdown; the next one,
+	// whose store reports changes, does not load it.
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.ToFloat64(r.p.m.checkpointsWritten); n != 1 {
 		t.Fatalf("%v checkpoints written at shutdown, want 1", n)
 	}
-	store2 := registryversions.New()
-	obs2 := &observer{store: store2, ids: map[string]bool{}}
-	cfg.ListingObserver = obs2
+	cl2 := newChangeLog()
 	cfg.Group, cfg.AnalysisID = "resolverd-2", "2"
-	r2 := start(t, cfg, store2, newRecSink(), prometheus.NewRegistry())
+	r2 := start(t, cfg, cl2.store, newRecSink(), prometheus.NewRegistry())
 	eventually(t, 10*time.Second, "ready", r2.p.Ready)
-	eventually(t, 10*time.Second, "every listing observed again", func() bool {
-		obs2.mu.Lock()
-		defer obs2.mu.Unlock()
-		return len(obs2.ids) == len(lines)
-	})
+	eventually(t, 10*time.Second, "every listing applied again", func() bool { return cl2.store.Stats().Listings == int64(len(lines)) })
 	if testutil.ToFloat64(r2.p.m.checkpointLoaded) != 0 {
-		t.Error("an instance with a listing observer loaded a checkpoint")
+		t.Error("an instance whose store reports changes loaded a checkpoint")
+	}
+	if got := cl2.history(); !reflect.DeepEqual(got, want) {
+		t.Errorf("second instance: %d changes, want %d", len(got), len(want))
 	}
 }

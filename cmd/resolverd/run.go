@@ -22,6 +22,7 @@ import (
 	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -304,14 +305,17 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
-	store := newStore(a.stream.Resolver)
 	rec, err := registryHistory(a, ch, log, reg)
 	if err != nil {
 		return err
 	}
+	var storeOpts []registryversions.Option
 	if rec != nil {
-		a.stream.ListingObserver = rec
+		// The store reports what each listing changed; it then reads the
+		// listings topic from the start, not from a checkpoint.
+		storeOpts = append(storeOpts, registryversions.WithChanges(rec.ObserveChanges))
 	}
+	store := newStore(a.stream.Resolver, storeOpts...)
 	a.stream.Suggester = suggest.New()
 	var out stream.Sink = chSink{ch}
 	if a.http.decisionsTopic != "" {

@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/registryhistory"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -199,5 +199,5 @@ func Write(ctx context.Context, w *sink.ClickHouse) error {
 	if err := w.Write(ctx, again); err != nil {
 		return err
 	}
-	return w.WriteRegistryChanges(ctx, registrydiff.NewTracker().Apply(Listings()...))
+	return w.WriteRegistryChanges(ctx, registryhistory.Rows(Listings()...))
 }

@@ -1,4 +1,4 @@
-package registryversions
+package schema
 
 import (
 	"crypto/sha256"
@@ -6,19 +6,19 @@ import (
 	"fmt"
 
 	"github.com/gowebpki/jcs"
-
-	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Digest returns the contract's tool digest: "sha256:" and the hex SHA-256
 // of the RFC 8785 (JCS) canonical JSON of {"inputSchema":…,"name":…}.
-// inputSchema must be valid JSON.
+// inputSchema must be valid JSON. A call's seen_digest names a definition
+// by it, so every party (hosts, the registry store, the gateway) must
+// compute it alike: it lives here, with the contract.
 func Digest(name string, inputSchema []byte) (string, error) {
 	doc := make([]byte, 0, len(inputSchema)+len(name)+32)
 	doc = append(doc, `{"inputSchema":`...)
 	doc = append(doc, inputSchema...)
 	doc = append(doc, `,"name":`...)
-	doc = schema.AppendString(doc, name)
+	doc = AppendString(doc, name)
 	doc = append(doc, '}')
 	canon, err := jcs.Transform(doc)
 	if err != nil {
