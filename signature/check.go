@@ -198,24 +198,12 @@ func (s *Signature) Accepts(args jsontape.Value) bool {
 	return check(s.root, args, &w) == nil
 }
 
-// check checks v against n, entering n's resource into the dynamic scope
-// when the signature has one.
-func check(n *node, v jsontape.Value, w *walk) *fail {
-	if n.has&cScope != 0 && (len(w.scope) == 0 || w.scope[len(w.scope)-1] != n.res) {
-		w.scope = append(w.scope, n.res)
-		f := checkNode(n, v, w)
-		w.scope = w.scope[:len(w.scope)-1]
-		return f
-	}
-	return checkNode(n, v, w)
-}
-
 // target is the node a $ref or $dynamicRef of n leads to, or nil.
 func (w *walk) target(n *node) *node {
 	if n.ref != nil {
 		return n.ref
 	}
-	if d := n.dyn; d != nil {
+	if d := n.x.dyn; d != nil {
 		for _, r := range w.scope {
 			if t := r.dynNodes[d.name]; t != nil {
 				return t
@@ -226,7 +214,16 @@ func (w *walk) target(n *node) *node {
 	return nil
 }
 
-func checkNode(n *node, v jsontape.Value, w *walk) *fail {
+// check checks v against n. A node of a signature with dynamic references
+// first enters its resource into the dynamic scope, then checks itself
+// once more, now within it.
+func check(n *node, v jsontape.Value, w *walk) *fail {
+	if n.has&cScope != 0 && (len(w.scope) == 0 || w.scope[len(w.scope)-1] != n.res) {
+		w.scope = append(w.scope, n.res)
+		f := check(n, v, w)
+		w.scope = w.scope[:len(w.scope)-1]
+		return f
+	}
 	if !w.spend(1) {
 		return w.fail(ValueFail, tooCostly)
 	}
@@ -235,8 +232,8 @@ func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 		if n.never {
 			return w.fail(ValueFail, n.why)
 		}
-		if n.unchecked != "" { // go on: a definite failure below outranks it
-			f = w.fail(Unchecked, notEnforced+n.unchecked)
+		if n.x.unchecked != "" { // go on: a definite failure below outranks it
+			f = w.fail(Unchecked, notEnforced+n.x.unchecked)
 		}
 		if r := w.target(n); r != nil {
 			if g := check(r, v, w); g != nil {
@@ -272,6 +269,9 @@ func checkNode(n *node, v jsontape.Value, w *walk) *fail {
 		g = n.string(v, w)
 	case t == jsontape.Number && n.has&cNumber != 0:
 		g = n.number(v, w)
+	}
+	if f == nil && n.has&(cComb|cUneval) == 0 { // the common node: no reference, no combinator
+		return g
 	}
 	if f = worse(f, g); f != nil && f.stops() {
 		return f
@@ -333,14 +333,17 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 			worst = worse(worst, w.unknown(n.not, v, "not"))
 		}
 	}
-	if n.ifN != nil {
+	if n.has&cRareValue == 0 {
+		return worst
+	}
+	if n.x.ifN != nil {
 		worst = worse(worst, n.conditional(v, w))
 		if worst != nil && worst.stops() {
 			return worst
 		}
 	}
-	if n.depSchemas != nil && v.Kind() == jsontape.Object {
-		for _, d := range n.depSchemas {
+	if n.x.depSchemas != nil && v.Kind() == jsontape.Object {
+		for _, d := range n.x.depSchemas {
 			if !w.spend(v.Len()) {
 				return w.fail(ValueFail, tooCostly)
 			}
@@ -361,22 +364,22 @@ func (n *node) combinators(v jsontape.Value, w *walk) *fail {
 // conditional checks if, then and else. When if itself cannot be decided,
 // the value passes only if it passes both then and else.
 func (n *node) conditional(v jsontape.Value, w *walk) *fail {
-	c := w.quietly(n.ifN, v)
+	c := w.quietly(n.x.ifN, v)
 	switch {
 	case w.steps < 0:
 		return w.fail(ValueFail, tooCostly)
 	case c == nil:
-		if n.thenN != nil {
-			return check(n.thenN, v, w)
+		if n.x.thenN != nil {
+			return check(n.x.thenN, v, w)
 		}
 	case c.kind != Unchecked:
-		if n.elseN != nil {
-			return check(n.elseN, v, w)
+		if n.x.elseN != nil {
+			return check(n.x.elseN, v, w)
 		}
 	default:
-		for _, b := range [...]*node{n.thenN, n.elseN} {
+		for _, b := range [...]*node{n.x.thenN, n.x.elseN} {
 			if b != nil && w.quietly(b, v) != nil {
-				return w.unknown(n.ifN, v, "if")
+				return w.unknown(n.x.ifN, v, "if")
 			}
 		}
 	}
@@ -452,25 +455,21 @@ func explain(subs []*node, key int, v jsontape.Value, kw string, w *walk) *fail 
 func (n *node) object(v jsontape.Value, w *walk) *fail {
 	var val *fail
 	nReq := 0 // required names present (an object has no repeated names)
+	rare := n.has&cRareKeys != 0
 	for m := v.Members(); m.Next(); {
 		k := m.Name()
+		var p *node // the schema of the member's value
 		declared := false
 		if i := n.prop(k); i >= 0 {
-			declared = true
+			declared, p = true, n.props[i].n
 			if n.props[i].req {
 				nReq++
-			}
-			if f := check(n.props[i].n, m.Value(), w); f != nil {
-				if f.atKey(k).stops() {
-					return f
-				}
-				val = worse(val, f)
 			}
 		} else if n.reqOther != nil && n.reqOther[string(k)] {
 			nReq++
 		}
-		if n.patterns != nil {
-			d, f := n.patternProps(k, m.Value(), w)
+		if rare {
+			d, f := n.rareKeys(k, &m, w)
 			declared = declared || d
 			if f != nil {
 				if f.atKey(k).stops() {
@@ -483,20 +482,10 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 			if n.closed {
 				return w.undeclared("undeclared argument", k)
 			}
-			if n.addl != nil {
-				if f := check(n.addl, m.Value(), w); f != nil {
-					if f.atKey(k).stops() {
-						return f
-					}
-					val = worse(val, f)
-				}
-			}
+			p = n.addl // nil: free-form
 		}
-		if n.propNames != nil {
-			if f := check(n.propNames, m.NameValue(), w); f != nil {
-				if f.kind != Unchecked {
-					f = w.undeclared("key not allowed by propertyNames: "+f.reason, nil)
-				}
+		if p != nil {
+			if f := check(p, m.Value(), w); f != nil {
 				if f.atKey(k).stops() {
 					return f
 				}
@@ -513,7 +502,24 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 		}
 		return w.fail(KeyFail, "required argument missing").at(n.missing(v))
 	}
-	for _, d := range n.depReq {
+	if rare && n.x.depReq != nil {
+		if f := n.dependentRequired(v, w); f != nil {
+			return f
+		}
+	}
+	if val != nil && val.kind == ValueFail {
+		return val
+	}
+	if l := v.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
+		return w.fail(ValueFail, "number of properties out of range")
+	}
+	return val
+}
+
+// dependentRequired checks that the keys each present key depends on are
+// present too.
+func (n *node) dependentRequired(v jsontape.Value, w *walk) *fail {
+	for _, d := range n.x.depReq {
 		if !w.spend(v.Len() * (1 + len(d.req))) {
 			return w.fail(ValueFail, tooCostly)
 		}
@@ -526,13 +532,29 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 			}
 		}
 	}
-	if val != nil && val.kind == ValueFail {
-		return val
+	return nil
+}
+
+// rareKeys checks member m of key k against patternProperties and
+// propertyNames, and reports whether a pattern declares k.
+func (n *node) rareKeys(k []byte, m *jsontape.Members, w *walk) (bool, *fail) {
+	var declared bool
+	var val *fail
+	if n.x.patterns != nil {
+		declared, val = n.patternProps(k, m.Value(), w)
+		if val != nil && val.stops() {
+			return declared, val
+		}
 	}
-	if l := v.Len(); l < n.minProps || (n.maxProps >= 0 && l > n.maxProps) {
-		return w.fail(ValueFail, "number of properties out of range")
+	if n.x.propNames != nil {
+		if f := check(n.x.propNames, m.NameValue(), w); f != nil {
+			if f.kind != Unchecked {
+				f = w.undeclared("key not allowed by propertyNames: "+f.reason, nil)
+			}
+			val = worse(val, f)
+		}
 	}
-	return val
+	return declared, val
 }
 
 // patternProps checks a member against the patternProperties whose
@@ -543,8 +565,8 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 func (n *node) patternProps(k []byte, v jsontape.Value, w *walk) (bool, *fail) {
 	declared := false
 	var worst *fail
-	for i := range n.patterns {
-		p := &n.patterns[i]
+	for i := range n.x.patterns {
+		p := &n.x.patterns[i]
 		if p.unchecked != "" {
 			declared = true
 			worst = worse(worst, w.fail(Unchecked, notEnforced+p.unchecked))
@@ -641,7 +663,7 @@ func (n *node) array(v jsontape.Value, w *walk) *fail {
 			return w.fail(ValueFail, "items are not unique").atIndex(i)
 		}
 	}
-	if n.contains != nil {
+	if n.has&cRareValue != 0 && n.x.contains != nil {
 		return worse(val, n.containsCount(v, w))
 	}
 	return val
@@ -654,7 +676,7 @@ func (n *node) containsCount(v jsontape.Value, w *walk) *fail {
 	matched, unk, first := 0, 0, -1
 	i := 0
 	for it := v.Items(); it.Next(); i++ {
-		switch f := w.quietly(n.contains, it.Value()); {
+		switch f := w.quietly(n.x.contains, it.Value()); {
 		case f == nil:
 			matched++
 		case f.kind == Unchecked:
@@ -667,15 +689,15 @@ func (n *node) containsCount(v jsontape.Value, w *walk) *fail {
 	switch {
 	case w.steps < 0:
 		return w.fail(ValueFail, tooCostly)
-	case matched+unk < n.minContains:
-		if n.minContains == 1 {
+	case matched+unk < n.x.minContains:
+		if n.x.minContains == 1 {
 			return w.fail(ValueFail, "no item matches contains")
 		}
 		return w.fail(ValueFail, "fewer items than minContains match contains")
-	case n.maxContains >= 0 && matched > n.maxContains:
+	case n.x.maxContains >= 0 && matched > n.x.maxContains:
 		return w.fail(ValueFail, "more items than maxContains match contains")
-	case matched < n.minContains || n.maxContains >= 0 && matched+unk > n.maxContains:
-		return w.unknownItem(n.contains, v, first, "contains")
+	case matched < n.x.minContains || n.x.maxContains >= 0 && matched+unk > n.x.maxContains:
+		return w.unknownItem(n.x.contains, v, first, "contains")
 	}
 	return nil
 }
@@ -699,7 +721,7 @@ func (w *walk) unknownItem(s *node, v jsontape.Value, i int, kw string) *fail {
 // passing branches evaluated (JSON Schema 2020-12 §11).
 func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 	switch t := v.Kind(); {
-	case t == jsontape.Object && n.uneval != nil && v.Len() > 0:
+	case t == jsontape.Object && n.x.uneval != nil && v.Len() > 0:
 		ev := make([]bool, v.Len())
 		w.evalProps(n, v, ev, true)
 		var val *fail
@@ -708,10 +730,10 @@ func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 			if ev[i] {
 				continue
 			}
-			if n.uneval.never && n.uneval.why == falseSchema {
+			if n.x.uneval.never && n.x.uneval.why == falseSchema {
 				return w.undeclared("undeclared argument", m.Name())
 			}
-			if f := check(n.uneval, m.Value(), w); f != nil {
+			if f := check(n.x.uneval, m.Value(), w); f != nil {
 				if f.atKey(m.Name()).stops() {
 					return f
 				}
@@ -719,7 +741,7 @@ func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 			}
 		}
 		return val
-	case t == jsontape.Array && n.unevalItems != nil && v.Len() > 0:
+	case t == jsontape.Array && n.x.unevalItems != nil && v.Len() > 0:
 		ev := make([]bool, v.Len())
 		w.evalItems(n, v, ev, true)
 		var val *fail
@@ -728,8 +750,8 @@ func (n *node) unevaluated(v jsontape.Value, w *walk) *fail {
 			if ev[i] {
 				continue
 			}
-			if f := check(n.unevalItems, it.Value(), w); f != nil {
-				if n.unevalItems.never && n.unevalItems.why == falseSchema && !f.quiet() {
+			if f := check(n.x.unevalItems, it.Value(), w); f != nil {
+				if n.x.unevalItems.never && n.x.unevalItems.why == falseSchema && !f.quiet() {
 					f.reason = "item not allowed (unevaluatedItems)"
 				}
 				if f.atIndex(i).stops() {
@@ -755,7 +777,7 @@ func (w *walk) evalProps(n *node, v jsontape.Value, ev []bool, self bool) {
 	if r := w.target(n); r != nil {
 		w.evalProps(r, v, ev, false)
 	}
-	if n.hasAddl || n.closed || (!self && n.uneval != nil) {
+	if n.hasAddl || n.closed || (!self && n.x.uneval != nil) {
 		for i := range ev {
 			ev[i] = true
 		}
@@ -771,7 +793,7 @@ func (w *walk) evalProps(n *node, v jsontape.Value, ev []bool, self bool) {
 			ev[i] = true
 			continue
 		}
-		for _, p := range n.patterns {
+		for _, p := range n.x.patterns {
 			if p.re != nil && w.spend(p.insts*(len(k)+4)/4) && p.re.Match(k) {
 				ev[i] = true
 				break
@@ -790,7 +812,7 @@ func (w *walk) evalItems(n *node, v jsontape.Value, ev []bool, self bool) {
 	if r := w.target(n); r != nil {
 		w.evalItems(r, v, ev, false)
 	}
-	if n.items != nil || (!self && n.unevalItems != nil) {
+	if n.items != nil || (!self && n.x.unevalItems != nil) {
 		for i := range ev {
 			ev[i] = true
 		}
@@ -799,10 +821,10 @@ func (w *walk) evalItems(n *node, v jsontape.Value, ev []bool, self bool) {
 	for i := 0; i < len(n.tuple) && i < len(ev); i++ {
 		ev[i] = true
 	}
-	if n.contains != nil {
+	if n.x.contains != nil {
 		i := 0
 		for it := v.Items(); it.Next(); i++ {
-			if !ev[i] && w.quietly(n.contains, it.Value()) == nil {
+			if !ev[i] && w.quietly(n.x.contains, it.Value()) == nil {
 				ev[i] = true
 			}
 		}
@@ -833,17 +855,17 @@ func (w *walk) evalBranches(n *node, v jsontape.Value, ev []bool, items bool) {
 			}
 		}
 	}
-	if n.ifN != nil {
-		if w.quietly(n.ifN, v) == nil {
-			eval(w, n.ifN, v, ev, false)
-			if n.thenN != nil {
-				eval(w, n.thenN, v, ev, false)
+	if n.x.ifN != nil {
+		if w.quietly(n.x.ifN, v) == nil {
+			eval(w, n.x.ifN, v, ev, false)
+			if n.x.thenN != nil {
+				eval(w, n.x.thenN, v, ev, false)
 			}
-		} else if n.elseN != nil {
-			eval(w, n.elseN, v, ev, false)
+		} else if n.x.elseN != nil {
+			eval(w, n.x.elseN, v, ev, false)
 		}
 	}
-	for _, d := range n.depSchemas {
+	for _, d := range n.x.depSchemas {
 		if v.Kind() == jsontape.Object && v.Get(d.name).Exists() {
 			eval(w, d.n, v, ev, false)
 		}
@@ -928,16 +950,19 @@ func (n *node) string(v jsontape.Value, w *walk) *fail {
 			return w.fail(ValueFail, "string does not match pattern")
 		}
 	}
-	if n.format != nil {
+	if n.has&cRareValue == 0 {
+		return nil
+	}
+	if n.x.format != nil {
 		if !w.spend(len(b)>>3 + 1) {
 			return w.fail(ValueFail, tooCostly)
 		}
-		if !n.format(string(b)) {
-			return w.fail(ValueFail, "string is not a valid "+n.formatName)
+		if !n.x.format(string(b)) {
+			return w.fail(ValueFail, "string is not a valid "+n.x.formatName)
 		}
 	}
-	if n.patUnchecked != "" {
-		return w.fail(Unchecked, notEnforced+n.patUnchecked)
+	if n.x.patUnchecked != "" {
+		return w.fail(Unchecked, notEnforced+n.x.patUnchecked)
 	}
 	return nil
 }

@@ -122,61 +122,48 @@ const (
 	cNumber
 	cComb
 	cUnchecked
-	cScope  // the node opens a schema resource of a signature with dynamic references
-	cUneval // unevaluatedProperties or unevaluatedItems
+	cScope     // the node opens a schema resource of a signature with dynamic references
+	cUneval    // unevaluatedProperties or unevaluatedItems
+	cRareKeys  // patternProperties, propertyNames or dependentRequired
+	cRareValue // if, dependentSchemas, contains, an asserted format or a pattern not run
 )
 
 // node is one compiled schema node. Zero values mean "no constraint". The
-// fields read for every value come first.
+// fields read for every value come first; the keywords real schemas
+// rarely use live apart (rare), so that the nodes of a schema stay close
+// in memory (checking is bound by memory latency).
 type node struct {
-	has       checks
-	types     typeSet // 0: any type
-	never     bool    // the false schema, or a node of a $ref cycle
-	why       string  // why never: the failure's reason
-	unchecked string  // non-empty: a value reaching this node cannot be checked, and why
+	has   checks
+	types typeSet // 0: any type
+	never bool    // the false schema, or a node of a $ref cycle
+	why   string  // why never: the failure's reason
 
 	// objects
 	props     []prop         // sorted by name; nil when no key is declared by name
 	propIndex map[string]int // name -> index in props
-	patterns  []patProp      // patternProperties
 	// required lists the distinct required names in schema order; nReq
 	// counts them. Those that are props are flagged (prop.req); the others
 	// are in reqOther, so that an object's keys are counted against
 	// required in one pass (an object has no repeated names).
-	required   []string
-	reqOther   map[string]bool
-	closed     bool  // undeclared keys fail (H2)
-	hasAddl    bool  // additionalProperties is present (it evaluates every other key)
-	addl       *node // schema for undeclared keys when open with a schema
-	minProps   int
-	maxProps   int // -1: none
-	propNames  *node
-	depReq     []depRequired
-	depSchemas []depSchema
-	uneval     *node // unevaluatedProperties
-	// decl and declPat are the keys a branch (if, then, else, a
-	// dependentSchemas value) declares for the node it belongs to.
-	decl    []string
-	declPat []patProp
+	required []string
+	reqOther map[string]bool
+	closed   bool  // undeclared keys fail (H2)
+	hasAddl  bool  // additionalProperties is present (it evaluates every other key)
+	addl     *node // schema for undeclared keys when open with a schema
+	minProps int
+	maxProps int // -1: none
 
 	// arrays
-	items       *node // beyond the tuple
-	tuple       []*node
-	minItems    int
-	maxItems    int // -1: none
-	unique      bool
-	contains    *node
-	minContains int // 1 unless minContains says otherwise
-	maxContains int // -1: none
-	unevalItems *node
+	items    *node // beyond the tuple
+	tuple    []*node
+	minItems int
+	maxItems int // -1: none
+	unique   bool
 
 	// strings
 	minLen, maxLen int // maxLen -1: none
 	pattern        *regexp.Regexp
-	patInsts       int    // the pattern's program size: matching costs up to this per byte
-	patUnchecked   string // non-empty: the pattern cannot be run, and why
-	format         func(string) bool
-	formatName     string
+	patInsts       int // the pattern's program size: matching costs up to this per byte
 
 	// numbers
 	min, max, exMin, exMax             float64
@@ -190,10 +177,52 @@ type node struct {
 
 	anyOf, oneOf, allOf []*node
 	not                 *node
-	ifN, thenN, elseN   *node
 	ref                 *node
-	dyn                 *dynRef   // a $dynamicRef resolved along the dynamic scope
 	res                 *resource // the resource the node belongs to (dynamic signatures)
+	x                   *rare     // never nil: noRare until a rare keyword is compiled (ext)
+}
+
+// rare holds the keywords few schemas use. Nodes without any share noRare,
+// which is never written.
+type rare struct {
+	unchecked string // non-empty: a value reaching this node cannot be checked, and why
+
+	// objects
+	patterns   []patProp // patternProperties
+	propNames  *node
+	depReq     []depRequired
+	depSchemas []depSchema
+	uneval     *node // unevaluatedProperties
+	// decl and declPat are the keys a branch (if, then, else, a
+	// dependentSchemas value) declares for the node it belongs to.
+	decl    []string
+	declPat []patProp
+
+	// arrays
+	contains    *node
+	minContains int // 1 unless minContains says otherwise
+	maxContains int // -1: none
+	unevalItems *node
+
+	// strings
+	patUnchecked string // non-empty: the pattern cannot be run, and why
+	format       func(string) bool
+	formatName   string
+
+	ifN, thenN, elseN *node
+	dyn               *dynRef // a $dynamicRef resolved along the dynamic scope
+}
+
+// noRare is the rare part of every node without a rare keyword.
+var noRare = rare{minContains: 1, maxContains: -1}
+
+// ext returns n's own rare part, made on the first write.
+func (n *node) ext() *rare {
+	if n.x == &noRare {
+		r := noRare
+		n.x = &r
+	}
+	return n.x
 }
 
 // patProp is one member of patternProperties.
@@ -398,7 +427,7 @@ func (c *compiler) alloc(at *seg) *node {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]node, 0, 16)
 	}
-	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1, minContains: 1, maxContains: -1})
+	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1, x: &noRare})
 	n := &c.slab[len(c.slab)-1]
 	c.all = append(c.all, n)
 	c.at[n] = at
@@ -411,8 +440,8 @@ func (c *compiler) report(at *seg, kw, why string) { c.note(at, kw, why, false) 
 // uncheck makes node n unchecked (a value reaching it fails Unchecked) and
 // reports why.
 func (c *compiler) uncheck(n *node, at *seg, kw, why string) {
-	if n.unchecked == "" {
-		n.unchecked = kw + " at #" + at.String() + ": " + why
+	if n.x.unchecked == "" {
+		n.ext().unchecked = kw + " at #" + at.String() + ": " + why
 	}
 	c.note(at, kw, why, true)
 }
@@ -502,17 +531,19 @@ func (n *node) summarize() checks {
 		}
 	}
 	set(cNever, n.never)
-	set(cRef, n.ref != nil || n.dyn != nil)
-	set(cUnchecked, n.unchecked != "")
+	set(cRef, n.ref != nil || n.x.dyn != nil)
+	set(cUnchecked, n.x.unchecked != "")
 	set(cEnum, n.enum != nil)
 	set(cConst, n.hasConst)
-	set(cObject, n.props != nil || n.patterns != nil || n.closed || n.addl != nil || n.required != nil ||
-		n.minProps > 0 || n.maxProps >= 0 || n.propNames != nil || n.depReq != nil)
-	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique || n.contains != nil)
-	set(cString, n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil || n.patUnchecked != "" || n.format != nil)
+	set(cObject, n.props != nil || n.x.patterns != nil || n.closed || n.addl != nil || n.required != nil ||
+		n.minProps > 0 || n.maxProps >= 0 || n.x.propNames != nil || n.x.depReq != nil)
+	set(cArray, n.items != nil || n.tuple != nil || n.minItems > 0 || n.maxItems >= 0 || n.unique || n.x.contains != nil)
+	set(cString, n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil || n.x.patUnchecked != "" || n.x.format != nil)
 	set(cNumber, n.hasMin || n.hasMax || n.hasExMin || n.hasExMax || n.multipleOf > 0)
-	set(cComb, n.anyOf != nil || n.oneOf != nil || n.allOf != nil || n.not != nil || n.ifN != nil || n.depSchemas != nil)
-	set(cUneval, n.uneval != nil || n.unevalItems != nil)
+	set(cComb, n.anyOf != nil || n.oneOf != nil || n.allOf != nil || n.not != nil || n.x.ifN != nil || n.x.depSchemas != nil)
+	set(cUneval, n.x.uneval != nil || n.x.unevalItems != nil)
+	set(cRareKeys, n.x.patterns != nil || n.x.propNames != nil || n.x.depReq != nil)
+	set(cRareValue, n.x.ifN != nil || n.x.depSchemas != nil || n.x.contains != nil || n.x.format != nil || n.x.patUnchecked != "")
 	return h
 }
 
@@ -577,7 +608,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 				pp := patProp{n: c.node(p.v, kp.child(p.name))}
 				pp.re, pp.insts, pp.unchecked = c.regex(p.name, kp, p.name)
 				c.notePattern(pp.re, p.name)
-				n.patterns = append(n.patterns, pp)
+				n.ext().patterns = append(n.x.patterns, pp)
 			}
 		case "required":
 			if v.Kind() != jsontape.Array {
@@ -596,9 +627,9 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 			}
 		case "unevaluatedProperties":
 			hasUnevalPr = true
-			n.uneval = c.node(v, at.child(key))
+			n.ext().uneval = c.node(v, at.child(key))
 		case "propertyNames":
-			n.propNames = c.node(v, at.child(key))
+			n.ext().propNames = c.node(v, at.child(key))
 		case "dependentRequired":
 			c.depRequired(n, v, at, key)
 		case "dependentSchemas":
@@ -611,9 +642,9 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 			kp := at.child(key)
 			for _, d := range sortedMembers(v) {
 				if d.v.Kind() == jsontape.Array {
-					n.depReq = append(n.depReq, depRequired{d.name, c.names(n, d.v, kp, d.name)})
+					n.ext().depReq = append(n.x.depReq, depRequired{d.name, c.names(n, d.v, kp, d.name)})
 				} else {
-					n.depSchemas = append(n.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
+					n.ext().depSchemas = append(n.x.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
 				}
 			}
 		case "minProperties":
@@ -636,13 +667,13 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 			}
 			n.tuple = c.nodes(v, at.child(key))
 		case "unevaluatedItems":
-			n.unevalItems = c.node(v, at.child(key))
+			n.ext().unevalItems = c.node(v, at.child(key))
 		case "contains":
-			n.contains = c.node(v, at.child(key))
+			n.ext().contains = c.node(v, at.child(key))
 		case "minContains":
-			n.minContains = c.count(n, v, at, key, 1)
+			n.ext().minContains = c.count(n, v, at, key, 1)
 		case "maxContains":
-			n.maxContains = c.count(n, v, at, key, -1)
+			n.ext().maxContains = c.count(n, v, at, key, -1)
 		case "minItems":
 			n.minItems = c.count(n, v, at, key, 0)
 		case "maxItems":
@@ -664,7 +695,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 				c.uncheck(n, at, key, "not a string")
 				continue
 			}
-			n.pattern, n.patInsts, n.patUnchecked = c.regex(string(v.Str()), at, key)
+			n.pattern, n.patInsts, n.ext().patUnchecked = c.regex(string(v.Str()), at, key)
 		case "format":
 			c.format(n, v)
 		case "minimum":
@@ -724,11 +755,11 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 			n.not = c.node(v, at.child(key))
 			c.negated--
 		case "if":
-			n.ifN = c.nodeOf(v, at.child(key), kindBranch)
+			n.ext().ifN = c.nodeOf(v, at.child(key), kindBranch)
 		case "then":
-			n.thenN = c.nodeOf(v, at.child(key), kindBranch)
+			n.ext().thenN = c.nodeOf(v, at.child(key), kindBranch)
 		case "else":
-			n.elseN = c.nodeOf(v, at.child(key), kindBranch)
+			n.ext().elseN = c.nodeOf(v, at.child(key), kindBranch)
 		case "$ref":
 			n.ref = c.ref(n, v, at, key)
 		case "$dynamicRef":
@@ -748,8 +779,8 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 	if itemsArray && addlItems.Exists() {
 		n.items = c.node(addlItems, at.child("additionalItems"))
 	}
-	if n.ifN == nil { // then and else without if are ignored (2020-12 §10.2.2)
-		n.thenN, n.elseN = nil, nil
+	if n.x.ifN == nil { // then and else without if are ignored (2020-12 §10.2.2)
+		n.ext().thenN, n.ext().elseN = nil, nil
 	}
 	// Closed world. The keys that if, then, else and dependentSchemas
 	// declare (their properties and patternProperties, and those of their
@@ -760,15 +791,15 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 	var names []string
 	var pats []patProp
 	for _, b := range n.branches() {
-		names = append(names, b.decl...)
-		pats = append(pats, b.declPat...)
+		names = append(names, b.x.decl...)
+		pats = append(pats, b.x.declPat...)
 	}
 	if k == kindBranch {
 		for _, p := range declared {
-			n.decl = append(n.decl, p.name)
+			n.ext().decl = append(n.x.decl, p.name)
 		}
-		n.decl = append(n.decl, names...)
-		n.declPat = append(pats, n.patterns...)
+		n.ext().decl = append(n.x.decl, names...)
+		n.ext().declPat = append(pats, n.x.patterns...)
 	}
 	// The top level, and every node that declares keys (properties,
 	// patternProperties, or through its branches), rejects undeclared keys
@@ -784,7 +815,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 				declared = append(declared, namedProp{name, c.anything()})
 			}
 			for _, p := range pats {
-				n.patterns = append(n.patterns, patProp{re: p.re, insts: p.insts, unchecked: p.unchecked, n: c.anything()})
+				n.ext().patterns = append(n.x.patterns, patProp{re: p.re, insts: p.insts, unchecked: p.unchecked, n: c.anything()})
 			}
 		}
 	}
@@ -794,12 +825,12 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 // branches returns the subschemas that declare keys for n.
 func (n *node) branches() []*node {
 	var out []*node
-	for _, b := range [...]*node{n.ifN, n.thenN, n.elseN} {
+	for _, b := range [...]*node{n.x.ifN, n.x.thenN, n.x.elseN} {
 		if b != nil {
 			out = append(out, b)
 		}
 	}
-	for _, d := range n.depSchemas {
+	for _, d := range n.x.depSchemas {
 		out = append(out, d.n)
 	}
 	return out
@@ -865,7 +896,7 @@ func (c *compiler) depRequired(n *node, v jsontape.Value, at *seg, kw string) {
 			c.uncheck(n, at, kw, "a value is not an array")
 			continue
 		}
-		n.depReq = append(n.depReq, depRequired{d.name, c.names(n, d.v, at.child(kw), d.name)})
+		n.ext().depReq = append(n.x.depReq, depRequired{d.name, c.names(n, d.v, at.child(kw), d.name)})
 	}
 }
 
@@ -876,7 +907,7 @@ func (c *compiler) depSchemas(n *node, v jsontape.Value, at *seg, kw string) {
 	}
 	kp := at.child(kw)
 	for _, d := range sortedMembers(v) {
-		n.depSchemas = append(n.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
+		n.ext().depSchemas = append(n.x.depSchemas, depSchema{d.name, c.nodeOf(d.v, kp.child(d.name), kindBranch)})
 	}
 }
 
@@ -1113,7 +1144,7 @@ func (c *compiler) dynamicRef(n *node, v jsontape.Value, at *seg) {
 		n.ref = initial // a plain reference
 		return
 	}
-	n.dyn = &dynRef{name: t.anchor, initial: initial}
+	n.ext().dyn = &dynRef{name: t.anchor, initial: initial}
 	c.dyns = append(c.dyns, n)
 	c.dynamic = true
 }
@@ -1122,7 +1153,7 @@ func (c *compiler) dynamicRef(n *node, v jsontape.Value, at *seg) {
 // resource's dynamic anchor of that name: the candidates of the scope.
 func (c *compiler) dynamicTargets() {
 	for i := 0; i < len(c.dyns); i++ { // compiling a target can add dynamic references
-		d := c.dyns[i].dyn
+		d := c.dyns[i].x.dyn
 		keys := make([]string, 0, len(c.resources))
 		for k := range c.resources {
 			keys = append(keys, k)
@@ -1151,7 +1182,7 @@ func (c *compiler) format(n *node, v jsontape.Value) {
 		return
 	}
 	if f, ok := formatChecker(string(v.Str())); ok {
-		n.format, n.formatName = f, string(v.Str())
+		n.ext().format, n.ext().formatName = f, string(v.Str())
 	}
 }
 

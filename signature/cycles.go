@@ -23,19 +23,19 @@ func (n *node) succ(out []*node) []*node {
 	if n.ref != nil {
 		out = append(out, n.ref)
 	}
-	if n.dyn != nil {
-		out = append(out, n.dyn.initial)
-		out = append(out, n.dyn.targets...)
+	if n.x.dyn != nil {
+		out = append(out, n.x.dyn.initial)
+		out = append(out, n.x.dyn.targets...)
 	}
 	out = append(out, n.allOf...)
 	out = append(out, n.anyOf...)
 	out = append(out, n.oneOf...)
-	for _, b := range [...]*node{n.not, n.ifN, n.thenN, n.elseN} {
+	for _, b := range [...]*node{n.not, n.x.ifN, n.x.thenN, n.x.elseN} {
 		if b != nil {
 			out = append(out, b)
 		}
 	}
-	for _, d := range n.depSchemas {
+	for _, d := range n.x.depSchemas {
 		out = append(out, d.n)
 	}
 	return out

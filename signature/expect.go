@@ -349,16 +349,16 @@ func (w *expectWalk) expand(n *node, scope []*resource, v jsontape.Value, out []
 			out = w.expand(b, scope, v, out)
 		}
 	}
-	if n.ifN != nil {
+	if n.x.ifN != nil {
 		then, els := w.condition(n, scope, v)
 		if then {
-			out = w.expand(n.thenN, scope, v, out)
+			out = w.expand(n.x.thenN, scope, v, out)
 		}
 		if els {
-			out = w.expand(n.elseN, scope, v, out)
+			out = w.expand(n.x.elseN, scope, v, out)
 		}
 	}
-	for _, d := range n.depSchemas {
+	for _, d := range n.x.depSchemas {
 		if !v.Exists() || v.Kind() == jsontape.Object && v.Get(d.name).Exists() {
 			out = w.expand(d.n, scope, v, out)
 		}
@@ -374,7 +374,7 @@ func (w *expectWalk) condition(n *node, scope []*resource, v jsontape.Value) (th
 		return true, true
 	}
 	cw := walk{quiet: true, steps: w.steps, scope: slices.Clone(scope)}
-	f := check(n.ifN, v, &cw)
+	f := check(n.x.ifN, v, &cw)
 	w.steps = max(cw.steps, 0) // out of steps here, the path goes on undecided
 	switch {
 	case cw.steps < 0:
@@ -412,8 +412,8 @@ func (w *expectWalk) children(n *node, tok string, in jsontape.Kind) []*node {
 	switch {
 	case n.addl != nil:
 		return []*node{n.addl}
-	case !n.hasAddl && n.uneval != nil:
-		return []*node{n.uneval}
+	case !n.hasAddl && n.x.uneval != nil:
+		return []*node{n.x.uneval}
 	}
 	return nil
 }
@@ -425,8 +425,8 @@ func (w *expectWalk) declaredChildren(n *node, tok string) []*node {
 	if i := n.prop([]byte(tok)); i >= 0 {
 		out = append(out, n.props[i].n)
 	}
-	for i := range n.patterns {
-		p := &n.patterns[i]
+	for i := range n.x.patterns {
+		p := &n.x.patterns[i]
 		if p.re == nil || !w.spend(p.insts*(len(tok)+4)/4) { // as the check charges it
 			continue
 		}
@@ -453,8 +453,8 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 		for i := range n.props {
 			keys = append(keys, n.props[i].name)
 		}
-		for i := range n.patterns {
-			p := n.patterns[i].re
+		for i := range n.x.patterns {
+			p := n.x.patterns[i].re
 			if p == nil {
 				continue
 			}
@@ -468,7 +468,7 @@ func (s *Signature) expectation(nodes []expectAt, v jsontape.Value) Expectation 
 		for _, r := range n.required {
 			req.add(r)
 		}
-		for _, d := range n.depReq {
+		for _, d := range n.x.depReq {
 			if v.Kind() == jsontape.Object && v.Get(d.name).Exists() {
 				for _, r := range d.req {
 					req.add(r)

@@ -23,7 +23,7 @@ func (s *Signature) TopLevel() TopLevel {
 	}
 	// A key a patternProperties pattern matches is declared without
 	// being named: the top level then closes no key by name.
-	tl := TopLevel{Closed: n.closed && n.patterns == nil, Required: n.required}
+	tl := TopLevel{Closed: n.closed && n.x.patterns == nil, Required: n.required}
 	if len(n.props) > 0 {
 		tl.Declared = make([]string, len(n.props))
 		for i := range n.props {
