@@ -9,8 +9,17 @@
 # run (the broker, in the `stack` process, is not counted) and resolverd's
 # peak RSS. --listing-hold 0: the backlog arrived long before the run, so
 # the hold would only add one wait at the start of the resolve run.
-# Usage: [ROUNDS=2] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
-# (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run)
+# The peer, a third mode in every round: what a user would pick to load
+# the calls into ClickHouse without any resolution, ClickHouse's own Kafka
+# table engine (librdkafka inside the engine, JSONEachRow, 2 consumers)
+# feeding a materialized view into decisions_peer, a table made AS
+# decisions (same columns, codecs, order); it stores each call's context,
+# its Kafka position and the keyed-hash-free args_hash (SHA-256 of the
+# arguments' text), no class. Its CPU is the engine's alone (the broker is
+# not counted for any mode).
+# Usage: [ROUNDS=2] [PEER=1] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
+# (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run;
+# PEER=0 leaves the peer out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
@@ -43,19 +52,65 @@ run() { # name, extra flags...
   rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
 }
 
+# peer NAME: the engine's own Kafka ingestion of the whole backlog into
+# decisions_peer, timed until the table holds every call that parses as
+# JSONEachRow (the backlog's few unparseable lines are skipped: the end is
+# the last time the count grew, once it has not grown for 20 s). Blocks
+# are flushed at 65,536 rows or after 1 s (kafka_flush_interval_ms), as
+# resolverd's batches are at 100,000 rows, 64 MiB or 1 s.
+peer() {
+  local name=$1
+  q "DROP VIEW IF EXISTS toolaudit.calls_peer_mv" ; q "DROP TABLE IF EXISTS toolaudit.calls_peer_queue"
+  q "CREATE TABLE IF NOT EXISTS toolaudit.decisions_peer AS toolaudit.decisions"
+  settle decisions_peer
+  q "CREATE TABLE toolaudit.calls_peer_queue (event_id String, emitted_at String, registry String,
+       agent_id String, session_id String, model String, provider String, surface String,
+       tool String, server String, seen_digest String, arguments String)
+     ENGINE = Kafka SETTINGS kafka_broker_list = '$KAFKA', kafka_topic_list = 'tool-calls',
+       kafka_group_name = 'bench-$name', kafka_format = 'JSONEachRow', kafka_num_consumers = 2,
+       kafka_flush_interval_ms = 1000, kafka_skip_broken_messages = 1000000,
+       input_format_skip_unknown_fields = 1"
+  local e0; e0=$(cpu "$engine")
+  local start=$(date +%s.%N)
+  q "CREATE MATERIALIZED VIEW toolaudit.calls_peer_mv TO toolaudit.decisions_peer AS
+     SELECT event_id, event_id AS call_key, 'bench-$name' AS analysis_id, registry, agent_id, session_id,
+       model, provider, surface, tool, server, seen_digest,
+       parseDateTime64BestEffortOrZero(emitted_at, 3, 'UTC') AS emitted_at, now64(3) AS decided_at,
+       concat('sha256:', lower(hex(SHA256(arguments)))) AS args_hash,
+       _topic AS topic, toInt32(_partition) AS partition, toInt64(_offset) AS offset
+     FROM toolaudit.calls_peer_queue"
+  local n=0 last=-1 same=0 end
+  while :; do
+    n=$(q "SELECT count() FROM toolaudit.decisions_peer")
+    if [ "$n" = "$last" ] && [ "$n" != 0 ]; then same=$((same + 1)); else same=0; end=$(date +%s.%N); fi
+    [ "$n" -ge "$N" ] && end=$(date +%s.%N) && break
+    [ "$same" -ge 200 ] && break # unchanged for 20 s: every parseable call is in (the consumers take seconds to join)
+    last=$n; sleep 0.1
+  done
+  local e1; e1=$(cpu "$engine")
+  q "DROP VIEW toolaudit.calls_peer_mv"; q "DROP TABLE toolaudit.calls_peer_queue"
+  python3 -c "import sys; n,s,e,c=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included' % (sys.argv[4], n, e-s, n/(e-s), c, c/n*1e6))" "$n" "$start" "$end" "$name" "$((e1-e0))"
+  peerrate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$n" "$start" "$end")
+}
+
 # Alternating rounds: the machine's speed drifts within minutes, so one
 # run of each mode says little about the ratio. Even rounds run
 # passthrough first: a fixed order would lean every round's ratio the
 # same way.
-ratios=""
+ratios="" peers=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then
     run "resolve-$round"; r=$rate
     run "passthrough-$round" --passthrough; p=$rate
+    [ "${PEER:-1}" = 1 ] && peer "peer-$round"
   else
+    [ "${PEER:-1}" = 1 ] && peer "peer-$round"
     run "passthrough-$round" --passthrough; p=$rate
     run "resolve-$round"; r=$rate
   fi
   ratios="$ratios $(python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.argv[2])))" "$r" "$p")"
+  [ "${PEER:-1}" = 1 ] && peers="$peers $(python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.argv[2])))" "$r" "$peerrate")"
 done
 echo "resolve / passthrough, per round:$ratios"
+[ "${PEER:-1}" = 1 ] && echo "resolve / the engine's own Kafka ingestion (peer), per round:$peers"
+exit 0
