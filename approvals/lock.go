@@ -1,0 +1,146 @@
+package approvals
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/toolaudit/toolaudit/jsontape"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// lockHeader is the first line of a lockfile: the format and its version.
+const lockHeader = `{"toolaudit":"approvals-lock/v1"}`
+
+// WriteLock writes the baseline b as a lockfile: the header line, then
+// one JSON object per reviewed definition, sorted by registry, server,
+// tool and digest, members in a fixed order. The same baseline always
+// gives the same bytes, and a change to it is a change of the lines of
+// the definitions it touches: a lockfile is reviewed as a diff.
+func WriteLock(w io.Writer, b *Baseline) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(lockHeader + "\n")
+	var line []byte
+	for _, e := range b.Entries() {
+		line = appendEntry(line[:0], e)
+		line = append(line, '\n')
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func appendEntry(b []byte, e *Entry) []byte {
+	b = append(b, '{')
+	b = appendDef(b, e.Registry, e.Server, e.Tool, e.Digest, e.DescriptionDigest, "state", string(e.State), e.By, e.At, e.Reason)
+	return append(b, '}')
+}
+
+// maxLockLine bounds a lockfile's line.
+const maxLockLine = maxEvent
+
+// ReadLock reads a lockfile as the approval events that rebuild its
+// baseline: an approve or reject event per line, in the file's order.
+// The header must be the first line; a definition named twice, a line
+// that is not an entry, or a line longer than 64 KiB is an error naming
+// its line.
+func ReadLock(r io.Reader) ([]*Event, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxLockLine)
+	var out []*Event
+	seen := map[defKey]int{}
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if n == 1 {
+			if string(line) != lockHeader {
+				return nil, fmt.Errorf("lockfile line 1: not %s", lockHeader)
+			}
+			continue
+		}
+		if len(line) == 0 {
+			continue
+		}
+		e, err := decodeEntry(line)
+		if err != nil {
+			return nil, fmt.Errorf("lockfile line %d: %w", n, err)
+		}
+		k := defKey{ToolKey{e.Registry, e.Server, e.Tool}, e.Digest}
+		if first, dup := seen[k]; dup {
+			return nil, fmt.Errorf("lockfile line %d: definition of line %d again", n, first)
+		}
+		seen[k] = n
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("lockfile line %d: longer than %d bytes", n+1, maxLockLine)
+		}
+		return nil, fmt.Errorf("lockfile: %w", err)
+	}
+	if n == 0 {
+		return nil, errors.New("lockfile is empty (no header)")
+	}
+	return out, nil
+}
+
+// decodeEntry reads one lockfile entry as an approve or reject event.
+func decodeEntry(line []byte) (*Event, error) {
+	var t jsontape.Tape
+	if err := t.Parse(line); err != nil {
+		return nil, err
+	}
+	root := t.Root()
+	if root.Kind() != jsontape.Object {
+		return nil, errors.New("not an object")
+	}
+	e := &Event{}
+	var state, at string
+	fields := map[string]*string{
+		"registry": &e.Registry, "server": &e.Server, "tool": &e.Tool, "digest": &e.Digest,
+		"description_digest": &e.DescriptionDigest, "state": &state, "by": &e.By, "at": &at, "reason": &e.Reason,
+	}
+	for m := root.Members(); m.Next(); {
+		p, ok := fields[string(m.Name())]
+		if !ok {
+			return nil, fmt.Errorf("unknown member %q", m.Name())
+		}
+		if m.Value().Kind() != jsontape.String {
+			return nil, fmt.Errorf("%s is not a string", m.Name())
+		}
+		*p = string(m.Value().Str())
+	}
+	switch State(state) {
+	case Approved:
+		e.Verb = Approve
+	case Rejected:
+		e.Verb = Reject
+	default:
+		return nil, fmt.Errorf("state %q: want approved or rejected", state)
+	}
+	var err error
+	if e.At, err = schema.ParseTime(at); err != nil {
+		return nil, fmt.Errorf("at %q is not an RFC 3339 UTC time", at)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// LockBaseline is the baseline of a lockfile's events (ReadLock), for
+// deciding offline against a lockfile: its version is the number of
+// entries.
+func LockBaseline(es []*Event) (*Baseline, error) {
+	var s Set
+	for i, e := range es {
+		if err := s.Apply(e, int64(i+1)); err != nil {
+			return nil, err
+		}
+	}
+	return s.Snapshot(), nil
+}
