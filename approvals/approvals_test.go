@@ -283,3 +283,48 @@ func TestDescriptionDigest(t *testing.T) {
 		t.Fatalf("%s %s", a, b)
 	}
 }
+
+// Sync's events make a baseline the lockfile's, and nothing more is
+// needed after them.
+func TestSync(t *testing.T) {
+	want, err := os.ReadFile("testdata/lock.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := ReadLock(bytes.NewReader(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Set
+	v := int64(0)
+	apply := func(e *Event) {
+		v++
+		if err := s.Apply(e, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(es[0])      // as in the file
+	changed := *es[2] // another reason
+	changed.Reason = "old"
+	apply(&changed)
+	apply(ev(Approve, "gone", "tool", dg("gone"))) // not in the file
+	sync := Sync(s.Snapshot(), es, "ci", t0)
+	if len(sync) != 5 { // 3 the set lacks, 1 that differs, 1 revocation
+		var names []string
+		for _, e := range sync {
+			names = append(names, string(e.Verb)+" "+e.Server+"/"+e.Tool)
+		}
+		t.Fatalf("%d events: %v", len(sync), names)
+	}
+	for _, e := range sync {
+		apply(e)
+	}
+	var got bytes.Buffer
+	WriteLock(&got, s.Snapshot())
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("after sync:\n%s", got.Bytes())
+	}
+	if again := Sync(s.Snapshot(), es, "ci", t0); len(again) != 0 {
+		t.Fatalf("%d events after a sync", len(again))
+	}
+}

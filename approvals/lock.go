@@ -3,9 +3,13 @@ package approvals
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
@@ -143,4 +147,44 @@ func LockBaseline(es []*Event) (*Baseline, error) {
 		}
 	}
 	return s.Snapshot(), nil
+}
+
+// Sync returns the events that make baseline cur's entries want's (a
+// lockfile's, ReadLock): want's verdicts where cur lacks or differs from
+// them, as the lockfile has them, then a revocation by by at at of every
+// definition cur has and want does not name; sorted by key. Applying them
+// to cur's events gives a baseline whose lockfile is want's.
+func Sync(cur *Baseline, want []*Event, by string, at time.Time) []*Event {
+	var out []*Event
+	named := map[defKey]bool{}
+	for _, w := range want {
+		named[defKey{ToolKey{w.Registry, w.Server, w.Tool}, w.Digest}] = true
+		st := Approved
+		if w.Verb == Reject {
+			st = Rejected
+		}
+		e := cur.Lookup(w.Registry, w.Server, w.Tool, w.Digest)
+		if e != nil && e.State == st && e.DescriptionDigest == w.DescriptionDigest && e.By == w.By &&
+			e.At.Equal(w.At.Truncate(time.Millisecond)) && e.Reason == w.Reason {
+			continue
+		}
+		c := *w
+		if c.EventID == "" {
+			c.EventID = "lock-" + strconv.FormatInt(at.UnixNano(), 36) + "-" + strconv.Itoa(len(out))
+		}
+		out = append(out, &c)
+	}
+	for _, e := range cur.Entries() {
+		if named[defKey{ToolKey{e.Registry, e.Server, e.Tool}, e.Digest}] {
+			continue
+		}
+		out = append(out, &Event{EventID: "lock-" + strconv.FormatInt(at.UnixNano(), 36) + "-" + strconv.Itoa(len(out)),
+			Registry: e.Registry, Server: e.Server, Tool: e.Tool, Digest: e.Digest, Verb: Revoke, By: by, At: at,
+			Reason: "not in the imported lockfile"})
+	}
+	slices.SortStableFunc(out, func(a, b *Event) int {
+		return cmp.Or(cmp.Compare(a.Registry, b.Registry), cmp.Compare(a.Server, b.Server),
+			cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Digest, b.Digest))
+	})
+	return out
 }

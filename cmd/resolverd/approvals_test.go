@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+const (
+	sendV1 = `{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`
+	sendV2 = `{"type":"object","properties":{"to":{"type":"string"},"bcc":{"type":"string"}},"required":["to","bcc"]}`
+)
+
+// listingEvent is a listing of one tool of server mail in registry prod.
+func listingEvent(t *testing.T, sec int, inputSchema string) []byte {
+	t.Helper()
+	l := &schema.Listing{EventID: "l" + string(rune('0'+sec)), ObservedAt: time.Date(2026, 12, 1, 0, 0, sec, 0, time.UTC),
+		Registry: "prod", Server: "mail", Trust: 1, Op: schema.OpSnapshot}
+	return schema.AppendListing(nil, l, [][]byte{[]byte(`{"name":"send","inputSchema":` + inputSchema + `}`)})
+}
+
+func mustDigest(t *testing.T, s string) string {
+	d, err := registryversions.Digest("send", []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestRegistryApprovals: the review commands against a kfake broker.
+// mail's send is listed (new: pending), approved, then changed (v2:
+// pending with the diff from v1, and lock --check fails with exit 3 naming
+// both digests), rejected; the lockfile written before the change,
+// imported onto a fresh approvals topic, is written back byte for byte.
+func TestRegistryApprovals(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	addr := kf.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	list := func(sec int, s string) {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "tool-listings", Value: listingEvent(t, sec, s)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, stderr := runCmd(t, "", append(append([]string{"registry"}, args...), "--brokers", addr)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, stderr)
+		}
+		return out, stderr
+	}
+	v1, v2 := mustDigest(t, sendV1), mustDigest(t, sendV2)
+	dir := t.TempDir()
+	lock1, lock2 := filepath.Join(dir, "v1.lock"), filepath.Join(dir, "back.lock")
+
+	list(1, sendV1)
+	out, _ := run(0, "pending")
+	if !strings.Contains(out, "prod  mail  send  new  "+v1) {
+		t.Fatalf("pending before any approval:\n%s", out)
+	}
+	out, _ = run(0, "approve", "--registry", "prod", "--server", "mail", "--tool", "send", "--digest", v1, "--by", "alice", "--reason", "reviewed in #1")
+	if !strings.Contains(out, "baseline version 1") {
+		t.Fatalf("approve: %s", out)
+	}
+	if out, stderr := run(0, "pending"); out != "" || !strings.Contains(stderr, "0 of 1") {
+		t.Fatalf("pending after approval: %q %q", out, stderr)
+	}
+	run(0, "lock", "--out", lock1)
+	run(0, "lock", "--check", lock1)
+
+	list(2, sendV2) // the rug pull
+	out, _ = run(0, "pending", "--json")
+	var item map[string]any
+	if err := json.Unmarshal([]byte(out), &item); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if item["approval"] != "unapproved" || item["digest"] != v2 || item["diff_from"] != v1 ||
+		!strings.Contains(out, `"props_added":["/bcc"]`) || !strings.Contains(out, `"required_added":["/bcc"]`) {
+		t.Fatalf("pending after the change: %s", out)
+	}
+	out, stderr := run(exitDrift, "lock", "--check", lock1)
+	if !strings.Contains(out, "unapproved  "+v2+"  (approved: "+short(v1)+")") || !strings.Contains(out, "+ /bcc") || !strings.Contains(stderr, "1 of 1 current definitions not approved") {
+		t.Fatalf("check after the change:\n%s%s", out, stderr)
+	}
+	// The same check against a listings file.
+	lf := filepath.Join(dir, "listings.jsonl")
+	os.WriteFile(lf, append(append(listingEvent(t, 1, sendV1), '\n'), append(listingEvent(t, 2, sendV2), '\n')...), 0o600)
+	run(exitDrift, "lock", "--check", lock1, "--listings", lf)
+	// A lockfile that names no definition of the tool: new, refused
+	// unless --allow-new.
+	empty := filepath.Join(dir, "empty.lock")
+	os.WriteFile(empty, []byte(`{"toolaudit":"approvals-lock/v1"}`+"\n"), 0o600)
+	if out, _ := run(exitDrift, "lock", "--check", empty, "--listings", lf); !strings.Contains(out, "new  "+v2) {
+		t.Fatalf("check, empty lockfile: %s", out)
+	}
+	run(0, "lock", "--check", empty, "--listings", lf, "--registry", "prod", "--allow-new")
+	run(1, "lock", "--check", empty, "--listings", lf, "--registry", "staging")
+	run(0, "reject", "--registry", "prod", "--server", "mail", "--tool", "send", "--digest", v2, "--by", "bob", "--reason", "adds bcc")
+	if out, _ := run(0, "pending"); out != "" {
+		t.Fatalf("pending after rejection: %q", out)
+	}
+	out, _ = run(0, "pending", "--all")
+	if !strings.Contains(out, "rejected  "+v2) || !strings.Contains(out, "rejected by bob: adds bcc") {
+		t.Fatalf("pending --all: %s", out)
+	}
+	run(exitDrift, "lock", "--check", lock1) // rejected is not approved
+
+	// Round trip: lock1 imported onto a fresh topic is written back as is.
+	run(0, "lock", "--import", lock1, "--by", "ci", "--approvals-topic", "fresh")
+	run(0, "lock", "--out", lock2, "--approvals-topic", "fresh")
+	a, _ := os.ReadFile(lock1)
+	b, _ := os.ReadFile(lock2)
+	if string(a) != string(b) || !strings.Contains(string(a), `"reason":"reviewed in #1"`) {
+		t.Fatalf("round trip:\n%s\n%s", a, b)
+	}
+	// Importing lock1 onto the live topic revokes the rejection of v2.
+	_, stderr = run(0, "lock", "--import", lock1, "--by", "ci")
+	if !strings.Contains(stderr, "1 approval events written") {
+		t.Fatalf("import: %s", stderr)
+	}
+	run(0, "lock", "--out", lock2)
+	if b, _ = os.ReadFile(lock2); string(a) != string(b) {
+		t.Fatalf("after import:\n%s", b)
+	}
+	if _, stderr = run(0, "lock", "--import", lock1, "--by", "ci"); !strings.Contains(stderr, "already") {
+		t.Fatalf("second import: %s", stderr)
+	}
+}
+
+// TestRegistryApprovalsUsage: bad flags are usage errors, before any
+// connection (the brokers are unreachable).
+func TestRegistryApprovalsUsage(t *testing.T) {
+	d := mustDigest(t, sendV1)
+	verdict := []string{"--registry", "r", "--tool", "t", "--digest", d, "--by", "a"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lock"}, "needs one of --out FILE, --check FILE, --import FILE"},
+		{[]string{"lock", "--out", "a", "--check", "b"}, "needs one of"},
+		{[]string{"lock", "--import", "a"}, "needs --by"},
+		{[]string{"lock", "--check", "/nonexistent.lock"}, "no such file"},
+		{[]string{"pending", "x"}, "no arguments"},
+		{append([]string{"approve"}, verdict...), "needs --reason"},
+		{append([]string{"reject", "--reason", "r"}, verdict[2:]...), "registry missing"},
+		{[]string{"approve", "--reason", "r", "--registry", "r", "--tool", "t", "--digest", "sha256:abc", "--by", "a"}, "is not sha256:"},
+		{[]string{"revoke", "--reason", "r", "--registry", "r", "--tool", "t", "--digest", d}, "by missing"},
+	} {
+		code, _, stderr := runCmd(t, "", append(append([]string{"registry"}, tc.args...), "--brokers", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
