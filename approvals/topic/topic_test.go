@@ -15,7 +15,7 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-func broker(t *testing.T, opts ...kfake.Opt) []kgo.Opt {
+func broker(t testing.TB, opts ...kfake.Opt) []kgo.Opt {
 	t.Helper()
 	kf, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
 	if err != nil {

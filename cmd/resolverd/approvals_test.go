@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,6 +168,119 @@ func TestRegistryApprovalsUsage(t *testing.T) {
 		code, _, stderr := runCmd(t, "", append(append([]string{"registry"}, tc.args...), "--brokers", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestCheckApprovals: check against the corpus under a lockfile that
+// approves every definition the calls resolve to but one tool's: under
+// warn every decision is as without approvals, and marked; under block
+// the calls to that tool become M4 (but those already M3 or M4), the
+// allowed ones among them being what approvals would have stopped; every
+// other decision is unchanged.
+func TestCheckApprovals(t *testing.T) {
+	calls, err := os.ReadFile(corpus("sample", "calls.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listings := corpus("sample", "listings.jsonl")
+	decide := func(extra ...string) []map[string]any {
+		t.Helper()
+		code, out, stderr := runCmd(t, string(calls), append([]string{"check", "--listings", listings, "--calls", "-", "--workers", "2"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("check %v: exit %d: %s", extra, code, stderr)
+		}
+		var ds []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var d map[string]any
+			if err := json.Unmarshal([]byte(l), &d); err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	base := decide()
+	// The lockfile: every resolved definition, but for the most called
+	// tool that has allowed calls another definition than its own.
+	type def struct{ registry, server, tool, digest string }
+	reg := map[string]string{} // event id -> registry
+	for _, l := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
+		var c struct{ EventID, Registry string }
+		json.Unmarshal([]byte(strings.Replace(strings.Replace(l, `"event_id"`, `"EventID"`, 1), `"registry"`, `"Registry"`, 1)), &c)
+		reg[c.EventID] = c.Registry
+	}
+	defs, allowed := map[def]bool{}, map[string]int{}
+	for _, d := range base {
+		if dg, _ := d["current_digest"].(string); dg != "" {
+			defs[def{reg[d["event_id"].(string)], d["resolved_server"].(string), d["resolved_tool"].(string), dg}] = true
+			if d["verdict"] == "allow" {
+				allowed[d["resolved_tool"].(string)]++
+			}
+		}
+	}
+	victim, most := "", 0
+	for tool, n := range allowed {
+		if n > most || (n == most && tool < victim) {
+			victim, most = tool, n
+		}
+	}
+	var lock strings.Builder
+	lock.WriteString(`{"toolaudit":"approvals-lock/v1"}` + "\n")
+	var lines []string
+	// The victim's approved definition is another one: its current one
+	// drifted from it.
+	other := "sha256:" + strings.Repeat("0", 64)
+	for d := range defs {
+		if d.tool == victim {
+			d.digest = other
+		}
+		b, _ := json.Marshal(map[string]string{"registry": d.registry, "server": d.server, "tool": d.tool, "digest": d.digest,
+			"state": "approved", "by": "t", "at": "2026-12-01T00:00:00.000Z", "reason": ""})
+		lines = append(lines, string(b))
+	}
+	lock.WriteString(strings.Join(lines, "\n") + "\n")
+	lf := filepath.Join(t.TempDir(), "corpus.lock")
+	os.WriteFile(lf, []byte(lock.String()), 0o600)
+
+	warn := decide("--approvals", "warn", "--approvals-lock", lf)
+	block := decide("--approvals", "block", "--approvals-lock", lf)
+	stopped := 0
+	for i, d := range base {
+		w, b := warn[i], block[i]
+		if w["class"] != d["class"] {
+			t.Fatalf("warn changed %v: %v -> %v", d["event_id"], d["class"], w["class"])
+		}
+		resolved := d["current_digest"] != nil
+		if resolved != (w["approval"] != nil) || resolved != (w["baseline_version"] == fmt.Sprint(len(lines))) {
+			t.Fatalf("warn's mark of %v: %v", d["event_id"], w)
+		}
+		isVictim := resolved && d["resolved_tool"] == victim
+		if isVictim && w["approval"] != "unapproved" || resolved && !isVictim && w["approval"] != "approved" {
+			t.Fatalf("approval of %v: %v", d["event_id"], w["approval"])
+		}
+		// The check comes after the name's classes (M3) and seen_digest's
+		// M4, before the arguments': a call to the victim that failed
+		// later is M4 now.
+		switch {
+		case isVictim && d["class"] != "M3" && d["class"] != "M4":
+			if d["verdict"] == "allow" {
+				stopped++
+			}
+			if r, _ := b["reason"].(string); b["class"] != "M4" || !strings.Contains(r, d["current_digest"].(string)) || !strings.Contains(r, "approved: "+other) {
+				t.Fatalf("block kept %v: %v", d["event_id"], b)
+			}
+		case b["class"] != d["class"]:
+			t.Fatalf("block changed %v: %v -> %v", d["event_id"], d["class"], b["class"])
+		}
+	}
+	if stopped != most || stopped == 0 {
+		t.Fatalf("%d calls stopped, want %d", stopped, most)
+	}
+	t.Logf("%s: %d allowed calls stopped under block", victim, stopped)
+	for _, bad := range [][]string{{"--approvals", "block"}, {"--approvals-lock", lf}, {"--approvals", "deny", "--approvals-lock", lf}} {
+		if code, _, _ := runCmd(t, "", append([]string{"check", "--listings", listings, "--calls", "-"}, bad...)...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
 	}
 }
