@@ -284,3 +284,29 @@ func TestCheckApprovals(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayApprovalsFlags: the gateway's --approvals is refused when
+// malformed or without Kafka, and a missing approvals topic fails the
+// start (nothing is decided against a baseline not read).
+func TestGatewayApprovalsFlags(t *testing.T) {
+	cfg := gatewayConfig(t)
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings", "tool-audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--approvals", "deny"}, 2, `mode "deny"`},
+		{[]string{"--approvals", "block", "--brokers", ""}, 2, "--approvals needs Kafka"},
+		{[]string{"--approvals", "block", "--brokers", kf.ListenAddrs()[0], "--listen", "127.0.0.1:0"}, 1, "topic tool-approvals does not exist"},
+	} {
+		code, out, stderr := runCmd(t, "", append([]string{"gateway", "--config", cfg}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+stderr, tc.msg) {
+			t.Errorf("%v: exit %d, want %d; output lacks %q:\n%s%s", tc.args, code, tc.code, tc.msg, out, stderr)
+		}
+	}
+}
