@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -135,5 +140,132 @@ func TestApprovalsFleet(t *testing.T) {
 			t.Fatalf("stored: %d unapproved M4, %d approved OK", unapproved, approvedRows)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestReanalyzeApprovals: "what if we had enforced approvals": a window
+// re-analysed under block, against a lockfile and against the approvals
+// topic after importing it, differs from the plain re-analysis in
+// exactly the calls to the one tool whose approved definition is not its
+// current one (each M4 but those M3 or M4 already); every decision with
+// a resolved tool carries the baseline version that decided it.
+func TestReanalyzeApprovals(t *testing.T) {
+	c := load(t)
+	e := newEnv(t, chenginetest.Server(t), 3)
+	e.produce("tool-listings", c.listings, 0)
+	var rs []*kgo.Record
+	var from, to time.Time
+	for _, l := range c.calls {
+		var m struct {
+			EmittedAt string `json:"emitted_at"`
+		}
+		_ = json.Unmarshal(l, &m)
+		ts, err := schema.ParseTime(m.EmittedAt)
+		if err != nil {
+			continue // no usable time: outside any window
+		}
+		if from.IsZero() || ts.Before(from) {
+			from = ts
+		}
+		if ts.After(to) {
+			to = ts
+		}
+		rs = append(rs, &kgo.Record{Topic: "tool-calls", Value: l, Timestamp: ts})
+	}
+	slices.SortStableFunc(rs, func(a, b *kgo.Record) int { return a.Timestamp.Compare(b.Timestamp) })
+	if err := e.producer.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	window := []string{"--from", from.Format(time.RFC3339Nano), "--to", to.Add(time.Millisecond).Format(time.RFC3339Nano)}
+	e.resolverd(t, 0, "migrate")
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "base", "--progress", "none"}, window...)...)
+
+	// The lockfile: every definition the window resolved to, but for the
+	// tool with the most allowed calls another definition than its own.
+	rows, err := e.connect().Query(context.Background(), fmt.Sprintf(`SELECT registry, resolved_server, resolved_tool, current_digest, countIf(verdict = 'allow')
+		FROM %s.decisions FINAL WHERE analysis_id = 'base' AND current_digest != '' GROUP BY ALL`, e.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type def struct{ registry, server, tool, digest string }
+	var defs []def
+	victim, most := def{}, uint64(0)
+	for rows.Next() {
+		var d def
+		var n uint64
+		if err := rows.Scan(&d.registry, &d.server, &d.tool, &d.digest, &n); err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, d)
+		if n > most || n == most && d.tool < victim.tool {
+			victim, most = d, n
+		}
+	}
+	rows.Close()
+	var lock strings.Builder
+	lock.WriteString(`{"toolaudit":"approvals-lock/v1"}` + "\n")
+	slices.SortFunc(defs, func(a, b def) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	for _, d := range defs {
+		if d == victim {
+			d.digest = "sha256:" + strings.Repeat("0", 64)
+		}
+		b, _ := json.Marshal(map[string]string{"registry": d.registry, "server": d.server, "tool": d.tool, "digest": d.digest,
+			"state": "approved", "by": "e2e", "at": "2026-12-01T00:00:00.000Z", "reason": ""})
+		lock.Write(append(b, '\n'))
+	}
+	lf := filepath.Join(t.TempDir(), "fleet.lock")
+	os.WriteFile(lf, []byte(lock.String()), 0o600)
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "locked", "--progress", "none", "--approvals", "block", "--approvals-lock", lf}, window...)...)
+	if out, err := execCommand("registry", "lock", "--import", lf, "--by", "e2e", "--brokers", strings.Join(e.brokers, ",")).CombinedOutput(); err != nil {
+		t.Fatalf("lock --import: %v\n%s", err, out)
+	}
+	e.resolverd(t, 0, append([]string{"reanalyze", "--analysis", "topic", "--progress", "none", "--approvals", "block"}, window...)...)
+
+	classes := func(analysis string) map[string][3]string {
+		rows, err := e.connect().Query(context.Background(), fmt.Sprintf(`SELECT call_key, class, approval, baseline_version
+			FROM %s.decisions FINAL WHERE analysis_id = ?`, e.db), analysis)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string][3]string{}
+		for rows.Next() {
+			var k string
+			var v [3]string
+			if err := rows.Scan(&k, &v[0], &v[1], &v[2]); err != nil {
+				t.Fatal(err)
+			}
+			out[k] = v
+		}
+		return out
+	}
+	base := classes("base")
+	victimCalls := e.count(fmt.Sprintf("SELECT count() FROM {db}.decisions FINAL WHERE analysis_id = 'base' AND resolved_tool = '%s' AND resolved_server = '%s' AND class NOT IN ('M3', 'M4')", victim.tool, victim.server))
+	for _, analysis := range []string{"locked", "topic"} {
+		got := classes(analysis)
+		if len(got) != len(base) || len(base) < 500 {
+			t.Fatalf("%s: %d decisions, base %d", analysis, len(got), len(base))
+		}
+		changed := int64(0)
+		version := map[string]bool{}
+		for k, b := range base {
+			g := got[k]
+			if g[0] != b[0] {
+				changed++
+				if g[0] != "M4" || g[1] != "unapproved" {
+					t.Fatalf("%s: %s %v -> %v", analysis, k, b, g)
+				}
+			}
+			if g[1] != "" {
+				version[g[2]] = true
+			}
+		}
+		if changed != victimCalls || changed < int64(most) || most == 0 {
+			t.Fatalf("%s: %d calls changed, want the %d calls to %s (%d of them allowed)", analysis, changed, victimCalls, victim.tool, most)
+		}
+		if len(version) != 1 {
+			t.Fatalf("%s: baseline versions %v", analysis, version)
+		}
+		t.Logf("%s: %d calls to %s/%s refused, %d of them allowed before; baseline version %v", analysis, changed, victim.server, victim.tool, most, version)
 	}
 }

@@ -36,6 +36,26 @@ func (f *gateFlags) registerOffline(fs *flag.FlagSet) {
 	f.lock = fs.String("approvals-lock", "", "the approved baseline: a lockfile `FILE` (resolverd registry lock --out); required when --approvals is not off")
 }
 
+// registerReanalysis registers --approvals, --approvals-topic and
+// --approvals-lock: a re-analysis decides against a lockfile or the
+// topic's current baseline, read once.
+func (f *gateFlags) registerReanalysis(fs *flag.FlagSet) {
+	f.registerOffline(fs)
+	f.topic = fs.String("approvals-topic", topic.Default, "approvals `topic` whose current baseline decides the window (--approvals not off, no --approvals-lock)")
+}
+
+// once reads the approvals topic's current baseline into g, unless a
+// lockfile gave it: one baseline version for a whole re-analysis.
+func (f *gateFlags) once(ctx context.Context, g *approvals.Gate, opts []kgo.Opt, log *slog.Logger) error {
+	if g == nil || (f.lock != nil && *f.lock != "") {
+		return nil
+	}
+	if err := topic.NewFollower(opts, *f.topic, g, log).CatchUp(ctx); err != nil {
+		return fmt.Errorf("approvals (--approvals %s): %w", g.PolicyString(), err)
+	}
+	return nil
+}
+
 // gate returns the gate of --approvals over an empty baseline (filled by
 // follow) or, offline, over --approvals-lock's; nil when the policy is
 // off everywhere.
@@ -50,11 +70,11 @@ func (f *gateFlags) gate() (*approvals.Gate, error) {
 		}
 		return nil, nil
 	}
-	if f.lock == nil {
-		return approvals.NewGate(p, nil), nil
-	}
-	if *f.lock == "" {
-		return nil, usageError{errors.New("--approvals " + *f.policy + " needs --approvals-lock FILE (the approved baseline)")}
+	if f.lock == nil || *f.lock == "" {
+		if f.topic == nil {
+			return nil, usageError{errors.New("--approvals " + *f.policy + " needs --approvals-lock FILE (the approved baseline)")}
+		}
+		return approvals.NewGate(p, nil), nil // from the topic
 	}
 	file, err := os.Open(*f.lock)
 	if err != nil {
