@@ -37,5 +37,24 @@
 // history (registry_changes) is exact: every listing change, replayed.
 //
 // Rates (Hallucination, UnknownTool, SchemaReject) are over the decisions
-// that are not MALFORMED; classes.go defines each group once.
+// that are not MALFORMED; classes.go defines each group once. A
+// MALFORMED decision has no registry, model, surface or session that can
+// be trusted: Malformed counts them whatever those filters say.
+//
+// # Read-only, as Grafana's user
+//
+// No query carries a SETTINGS clause or writes: Grafana's ClickHouse user
+// should have readonly = 1, which refuses any setting, even a query's.
+// The tests run every query as such a user.
+//
+// # As a dashboard opens
+//
+// Variables lists what has decisions in the time range, busiest first:
+// a variable with no saved value opens on its first option. Where a
+// query has a LIMIT, its title says so and the rows cut are the oldest
+// or the least.
+//
+// Report are the queries `resolverd report` adds: one per section over
+// every registry at once, ranked by the calls affected, with the totals
+// of what their LIMIT cut.
 package analytics

@@ -138,22 +138,27 @@ FROM ` + rollup("class, rows", f...) + `
 GROUP BY time, class
 ORDER BY time, class`,
 		},
+		Malformed(),
 		{
-			ID: "fleet.top_fabricated", Title: "Top fabricated tool names", Format: Table,
+			ID: "fleet.top_fabricated", Title: "Top 20 fabricated tool names", Format: Table,
 			Description: "Unknown names (H1, M1) by calls, with the nearest valid name of the registry version (suggested_tool) and what separates them: another server (the name is right, the server is not), case, a prefix (functions., mcp__server__), separators, a plural, a typo (edit distance), or nothing near (an invention). Whole UTC days of table fabricated_names_day; counts as delivered (see the rates).",
-			SQL: `SELECT
-    tool AS emitted,
-    suggested_tool AS nearest,
-    ` + nearMissKind + ` AS kind,
-    if(nearest = '', NULL, editDistance(lower(tool), lower(` + unqualified + `))) AS distance,
-    sum(rows) AS calls,
-    arrayStringConcat(arraySort(groupUniqArray(model)), ', ') AS models
-FROM fabricated_names_day
-WHERE ` + and(append([]string{"$__dateFilter(day)"}, f...)...) + `
-GROUP BY tool, suggested_tool
-ORDER BY calls DESC, emitted, nearest
-LIMIT 20`,
+			SQL:         fabricatedSQL(f, "") + "\nLIMIT 20",
 		},
+	}
+}
+
+// Malformed is the MALFORMED decisions per interval and source, of
+// every registry, model, surface and session: a record that could not be
+// read has none of those that can be trusted, so a view filtered to a
+// registry would hide it. On the fleet and incident dashboards.
+func Malformed() Query {
+	return Query{
+		ID: "malformed.over_time", Title: "Unreadable calls (MALFORMED), every registry", Format: TimeSeries,
+		Description: "Call records that could not be read (MALFORMED) per interval and source. Not narrowed by registry, model, surface, agent or session: such a record has none that can be trusted." + rollupNote,
+		SQL: `SELECT $__timeInterval(t) AS time, source, sum(rows) AS malformed
+FROM ` + rollup("source, rows", is("analysis_id", VarAnalysis), in("source", VarSource), "class = 'MALFORMED'") + `
+GROUP BY time, source
+ORDER BY time, source`,
 	}
 }
 

@@ -21,10 +21,12 @@ func allQueries() []Query {
 	qs = append(qs, Fleet()...)
 	qs = append(qs, Servers()...)
 	qs = append(qs, Incident()...)
-	qs = append(qs, ChangeAnnotations(), Span())
+	qs = append(qs, ChangeAnnotations(), Span(), TOCTOU(true))
+	qs = append(qs, Report()...)
 	for _, v := range Variables() {
 		qs = append(qs, Query{ID: "var." + v.Name, SQL: v.SQL})
 	}
+	qs = append(qs, Query{ID: "var.mcp_registry", SQL: MCPRegistry().SQL})
 	seen := map[string]bool{}
 	var out []Query
 	for _, q := range qs {
@@ -428,6 +430,42 @@ func TestNearMissKind(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%q (nearest %q): %s, want %s", tc.tool, tc.suggested, got, tc.want)
+		}
+	}
+}
+
+// TestReadOnly: every query of the dashboards and the report runs as a
+// readonly = 1 user (the plugin's recommended Grafana user), in every
+// dashboard state the tests use, and returns what it returns for the
+// writer. That user can change no setting, not even in a query's
+// SETTINGS clause: the test shows it refuses one.
+func TestReadOnly(t *testing.T) {
+	ro := analyticsfixture.ReadOnlyConn(t)
+	ctx := context.Background()
+	if _, err := RunSQL(ctx, ro, "SELECT count() FROM decisions FINAL SETTINGS do_not_merge_across_partitions_select_final = 1"); err == nil ||
+		!strings.Contains(err.Error(), "readonly") {
+		t.Fatalf("the read-only user changed a setting (err %v): the test would prove nothing", err)
+	}
+	for _, e := range []env{day0, ten, picks, streamRaw, mcpTen, incidentDay0} {
+		for _, q := range allQueries() {
+			if q.ID == "var.mcp_registry" || strings.HasPrefix(q.ID, "servers.") {
+				// The servers dashboard's registry is one value.
+				if e.vars[VarRegistry].all {
+					continue
+				}
+			}
+			sql, err := Expand(q.SQL, e.params())
+			if err != nil {
+				t.Fatalf("%s in %s: %v", q.ID, e.name, err)
+			}
+			got, err := RunSQL(ctx, ro, sql)
+			if err != nil {
+				t.Errorf("%s in %s, as the read-only user: %v", q.ID, e.name, err)
+				continue
+			}
+			if want := run(t, q, e); len(got.Rows) != len(want) {
+				t.Errorf("%s in %s: %d rows as the read-only user, %d as the writer", q.ID, e.name, len(got.Rows), len(want))
+			}
 		}
 	}
 }

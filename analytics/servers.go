@@ -39,7 +39,7 @@ GROUP BY server, other
 ORDER BY server, other`,
 		},
 		{
-			ID: "servers.collisions", Title: "Colliding names and who got the calls", Format: Table,
+			ID: "servers.collisions", Title: "Colliding names and who got the calls (top 100)", Format: Table,
 			Description: "Tool names provided by several servers at the end of the range, with the providers and their trust: a tie between the highest-trust providers (M2 without a pin) or a lower-trust server shadowing the name (M3). Calls to the name in the range, how many were M2 and M3, and where the others resolved." + toolDayNote,
 			SQL: providers + `, names AS (
     SELECT tool AS name, groupArray(trust) AS trusts,
@@ -114,7 +114,7 @@ GROUP BY time, server
 ORDER BY time, server`,
 		},
 		{
-			ID: "servers.stale_tools", Title: "Stale and drifting tools", Format: Table,
+			ID: "servers.stale_tools", Title: "Stale and drifting tools (top 50)", Format: Table,
 			Description: "Tools with stale (M4) or drifted calls in the range, with the last listing change of the tool up to the range's end and its summary (registry_changes), and how many changes the range holds: the listings that made the calls stale or drift." + toolDayNote,
 			SQL: `WITH changes AS (
     SELECT server, tool,
@@ -142,11 +142,22 @@ LIMIT 50`,
 		{
 			ID: "servers.version_in_force", Title: "Registry version in force", Format: Table,
 			Description: "Per registry, the version of the last decided call up to the end of the range (the version first seen last), since when, how many decisions were made under it, and how many versions decided calls in the range (registry_versions_seen). Exact unless a registry went back to the very content of an earlier version, which then counts from its first appearance.",
-			SQL: `SELECT registry,
+			SQL:         versionInForce("decisions_under_it", "") + "\nORDER BY registry",
+		},
+		RegistryChanges(),
+	}
+}
+
+// versionInForce is, per registry, the version in force at the end of
+// the range (the last one first seen), since when, the decisions under
+// it (as column under) and the versions that decided calls in the range;
+// extra columns follow.
+func versionInForce(under, extra string) string {
+	return `SELECT registry,
        argMax(registry_version, first) AS version,
        max(first) AS since,
-       argMax(decisions, first) AS decisions_under_it,
-       toUInt64(count()) AS versions_in_range
+       argMax(decisions, first) AS ` + under + `,
+       toUInt64(count()) AS versions_in_range` + extra + `
 FROM (
     SELECT registry, registry_version, min(first_emitted) AS first, max(last_emitted) AS last, sum(rows) AS decisions
     FROM registry_versions_seen
@@ -154,25 +165,21 @@ FROM (
     GROUP BY registry, registry_version
     HAVING first <= $__toTime_ms AND last >= $__fromTime_ms
 )
-GROUP BY registry
-ORDER BY registry`,
-		},
-		RegistryChanges(),
-	}
+GROUP BY registry`
 }
 
 // RegistryChanges is the table of listing changes inside the time range,
 // on the MCP servers and incident dashboards.
 func RegistryChanges() Query {
 	return Query{
-		ID: "changes.in_range", Title: "Registry changes in the range", Format: Table,
-		Description: "Every change of a tool's definition or of a server's trust made by a listing observed inside the range, with its structured diff (registry_changes, written by resolverd as it applies listings). Exact.",
+		ID: "changes.in_range", Title: "Registry changes in the range (newest 1,000)", Format: Table,
+		Description: "The newest 1,000 changes (newest first) of a tool's definition or of a server's trust made by a listing observed inside the range, with its structured diff (registry_changes, written by resolverd as it applies listings). Exact.",
 		SQL: `SELECT observed_at AS time, registry, server, tool, change, summary,
        trust_before, trust_after, digest_before, digest_after, event_id
 FROM registry_changes FINAL
 WHERE deleted = 0 AND $__timeFilter_ms(observed_at)
   AND ` + in("registry", VarRegistry) + `
-ORDER BY time, registry, server, tool
+ORDER BY time DESC, registry, server, tool
 LIMIT 1000`,
 	}
 }
@@ -182,7 +189,7 @@ LIMIT 1000`,
 func ChangeAnnotations() Query {
 	return Query{
 		ID: "changes.annotations", Title: "Listing changes", Format: Table,
-		Description: "One annotation per listing that changed a server's tools or trust.",
+		Description: "One annotation per listing that changed a server's tools or trust: the newest 1,000 in the range.",
 		SQL: `SELECT observed_at AS time,
        concat(registry, '/', server, ': ', arrayStringConcat(arraySort(groupArray(concat(change, ' ', tool))), ', ')) AS text,
        concat(registry, ',', server) AS tags
@@ -190,7 +197,7 @@ FROM registry_changes FINAL
 WHERE deleted = 0 AND $__timeFilter_ms(observed_at)
   AND ` + in("registry", VarRegistry) + `
 GROUP BY registry, server, observed_at
-ORDER BY time
+ORDER BY time DESC, text
 LIMIT 1000`,
 	}
 }

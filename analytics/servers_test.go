@@ -85,19 +85,20 @@ func TestServerQueries(t *testing.T) {
 	for _, r := range got {
 		brief = append(brief, r[:8])
 	}
+	// Newest first: where the limit cuts, it cuts the oldest.
 	want := [][]string{
-		{ts(5 * day), "mcp", "github", "create_issue", "changed", "changed: +/labels", "2", "2"},
-		{ts(5 * day), "mcp", "shadow", "delete_repo", "removed", "removed", "1", "1"},
 		{ts(5*day + time.Hour), "mcp", "gitlab", "create_issue", "trust", "trust 2 -> 1", "2", "1"},
 		{ts(5*day + time.Hour), "mcp", "gitlab", "search", "trust", "trust 2 -> 1", "2", "1"},
+		{ts(5 * day), "mcp", "github", "create_issue", "changed", "changed: +/labels", "2", "2"},
+		{ts(5 * day), "mcp", "shadow", "delete_repo", "removed", "removed", "1", "1"},
 	}
 	if !slices.EqualFunc(brief, want, slices.Equal[[]string]) {
 		t.Errorf("changes.in_range:\n got %q\nwant %q", brief, want)
 	}
 	check(t, byID(t, "changes.annotations"), mcpTen, [][]string{
+		{ts(5*day + time.Hour), "mcp/gitlab: trust create_issue, trust search", "mcp,gitlab"},
 		{ts(5 * day), "mcp/github: changed create_issue", "mcp,github"},
 		{ts(5 * day), "mcp/shadow: removed delete_repo", "mcp,shadow"},
-		{ts(5*day + time.Hour), "mcp/gitlab: trust create_issue, trust search", "mcp,gitlab"},
 	})
 }
 
@@ -134,9 +135,16 @@ func TestIncidentQueries(t *testing.T) {
 
 	toctou := [][]string{{"c-i3", at(30), "s-incident", "agent-7", "create_issue", "api: OK (enforced), stream: H2", "rv-s-1"}}
 	check(t, byID(t, "incident.toctou"), incidentDay0, toctou)
+	check(t, byID(t, "incident.toctou_session"), incidentDay0, toctou)
 	anySession := incidentDay0
 	anySession.vars = vars()
 	check(t, byID(t, "incident.toctou"), anySession, toctou)
+	// The dashboard's panel shows every session's; the report's
+	// --session narrows.
+	other := incidentDay0
+	other.vars = vars(VarSession, Text("s-bulk-gpt-5"))
+	check(t, byID(t, "incident.toctou"), other, toctou)
+	check(t, byID(t, "incident.toctou_session"), other, nil)
 	otherAgent := incidentDay0
 	otherAgent.vars = vars(VarAgent, Selected("agent-1"))
 	check(t, byID(t, "incident.toctou"), otherAgent, nil)
@@ -165,33 +173,60 @@ func TestIncidentQueries(t *testing.T) {
 	}
 }
 
-// TestVariableQueries: the options each variable offers.
+// TestVariableQueries: the options each variable offers, those with
+// decisions in the range only, busiest first (Grafana selects the first
+// when a dashboard opens with no saved value).
 func TestVariableQueries(t *testing.T) {
 	e := env{"ten days", base, base.Add(10 * day), time.Hour, vars()}
-	for name, want := range map[string][]string{
-		VarAnalysis: {"a1", "other"},
-		VarRegistry: {"mcp", "single"},
-		VarModel:    {"claude", "gpt-5"},
-		VarSurface:  {"mcp", "raw_json", "schema_enforced"},
-		VarSource:   {"api", "gateway", "stream"},
-		VarAgent:    {"agent-1", "agent-2", "agent-7"},
-	} {
+	options := func(id string, e env) []string {
 		var got []string
-		for _, r := range run(t, byID(t, "var."+name), e) {
+		for _, r := range run(t, byID(t, id), e) {
 			got = append(got, r[0])
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("variable %s: %q, want %q", name, got, want)
+		return got
+	}
+	for id, want := range map[string][]string{
+		"var." + VarAnalysis: {"a1", "other"}, // latest first; "live" would lead
+		// single 134 decisions, mcp 37.
+		"var." + VarRegistry: {"single", "mcp"},
+		// mcp has the MCP calls.
+		"var.mcp_registry":  {"mcp", "single"},
+		"var." + VarModel:   {"gpt-5", "claude"},
+		"var." + VarSurface: {"raw_json", "schema_enforced", "mcp"},
+		"var." + VarSource:  {"stream", "api", "gateway"},
+		"var." + VarAgent:   {"agent-1", "agent-2", "agent-7"},
+		// By rejections: 26, 17, 8, 5, 2, 1, 0.
+		"var." + VarSession: {"s-bulk-gpt-5", "s-mcp", "s-bulk-claude", "s-incident", "s-bad", "s-day5", "s-mcp5"},
+	} {
+		if got := options(id, e); !slices.Equal(got, want) {
+			t.Errorf("variable %s: %q, want %q", id, got, want)
 		}
 	}
 	// Options follow the other variables: the mcp registry has one model.
-	var got []string
-	for _, r := range run(t, byID(t, "var."+VarSurface), env{"mcp", base, base.Add(10 * day), time.Hour, vars(VarRegistry, Selected("mcp"))}) {
-		got = append(got, r[0])
-	}
-	if !slices.Equal(got, []string{"mcp"}) {
+	if got := options("var."+VarSurface, env{"mcp", base, base.Add(10 * day), time.Hour, vars(VarRegistry, Selected("mcp"))}); !slices.Equal(got, []string{"mcp"}) {
 		t.Errorf("surfaces of registry mcp: %q", got)
 	}
+	// And the time range: day 5 alone has neither claude nor s-incident.
+	day5 := env{"day 5", base.Add(5 * day), base.Add(6 * day), time.Hour, vars()}
+	if got := options("var."+VarModel, day5); !slices.Equal(got, []string{"gpt-5"}) {
+		t.Errorf("models of day 5: %q", got)
+	}
+	if got := options("var."+VarSession, day5); !slices.Equal(got, []string{"s-day5", "s-mcp5"}) {
+		t.Errorf("sessions of day 5: %q", got)
+	}
+}
+
+// TestMalformed: the unreadable calls show whatever registry, model or
+// session the view is narrowed to: they have none that can be trusted.
+func TestMalformed(t *testing.T) {
+	want := [][]string{{ts(5 * time.Hour), "stream", "2"}}
+	for _, e := range []env{day0,
+		{"day 0, registry mcp", base, base.Add(day - time.Minute), time.Hour, vars(VarRegistry, Selected("mcp"), VarModel, Selected("claude"), VarSession, Text("s-incident"))},
+	} {
+		check(t, byID(t, "malformed.over_time"), e, want)
+	}
+	check(t, byID(t, "malformed.over_time"), streamRaw, want)
+	check(t, byID(t, "malformed.over_time"), env{"api only", base, base.Add(day - time.Minute), time.Hour, vars(VarSource, Selected("api"))}, nil)
 }
 
 // TestEveryQueryChecked: a query added to the dashboards without a check
@@ -204,8 +239,10 @@ func TestEveryQueryChecked(t *testing.T) {
 		"servers.shared_names", "servers.collisions", "servers.mcp_classes", "servers.stale_by_server",
 		"servers.drift_by_server", "servers.stale_tools", "servers.version_in_force",
 		"changes.in_range", "changes.annotations",
-		"incident.sessions", "incident.session_decisions", "incident.toctou",
+		"incident.sessions", "incident.session_decisions", "incident.toctou", "incident.toctou_session",
 		"var.analysis", "var.registry", "var.model", "var.surface", "var.source", "var.agent",
+		"var.session", "var.mcp_registry", "malformed.over_time",
+		"report.fabricated", "report.collisions", "report.drift", "report.sessions", "report.versions",
 	}
 	for _, q := range allQueries() {
 		if !slices.Contains(checked, q.ID) {

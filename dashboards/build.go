@@ -15,16 +15,33 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// The provisioned datasources (provisioning/datasources/toolaudit.yaml):
-// the dashboards refer to them by these uids.
+// The provisioned datasources (provisioning/datasources/toolaudit.yaml).
+// Panels name no datasource uid: they name the dashboard's datasource
+// variables (dsClickHouse, dsPrometheus), whose value is one of these
+// uids in json/ (provisioning) and the datasource picked on Grafana's
+// import page in import/ (UI import, through __inputs).
 const (
 	ClickHouseUID  = "toolaudit-clickhouse"
 	PrometheusUID  = "toolaudit-prometheus"
 	clickHouseType = "grafana-clickhouse-datasource"
 	prometheusType = "prometheus"
+	dsClickHouse   = "ds_clickhouse"
+	dsPrometheus   = "ds_prometheus"
+)
+
+// The oldest versions that run every panel, and the pinned ones of
+// deploy/compose. MinPlugin: 4.0.3 added $__fromTime_ms and $__toTime_ms
+// (4.0.0-4.0.2 lack them, and five MCP panels fail); TestVersions checks
+// the SQL's macros against the plugin's own macro list of each release
+// (testdata/plugin-macros.txt). MinGrafana: the dashboards' schemaVersion
+// (SchemaVersion, Grafana 10.4's) and plugin 4.0.3's own floor (9.5).
+const (
+	MinPlugin     = "4.0.3"
+	MinGrafana    = "10.4.0"
+	SchemaVersion = 39
 	// pluginVersion marks the queries as the plugin's v4 model: without
 	// it the plugin migrates them as v3 queries.
-	pluginVersion = "4.0.0"
+	pluginVersion = MinPlugin
 )
 
 // The dashboards' uids, stable across regenerations (links use them).
@@ -38,9 +55,15 @@ const (
 func ref(typ, uid string) common.DataSourceRef { return common.DataSourceRef{Type: &typ, Uid: &uid} }
 
 var (
-	clickhouse = ref(clickHouseType, ClickHouseUID)
-	prom       = ref(prometheusType, PrometheusUID)
+	clickhouse = ref(clickHouseType, "${"+dsClickHouse+"}")
+	prom       = ref(prometheusType, "${"+dsPrometheus+"}")
 )
+
+// dsVariable is a datasource variable of plugin typ, set to the
+// provisioned datasource uid.
+func dsVariable(name, label, typ, uid string) *dashboard.DatasourceVariableBuilder {
+	return dashboard.NewDatasourceVariableBuilder(name).Label(label).Type(typ).Current(option(uid, uid))
+}
 
 // chTarget is a ClickHouse query of the plugin, built through the SDK's
 // unknown-dataquery builder (the SDK has no ClickHouse query type): the
@@ -52,7 +75,7 @@ func chTarget(refID string, q analytics.Query) cog.Builder[variants.Dataquery] {
 	}
 	return variants.NewUnknownDataqueryBuilderFromObject(variants.UnknownDataquery{
 		"refId":         refID,
-		"datasource":    map[string]any{"type": clickHouseType, "uid": ClickHouseUID},
+		"datasource":    map[string]any{"type": clickHouseType, "uid": *clickhouse.Uid},
 		"editorType":    "sql",
 		"format":        int(q.Format),
 		"queryType":     queryType,
@@ -65,8 +88,12 @@ func promTarget(refID, expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().RefId(refID).Datasource(prom).Expr(expr).LegendFormat(legend).Range()
 }
 
-// queryVariable is a variable whose options a ClickHouse query lists.
-func queryVariable(v analytics.VariableQuery, multi bool, current string) *dashboard.QueryVariableBuilder {
+// queryVariable is a variable whose options a ClickHouse query lists,
+// re-run when the time range changes, in the query's order (busiest
+// first: analytics.Variables). A multi-value one starts at All; a
+// single-value one has no saved value, so Grafana selects the first
+// option, the busiest.
+func queryVariable(v analytics.VariableQuery, multi bool) *dashboard.QueryVariableBuilder {
 	sql := v.SQL
 	b := dashboard.NewQueryVariableBuilder(v.Name).
 		Label(v.Label).
@@ -74,13 +101,11 @@ func queryVariable(v analytics.VariableQuery, multi bool, current string) *dashb
 		Query(dashboard.StringOrMap{String: &sql}).
 		Definition(v.SQL).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Sort(dashboard.VariableSortDisabled).
 		Multi(multi).
 		IncludeAll(multi)
 	if multi {
 		b.Current(option("All", "$__all"))
-	} else if current != "" {
-		b.Current(option(current, current))
 	}
 	return b
 }
@@ -107,12 +132,6 @@ func classVariable() *dashboard.CustomVariableBuilder {
 		Multi(true).
 		IncludeAll(true).
 		Current(option("All", "$__all"))
-}
-
-func textVariable(name, label, description string) *dashboard.TextBoxVariableBuilder {
-	empty := ""
-	return dashboard.NewTextBoxVariableBuilder(name).Label(label).Description(description).
-		DefaultValue(dashboard.StringOrMap{String: &empty})
 }
 
 // changeAnnotations marks listing changes on a dashboard's time series.
@@ -147,6 +166,72 @@ func Marshal(d dashboard.Dashboard) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// input is an entry of an exported dashboard's __inputs: a datasource
+// Grafana's import page asks for, substituted for ${Name} in the JSON.
+type input struct {
+	Name        string `json:"name"`
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	Type        string `json:"type"`
+	PluginID    string `json:"pluginId"`
+	PluginName  string `json:"pluginName"`
+}
+
+// require is an entry of __requires: what the import page says the
+// dashboard needs.
+type require struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// importInputs are the datasource inputs of UI import, by datasource
+// variable.
+var importInputs = map[string]input{
+	dsClickHouse: {"DS_CLICKHOUSE", "ClickHouse", "The ClickHouse that holds resolverd's tables (its default database)", "datasource", clickHouseType, "ClickHouse"},
+	dsPrometheus: {"DS_PROMETHEUS", "Prometheus", "The Prometheus that scrapes resolverd's /metrics", "datasource", prometheusType, "Prometheus"},
+}
+
+// MarshalImport is a dashboard for Grafana's import page (Dashboards >
+// New > Import): as Marshal, with __inputs and __requires first and each
+// datasource variable set to ${DS_...}, which the import replaces by the
+// datasource picked for that input. It changes d's variables.
+func MarshalImport(d dashboard.Dashboard) ([]byte, error) {
+	var inputs []input
+	for i, v := range d.Templating.List {
+		in, ok := importInputs[v.Name]
+		if v.Type != "datasource" || !ok {
+			continue
+		}
+		d.Templating.List[i].Current = ptr(option("${"+in.Name+"}", "${"+in.Name+"}"))
+		inputs = append(inputs, in)
+	}
+	reqs := []require{{"grafana", "grafana", "Grafana", MinGrafana}}
+	for _, in := range inputs {
+		version := ""
+		if in.PluginID == clickHouseType {
+			version = MinPlugin
+		}
+		reqs = append(reqs, require{"datasource", in.PluginID, in.PluginName, version})
+	}
+	b, err := Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	head, err := json.MarshalIndent(struct {
+		Inputs   []input   `json:"__inputs"`
+		Requires []require `json:"__requires"`
+	}{inputs, reqs}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// Both objects are indented alike: join their members.
+	return append(append(head[:len(head)-2], ",\n"...), b[2:]...), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // Dashboard is one generated dashboard and its file under json/.
 type Dashboard struct {
 	File string
@@ -170,6 +255,7 @@ func All() ([]Dashboard, error) {
 			return nil, fmt.Errorf("dashboards: %s: %w", b.file, err)
 		}
 		numberPanels(&d)
+		d.SchemaVersion = SchemaVersion
 		out = append(out, Dashboard{File: b.file, Dashboard: d})
 	}
 	return out, nil

@@ -24,14 +24,20 @@ func base(uid, title, description, from string) *dashboard.DashboardBuilder {
 			Tags(tags).AsDropdown(true).KeepTime(true).IncludeVars(true))
 }
 
-// analysisVariable selects the analysis: "live", resolverd run's default,
-// unless another is chosen.
+// clickHouseVariable is the ClickHouse datasource every ClickHouse panel
+// reads.
+func clickHouseVariable() *dashboard.DatasourceVariableBuilder {
+	return dsVariable(dsClickHouse, "ClickHouse", clickHouseType, ClickHouseUID)
+}
+
+// analysisVariable selects the analysis: "live" (resolverd run's), else
+// the latest.
 func analysisVariable() *dashboard.QueryVariableBuilder {
-	return queryVariable(analytics.Variables()[analytics.VarAnalysis], false, "live")
+	return queryVariable(analytics.Variables()[analytics.VarAnalysis], false)
 }
 
 func multi(name string) *dashboard.QueryVariableBuilder {
-	return queryVariable(analytics.Variables()[name], true, "")
+	return queryVariable(analytics.Variables()[name], true)
 }
 
 // fleet is the weekly fleet review: which models and surfaces invent
@@ -41,6 +47,7 @@ func fleet() *dashboard.DashboardBuilder {
 	return base(UIDFleet, "toolaudit: fleet overview",
 		"Hallucination, unknown-tool and schema-reject rates by model and invocation surface, the class mix, verdicts, and the tool names models invent with the nearest real name. Read from the rollups of resolverd's decisions (see each panel's description for what it counts).",
 		"now-7d").
+		WithVariable(clickHouseVariable()).
 		WithVariable(analysisVariable()).
 		WithVariable(multi(analytics.VarRegistry)).
 		WithVariable(multi(analytics.VarModel)).
@@ -56,10 +63,13 @@ func fleet() *dashboard.DashboardBuilder {
 		WithRow(row("Over time")).
 		WithPanel(seriesPanel(pick(qs, "fleet.hallucination_by_model"), "percentunit", 12, 9).Interval("1m")).
 		WithPanel(seriesPanel(pick(qs, "fleet.hallucination_by_surface"), "percentunit", 12, 9).Interval("1m")).
-		WithPanel(seriesPanel(pick(qs, "fleet.classes_over_time"), "short", 24, 8).Interval("1m").
+		WithPanel(seriesPanel(pick(qs, "fleet.classes_over_time"), "short", 16, 8).Interval("1m").
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
+		WithPanel(malformedPanel(8, 8)).
 		WithRow(row("What models invent")).
-		WithPanel(barPanel(pick(qs, "fleet.class_mix"), "class", 10, 10)).
+		// The share is the count's, on another scale: not drawn.
+		WithPanel(barPanel(pick(qs, "fleet.class_mix"), "class", 10, 10).
+			OverrideByName("share_pct", []dashboard.DynamicConfigValue{{Id: "custom.hideFrom", Value: map[string]any{"viz": true, "legend": true, "tooltip": true}}})).
 		WithPanel(tablePanel(pick(qs, "fleet.top_fabricated"), 14, 10))
 }
 
@@ -71,8 +81,9 @@ func servers() *dashboard.DashboardBuilder {
 	return base(UIDServers, "toolaudit: MCP servers",
 		"One MCP deployment (registry): which servers provide the same tool names (ties and shadowing) and who got the calls, M1-M5 by server, stale definitions (M4) and drift with the listing changes that caused them, and the registry version in force.",
 		"now-7d").
+		WithVariable(clickHouseVariable()).
 		WithVariable(analysisVariable()).
-		WithVariable(queryVariable(analytics.Variables()[analytics.VarRegistry], false, "")).
+		WithVariable(queryVariable(analytics.MCPRegistry(), false)).
 		WithVariable(multi(analytics.VarSource)).
 		Annotation(changeAnnotations()).
 		WithRow(row("Collisions and shadowing")).
@@ -94,16 +105,24 @@ func servers() *dashboard.DashboardBuilder {
 // just before.
 func incident() *dashboard.DashboardBuilder {
 	qs := analytics.Incident()
-	sessionLink := "/d/" + UIDIncident + "?var-session=${__value.raw}&var-analysis=${analysis}&${__url_time_range}"
+	// The link keeps every filter and the range.
+	sessionLink := "/d/" + UIDIncident + "?var-session=${__value.raw:percentencode}"
+	for _, v := range []string{dsClickHouse, analytics.VarAnalysis, analytics.VarRegistry, analytics.VarModel, analytics.VarAgent, analytics.VarSource, analytics.VarClass} {
+		sessionLink += "&${" + v + ":queryparam}"
+	}
+	sessionLink += "&${__url_time_range}"
 	return base(UIDIncident, "toolaudit: incident drill-down",
-		"Pick a session (type it, or click one in the sessions table): its decisions in order with the reason, path, resolved server and tool, registry version and digests; the calls whose gate and stream decisions differ; and the registry changes inside the range.",
+		"Pick a session (it opens on the one with the most rejections; type another, or click one in the sessions table): its decisions in order with the reason, path, resolved server and tool, registry version and digests; the calls whose gate and stream decisions differ; and the registry changes inside the range.",
 		"now-6h").
+		WithVariable(clickHouseVariable()).
 		WithVariable(analysisVariable()).
 		WithVariable(multi(analytics.VarRegistry)).
 		WithVariable(multi(analytics.VarModel)).
 		WithVariable(multi(analytics.VarAgent)).
-		WithVariable(textVariable(analytics.VarSession, "Session", "session_id of the calls to show")).
+		WithVariable(multi(analytics.VarSource)).
 		WithVariable(classVariable()).
+		WithVariable(queryVariable(analytics.Variables()[analytics.VarSession], false).
+			Description("session_id of the calls to show: the session with the most rejections in the range unless another is picked or typed")).
 		Annotation(changeAnnotations()).
 		WithRow(row("Sessions")).
 		WithPanel(tablePanel(pick(qs, "incident.sessions"), 24, 8).
@@ -111,6 +130,7 @@ func incident() *dashboard.DashboardBuilder {
 		WithRow(row("The session")).
 		WithPanel(tablePanel(pick(qs, "incident.session_decisions"), 24, 12)).
 		WithPanel(tablePanel(pick(qs, "incident.toctou"), 24, 6)).
+		WithPanel(malformedPanel(24, 6)).
 		WithRow(row("Registry changes")).
 		WithPanel(tablePanel(pick(qs, "changes.in_range"), 24, 8))
 }

@@ -48,6 +48,16 @@ func tablePanel(q analytics.Query, w, h uint32) *table.PanelBuilder {
 		Span(w).Height(h)
 }
 
+// legend and tooltip are those of every chart: each series named below
+// it, and every series' value at the cursor, largest first.
+func legend() *common.VizLegendOptionsBuilder {
+	return common.NewVizLegendOptionsBuilder().ShowLegend(true).DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom)
+}
+
+func tooltip() *common.VizTooltipOptionsBuilder {
+	return common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending)
+}
+
 func seriesPanel(q analytics.Query, unit string, w, h uint32) *timeseries.PanelBuilder {
 	return timeseries.NewPanelBuilder().
 		Title(q.Title).Description(q.Description).
@@ -55,7 +65,14 @@ func seriesPanel(q analytics.Query, unit string, w, h uint32) *timeseries.PanelB
 		WithTarget(chTarget("A", q)).
 		Unit(unit).
 		Min(0).
+		Legend(legend()).Tooltip(tooltip()).
 		Span(w).Height(h)
+}
+
+// malformedPanel is analytics.Malformed: the unreadable calls, whatever
+// the filters.
+func malformedPanel(w, h uint32) *timeseries.PanelBuilder {
+	return seriesPanel(analytics.Malformed(), "short", w, h).Interval("1m")
 }
 
 func barPanel(q analytics.Query, x string, w, h uint32) *barchart.PanelBuilder {
@@ -65,6 +82,7 @@ func barPanel(q analytics.Query, x string, w, h uint32) *barchart.PanelBuilder {
 		WithTarget(chTarget("A", q)).
 		XField(x).
 		ShowValue(common.VisibilityModeAuto).
+		Legend(legend()).Tooltip(tooltip()).
 		Span(w).Height(h)
 }
 
@@ -76,6 +94,7 @@ func promPanel(title, description, unit string, w, h uint32, exprs ...string) *t
 		Datasource(prom).
 		Unit(unit).
 		Min(0).
+		Legend(legend()).Tooltip(tooltip()).
 		Span(w).Height(h)
 	for i := 0; i+1 < len(exprs); i += 2 {
 		b.WithTarget(promTarget(string(rune('A'+i/2)), exprs[i], exprs[i+1]))

@@ -18,6 +18,7 @@ func pipeline() *dashboard.DashboardBuilder {
 	return base(UIDPipeline, "toolaudit: pipeline health",
 		"resolverd's own metrics, scraped by Prometheus: decisions per second, consumer lag, sink latency and retries, dead-lettered records, listing lateness, the registry history's writes and the API's latency.",
 		"now-3h").
+		WithVariable(dsVariable(dsPrometheus, "Prometheus", prometheusType, PrometheusUID)).
 		WithRow(row("Throughput and backlog")).
 		WithPanel(promPanel("Decisions per second", "Decisions made and durably written, by class (all instances).", "ops", 12, 8,
 			"sum by (class) (rate(toolaudit_stream_decisions_total"+rate+"))", "{{class}}")).

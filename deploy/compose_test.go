@@ -21,7 +21,7 @@ import (
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{"compose/compose.yaml"},
-		cli.WithEnv([]string{"TOOLAUDIT_CLICKHOUSE_PASSWORD=test-password", "TOOLAUDIT_GRAFANA_ADMIN_PASSWORD=test-admin"}),
+		cli.WithEnv([]string{"TOOLAUDIT_CLICKHOUSE_PASSWORD=test-password", "TOOLAUDIT_GRAFANA_ADMIN_PASSWORD=test-admin", "TOOLAUDIT_GRAFANA_CLICKHOUSE_PASSWORD=testgrafana"}),
 		cli.WithDiscardEnvFile)
 	if err != nil {
 		t.Fatal(err)

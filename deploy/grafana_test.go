@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +32,18 @@ func checkGrafana(t *testing.T, g types.ServiceConfig, clickhouse types.ServiceC
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Grafana's read-only ClickHouse user: its password is a secret of
+	// both, ClickHouse runs the script that creates it.
+	for _, s := range []types.ServiceConfig{g, clickhouse} {
+		if !slices.ContainsFunc(s.Secrets, func(sc types.ServiceSecretConfig) bool { return sc.Source == "grafana_clickhouse_password" }) {
+			t.Errorf("%s lacks the grafana_clickhouse_password secret", s.Name)
+		}
+	}
+	if !slices.ContainsFunc(clickhouse.Volumes, func(v types.ServiceVolumeConfig) bool {
+		return v.Source == filepath.Join(root, "deploy/compose/clickhouse-initdb") && v.Target == "/docker-entrypoint-initdb.d" && v.ReadOnly
+	}) {
+		t.Error("clickhouse does not mount compose/clickhouse-initdb (Grafana's read-only user) at /docker-entrypoint-initdb.d")
 	}
 	for src, target := range grafanaMounts {
 		found := false
@@ -96,14 +109,16 @@ func checkDatasources(t *testing.T, dir string, clickhouse types.ServiceConfig) 
 			if host != "clickhouse" || port != wantPort {
 				t.Errorf("%s: datasource %q reaches %s:%s (%s), want the stack's clickhouse:%s", f, ds.Name, host, port, proto, wantPort)
 			}
-			if u := fmt.Sprint(ds.JSONData["username"]); u != env(clickhouse)["CLICKHOUSE_USER"] {
-				t.Errorf("%s: datasource %q user %q, the server creates %q", f, ds.Name, u, env(clickhouse)["CLICKHOUSE_USER"])
+			// Grafana reads as its read-only user, never the writer
+			// (dashboards' TestGrafanaUser checks the user's SQL).
+			if u := fmt.Sprint(ds.JSONData["username"]); u != "grafana" || u == env(clickhouse)["CLICKHOUSE_USER"] {
+				t.Errorf("%s: datasource %q user %q, want grafana, the read-only user compose/clickhouse-initdb creates", f, ds.Name, u)
 			}
 			if db, ok := ds.JSONData["defaultDatabase"]; ok && db != "toolaudit" {
 				t.Errorf("%s: datasource %q database %v, resolverd writes toolaudit", f, ds.Name, db)
 			}
-			if pw := ds.Secure["password"]; pw != "$__file{/run/secrets/clickhouse_password}" && !strings.HasPrefix(pw, "${") {
-				t.Errorf("%s: datasource %q password %q: want $__file{/run/secrets/clickhouse_password} (the compose secret) or a variable", f, ds.Name, pw)
+			if pw := ds.Secure["password"]; pw != "$__file{/run/secrets/grafana_clickhouse_password}" && !strings.HasPrefix(pw, "${") {
+				t.Errorf("%s: datasource %q password %q: want $__file{/run/secrets/grafana_clickhouse_password} (the compose secret) or a variable", f, ds.Name, pw)
 			}
 		}
 	}

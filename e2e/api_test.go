@@ -199,7 +199,6 @@ func TestAuditAfterKill(t *testing.T) {
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 3)
 	e.createTopics(3, "tool-audit")
 	e.produce("tool-listings", c.listings, 0)
-	var posted []string
 	want := map[string]string{}
 	for round, calls := range [][][]byte{c.calls[:1], c.calls[1:11], c.calls[11:12]} {
 		d := e.start("--http", "127.0.0.1:0", "--batch-wait", "2s")
@@ -234,7 +233,6 @@ func TestAuditAfterKill(t *testing.T) {
 		}
 		for _, dd := range ds {
 			id := dd["event_id"].(string)
-			posted = append(posted, id)
 			want[id] = dd["class"].(string)
 		}
 	}

@@ -172,6 +172,22 @@ func (e *env) connect() driver.Conn {
 // keys), paced over `over`.
 func (e *env) produce(topic string, lines [][]byte, over time.Duration) {
 	e.t.Helper()
+	if err := e.tryProduce(topic, lines, over); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// produceAsync produces as produce does, from a goroutine of its own:
+// a failure fails the test without stopping the goroutine that runs it.
+func (e *env) produceAsync(topic string, lines [][]byte, over time.Duration) {
+	go func() {
+		if err := e.tryProduce(topic, lines, over); err != nil {
+			e.t.Error(err)
+		}
+	}()
+}
+
+func (e *env) tryProduce(topic string, lines [][]byte, over time.Duration) error {
 	ctx := context.Background()
 	chunk := max(1, len(lines)/20)
 	for i := 0; i < len(lines); i += chunk {
@@ -184,12 +200,13 @@ func (e *env) produce(topic string, lines [][]byte, over time.Duration) {
 			rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(key), Value: l})
 		}
 		if err := e.producer.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			e.t.Fatal(err)
+			return fmt.Errorf("produce to %s: %w", topic, err)
 		}
 		if over > 0 {
 			time.Sleep(over / 20)
 		}
 	}
+	return nil
 }
 
 type daemon struct {
@@ -419,7 +436,7 @@ func TestThreeInstancesOneKilled(t *testing.T) {
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 6)
 	e.produce("tool-listings", c.listings, 0)
 	ds := []*daemon{e.start(), e.start(), e.start()}
-	go e.produce("tool-calls", c.calls, 3*time.Second)
+	e.produceAsync("tool-calls", c.calls, 3*time.Second)
 	ds[1].waitLog(t, "partitions assigned", 30*time.Second) // see TestKill9
 	time.Sleep(1500 * time.Millisecond)
 	ds[1].kill()
@@ -508,7 +525,7 @@ func TestClickHouseDown(t *testing.T) {
 	// The outage begins mid-stream, not while resolverd migrates the
 	// schema at start (an error there ends it, as it should).
 	d.waitLog(t, "partitions assigned", 30*time.Second)
-	go e.produce("tool-calls", c.calls, 4*time.Second)
+	e.produceAsync("tool-calls", c.calls, 4*time.Second)
 	time.Sleep(1500 * time.Millisecond)
 	tcp, http := portOf(ch.Addr()), portOf(ch.HTTPAddr())
 	if err := ch.Stop(); err != nil {

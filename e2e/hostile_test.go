@@ -145,7 +145,7 @@ func hostileCases(t *testing.T) []hostileCase {
 	expo = append(bytes.ReplaceAll(expo[:len(expo)-1], []byte("\n"), nil), '\n')
 	deep := `{"type":"call","event_id":"expo","emitted_at":"2026-06-01T00:00:00Z","registry":"r1","tool":"t","arguments":` +
 		strings.Repeat(`{"n":`, 120) + `{}` + strings.Repeat("}", 120) + "}\n"
-	pat := []byte(fmt.Sprintf(oneTool, `{"type":"object","properties":{"s":{"type":"string","pattern":"(?s).*a.{900}c"}}}`))
+	pat := []byte(fmt.Sprintf(oneTool, `{"type":"object","properties":{"s":{"type":"string","pattern":".*a.{900}c"}}}`))
 	long := `{"type":"call","event_id":"pat","emitted_at":"2026-06-01T00:00:00Z","registry":"r1","tool":"t","arguments":{"s":"` + strings.Repeat("a", 1<<20) + `"}}` + "\n"
 	cases = append(cases,
 		hostileCase{name: "exponential schema", input: files(expo, []byte(deep)), want: []want{{"expo", "H3", "too costly"}}},

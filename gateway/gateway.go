@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/toolaudit/toolaudit/signature"
 	"log/slog"
@@ -302,7 +301,3 @@ func versionID(v *registryversions.Version) string {
 	}
 	return v.ID
 }
-
-// errNoSession: a request of a session the gateway does not know (the
-// SDK's stateless requests carry none).
-var errNoSession = errors.New("no session")

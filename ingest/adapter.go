@@ -82,11 +82,7 @@ func emitCalls(c Context, fallback Meta, calls []callAt, emit func(Event) error)
 		if !ca.tc.args.valid && ca.tc.args.raw == nil {
 			warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded", i, ca.tc.name))
 		}
-		id := ca.tc.id
-		if id == "" {
-			id = hashID("c-", c.Source, c.Line, i)
-		}
-		events = append(events, newCall(ca.tc, meta, id))
+		events = append(events, newCall(ca.tc, meta, callID(c, i, ca.tc.id)))
 	}
 	for _, w := range warnings {
 		c.warn(w)

@@ -24,6 +24,13 @@ type Context struct {
 	Source string
 	// Line is the 1-based line number in Source.
 	Line int
+	// Text is the whole input line, envelope included: it feeds call ids
+	// (callID), so that another line at the same place (a file rotated
+	// under the same name) gets other ids.
+	Text []byte
+	// Last is the own time of the source's latest event before this line
+	// (zero: none): the time of an event whose own is unusable.
+	Last time.Time
 	// Envelope holds the fields of the line's envelope, if it had one.
 	Envelope Meta
 	// Defaults holds the fallbacks given by the caller (command-line flags).

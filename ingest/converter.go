@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Converter converts the lines of one source: it detects each line's
@@ -15,6 +16,7 @@ type Converter struct {
 	format   Format
 	defaults Meta
 	adapters map[Format]Adapter
+	last     time.Time // the own time of the source's latest event
 
 	// Warn, when set, receives problems that did not stop a line.
 	Warn func(*LineError)
@@ -48,6 +50,7 @@ func (c *Converter) Convert(n int, line []byte, emit func(Event) error) (Format,
 		}
 	}
 	ctx := c.context(n, f)
+	ctx.Text = line
 	if f != FormatEvent {
 		env, inner, ef, ok, err := openEnvelope(line, o)
 		switch {
@@ -65,6 +68,9 @@ func (c *Converter) Convert(n int, line []byte, emit func(Event) error) (Format,
 	}
 	var sinkErr error
 	err = a.Convert(line, ctx, func(ev Event) error {
+		if !ev.borrowed && !ev.Timestamp.IsZero() {
+			c.last = ev.Timestamp
+		}
 		if err := emit(ev); err != nil {
 			sinkErr = err
 			return err
@@ -112,6 +118,7 @@ func (c *Converter) context(n int, f Format) Context {
 	return Context{
 		Source:   c.source,
 		Line:     n,
+		Last:     c.last,
 		Defaults: c.defaults,
 		Warn: func(err error) {
 			if c.Warn != nil {

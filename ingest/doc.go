@@ -9,9 +9,9 @@
 //   - [FormatEvent]: the contract's own call or listing events. They pass
 //     through byte for byte once they are good enough to route: "type" is
 //     "call" or "listing" and "event_id" is a non-empty string. An
-//     unparsable time is only a warning (the record then gets the produce
-//     time), because the resolver must still see the event to mark it
-//     MALFORMED.
+//     unusable time is only a warning (the record is then stamped with the
+//     time of the event before it, see Records), because the resolver must
+//     still see the event to mark it MALFORMED.
 //   - [FormatOpenAI]: Chat Completions responses (choices[].message.tool_calls)
 //     and bare assistant messages (tool_calls, or the legacy function_call).
 //     function.arguments is a JSON string: it is parsed, and when it is not
@@ -61,18 +61,35 @@
 //
 // # Event ids
 //
-// Ids are deterministic, so re-ingesting a file yields the same events: the
-// provider's tool-call id when there is one (OpenAI tool_calls[].id,
-// Anthropic tool_use id, Bedrock toolUseId, OTel gen_ai.tool.call.id), else
-// "c-" or "l-" and 20 hex digits of SHA-256 over the source name, the line
-// number and the index of the call in the line. JSON-RPC ids are only
-// unique per connection, so MCP events always use the hash.
+// The store keeps one decision per event_id, and a provider's tool-call id
+// is unique at best within one response (tau-bench's gpt-4o airline
+// trajectories give 134 distinct ids to 1,164 calls, one id to calls of 28
+// conversations). So a converted call's id is derived (callID): SHA-256
+// over the source's name, the line's number, the call's index in the
+// line and the line's text, led by the provider's id when there is one
+// (OpenAI tool_calls[].id, Anthropic tool_use id, Bedrock toolUseId, OTel
+// gen_ai.tool.call.id; printable ASCII of up to 64 bytes) as
+// "<provider id>~" and 16 hex digits, else "c-" and 20 hex digits (MCP
+// tools/call: JSON-RPC ids are only unique per connection). Two calls
+// never share one (they differ in place or text), and re-ingesting the
+// same file under the same name gives the same ids; a file rotated under
+// the same name gives its new lines new ids. A listing's id is "l-" and a
+// hash of the source's name, the line and its index. Contract events keep
+// their own event_id.
+//
+// The Ingester remembers the ids of a run (MaxTrackedIDs of them) and
+// counts an id seen again: a repeat when the event is the same, a
+// conflict, reported through OnError (ErrIDConflict), when it differs.
 //
 // # Records
 //
 // Events are encoded by package schema (schema.AppendCall,
 // schema.AppendListing), which also decodes them, and keyed by its rule: a
 // call's key is its session_id, else its agent_id, else none; a listing's
-// key is registry + "/" + server (schema.CallKey, schema.ListingKey). The
-// record timestamp is the event's own time (emitted_at, observed_at).
+// key is registry + "/" + server (schema.CallKey, schema.ListingKey). Every
+// record carries a timestamp: the event's own time (emitted_at,
+// observed_at) when the resolver can use it, else (a contract event whose
+// time is unusable) the own time of the event before it in its source, or
+// for a source's first, the time ingest read it. The re-analysis places
+// such a call at its record's timestamp: where the log had it.
 package ingest

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -60,8 +59,3 @@ func (e *LineError) Error() string {
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
-
-// lineErrorf makes a LineError for the line of c.
-func lineErrorf(c Context, f Format, format string, args ...any) *LineError {
-	return &LineError{Source: c.Source, Line: c.Line, Format: f, Err: fmt.Errorf(format, args...)}
-}

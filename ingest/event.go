@@ -34,13 +34,18 @@ func (k Kind) String() string {
 }
 
 // Event is one contract event ready for a topic: Value is the JSON object,
-// Key the record key and Timestamp the event's own time (zero when the
-// event's time could not be parsed; a producer then stamps it itself).
+// ID its event_id, Key the record key and Timestamp the record's: the
+// event's own time when the resolver can use it (schema.ParseTime, within
+// schema's range), else that of the event before it in its source (see
+// convertEvent). A [Producer] stamps a zero Timestamp with its clock.
 type Event struct {
 	Kind      Kind
+	ID        string
 	Key       []byte
 	Timestamp time.Time
 	Value     []byte
+
+	borrowed bool // Timestamp is not the event's own
 }
 
 // TimeLayout is how converted events write their times (schema.TimeLayout).
@@ -91,7 +96,46 @@ func compact(raw []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-// hashID is the deterministic id of an event that has no provider id.
+// maxProviderID is the longest provider tool-call id kept in a call's
+// event_id; a longer one is left out (the hash alone identifies the call).
+const maxProviderID = 64
+
+// callID is the event_id of the index-th call of the line c: a hash of the
+// source's name, the line's number, the call's index in the line and the
+// line's text, so that two calls never share one (a provider's tool-call
+// id is unique at best within one response: tau-bench's gpt-4o
+// trajectories give 134 distinct ids to 1,164 calls) while re-ingesting
+// the same file under the same name gives the same ids. The provider's id,
+// when there is one of printable ASCII up to maxProviderID bytes, leads,
+// so that the call can be found in the log: "call_abc~" and 16 hex digits;
+// else "c-" and 20 hex digits.
+func callID(c Context, index int, providerID string) string {
+	h := sha256.New()
+	h.Write([]byte(c.Source))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(c.Line), 10))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(index), 10))
+	h.Write([]byte{0})
+	h.Write(c.Text)
+	sum := hex.EncodeToString(h.Sum(nil))
+	if providerID != "" && len(providerID) <= maxProviderID && printableASCII(providerID) {
+		return providerID + "~" + sum[:16]
+	}
+	return "c-" + sum[:20]
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// hashID is the deterministic id of a listing: a hash of the source's name,
+// the line's number and the index of the listing in it.
 func hashID(prefix, source string, line, index int) string {
 	h := sha256.New()
 	h.Write([]byte(source))
@@ -124,7 +168,7 @@ func newCall(tc toolCall, meta Meta, id string) Event {
 	} else {
 		args.Raw = tc.args.raw
 	}
-	return Event{Kind: KindCall, Key: callKey(meta.SessionID, meta.AgentID), Timestamp: meta.Time,
+	return Event{Kind: KindCall, ID: id, Key: callKey(meta.SessionID, meta.AgentID), Timestamp: meta.Time,
 		Value: schema.AppendCall(nil, &c, args)}
 }
 
@@ -144,7 +188,7 @@ func newListing(meta Meta, id string, tools []json.RawMessage) Event {
 	for i, t := range tools {
 		raw[i] = t
 	}
-	return Event{Kind: KindListing, Key: []byte(l.Key()), Timestamp: meta.Time,
+	return Event{Kind: KindListing, ID: id, Key: []byte(l.Key()), Timestamp: meta.Time,
 		Value: schema.AppendListing(nil, &l, raw)}
 }
 

@@ -145,9 +145,9 @@ func TestFixtures(t *testing.T) {
 		wantWarnings int
 		wantNoEvent  int
 	}{
-		{file: "events.good.jsonl", wantWarnings: 1},
+		{file: "events.good.jsonl", wantWarnings: 2},
 		{file: "events.bad.jsonl", wantErrs: map[int]error{1: ErrBadEvent, 2: ErrBadEvent, 3: ErrBadEvent, 4: ErrNotJSON}},
-		{file: "events.good.jsonl", format: FormatEvent, wantWarnings: 1},
+		{file: "events.good.jsonl", format: FormatEvent, wantWarnings: 2},
 		{file: "openai.good.jsonl", wantNoEvent: 1},
 		{file: "openai.good.jsonl", format: FormatOpenAI, wantNoEvent: 1},
 		{file: "openai.bad.jsonl", wantErrs: map[int]error{1: ErrNoTime, 2: ErrUnsupported, 3: ErrWrongFormat, 4: ErrWrongFormat, 6: ErrBadEnvelope, 7: ErrWrongFormat}},
@@ -270,8 +270,8 @@ func TestArgumentsKeepText(t *testing.T) {
 	}
 }
 
-// Re-ingesting gives identical events; another source name changes only
-// the hashed ids.
+// Re-ingesting gives identical events; another source name changes every
+// call id (a provider id is not unique: it only leads the id).
 func TestDeterministicIDs(t *testing.T) {
 	for _, file := range []string{"openai.good.jsonl", "mcp.good.jsonl", "otel.good.jsonl"} {
 		a := ingestFile(t, file, FormatUnknown, testDefaults, 0)
@@ -304,9 +304,8 @@ func TestDeterministicIDs(t *testing.T) {
 	}
 	x, y := ids("a.jsonl"), ids("b.jsonl")
 	for i := range x {
-		hashed := strings.HasPrefix(x[i], "c-")
-		if hashed == (x[i] == y[i]) {
-			t.Errorf("id %d: %q vs %q (hashed ids depend on the source, provider ids do not)", i, x[i], y[i])
+		if x[i] == y[i] {
+			t.Errorf("id %d: %q in both sources", i, x[i])
 		}
 	}
 }
@@ -497,7 +496,7 @@ func TestMCPPaginationFlush(t *testing.T) {
 		}
 	}
 	if len(evs) != 1 || !strings.Contains(string(evs[0].Value), `"tools":[{"name":"a1"},{"name":"a2"}]`) {
-		t.Fatalf("merged listing: %d events %q", len(evs), evs)
+		t.Fatalf("merged listing: %d events %+v", len(evs), evs)
 	}
 	err := c.Flush(3, emit)
 	var le *LineError
@@ -655,3 +654,76 @@ func TestKindString(t *testing.T) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestRepeatedIDs: an event_id repeated in a run is counted, as a repeat
+// when the content is the same and as a conflict, reported with where the
+// id was first seen, when it differs; the events are all sent. Past
+// MaxTrackedIDs, ids are counted as untracked.
+func TestRepeatedIDs(t *testing.T) {
+	call := `{"type":"call","event_id":"c-1","emitted_at":"2026-11-29T10:00:05.250Z","registry":"r","tool":"t","arguments":{}}`
+	other := strings.Replace(call, `"t"`, `"u"`, 1)
+	listing := `{"type":"listing","event_id":"c-1","observed_at":"2026-11-29T10:00:00Z","registry":"r","server":"","op":"snapshot","tools":[]}`
+	for _, tt := range []struct {
+		name                         string
+		lines                        []string
+		max                          int
+		repeats, conflicts, untraced int
+		errLine                      int
+	}{
+		{"distinct", []string{call, listing}, 0, 0, 0, 0, 0},
+		{"same event twice", []string{call, call}, 0, 1, 0, 0, 0},
+		{"other content", []string{call, listing, other}, 0, 0, 1, 0, 3},
+		{"past the bound", []string{call, other, listing}, 1, 0, 1, 1, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &collect{}
+			var errs []*LineError
+			in := &Ingester{Sink: sink, MaxTrackedIDs: tt.max, OnError: func(e *LineError) { errs = append(errs, e) }}
+			st, err := in.Ingest(context.Background(), "f.jsonl", strings.NewReader(strings.Join(tt.lines, "\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Repeats != tt.repeats || st.Conflicts != tt.conflicts || st.Untracked != tt.untraced || len(sink.events) != len(tt.lines) {
+				t.Errorf("stats %+v, %d events; want %d repeats, %d conflicts, %d untracked, %d events", st, len(sink.events), tt.repeats, tt.conflicts, tt.untraced, len(tt.lines))
+			}
+			if tt.errLine == 0 {
+				if len(errs) != 0 {
+					t.Errorf("errors %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Line != tt.errLine || !errors.Is(errs[0], ErrIDConflict) || !strings.Contains(errs[0].Error(), "first seen at f.jsonl:1") {
+				t.Errorf("errors %v, want a conflict on line %d", errs, tt.errLine)
+			}
+		})
+	}
+}
+
+// TestUnusableTimeStamp: a contract event whose time is unusable is
+// stamped with the own time of the event before it in its source (the
+// log's order places it, and the partition's timestamps stay in order),
+// or, first in its source, with the time of ingestion.
+func TestUnusableTimeStamp(t *testing.T) {
+	call := func(id, at string) string {
+		return `{"type":"call","event_id":"` + id + `","emitted_at":"` + at + `","registry":"r","tool":"t","arguments":{}}`
+	}
+	lines := []string{call("a", "yesterday"), call("b", "2026-11-29T10:00:05.250Z"), call("c", "2026-13-45T99:00:00Z"), call("d", "2026-11-29T10:00:01+02:00"), call("e", "2026-11-29T09:00:00Z")}
+	sink := &collect{}
+	start := time.Now()
+	if _, err := (&Ingester{Sink: sink}).Ingest(context.Background(), "f", strings.NewReader(strings.Join(lines, "\n"))); err != nil {
+		t.Fatal(err)
+	}
+	prev := time.Date(2026, 11, 29, 10, 0, 5, 250e6, time.UTC)
+	for i, want := range []time.Time{{}, prev, prev, prev, time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)} {
+		got := sink.events[i].Timestamp
+		if want.IsZero() {
+			if got.Before(start.Truncate(time.Millisecond)) || got.After(time.Now()) {
+				t.Errorf("event %d: %v, want the time of ingestion", i, got)
+			}
+			continue
+		}
+		if !got.Equal(want) {
+			t.Errorf("event %d: %v, want %v", i, got, want)
+		}
+	}
+}

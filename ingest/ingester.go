@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
+	"strconv"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
 )
@@ -31,6 +34,37 @@ type Ingester struct {
 	OnWarning func(*LineError)
 	// MaxLineBytes bounds a line; 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// MaxTrackedIDs bounds how many event ids are remembered to find
+	// repeats (about 40 bytes each); 0 means DefaultMaxTrackedIDs. The
+	// ids past it are counted in Stats.Untracked and not checked.
+	MaxTrackedIDs int
+
+	ids     ids
+	sources []string // by seenID.source
+}
+
+// DefaultMaxTrackedIDs is the default of Ingester.MaxTrackedIDs: about 160
+// MiB of memory at most.
+const DefaultMaxTrackedIDs = 4 << 20
+
+// ErrIDConflict: an event repeats the event_id of an earlier event of the
+// run with other content. The store keeps one decision per event_id, so
+// one of the two would be lost: the event is still sent (which one is
+// right is not ingest's to know), and the repeat reported.
+var ErrIDConflict = errors.New("event_id repeated with other content")
+
+// ids remembers the event ids of a run (by kind, hashed) and where each
+// was first seen, to find repeats in bounded memory.
+type ids struct {
+	seed maphash.Seed
+	m    map[uint64]seenID
+}
+
+// seenID is where an id was first seen and a hash of its event.
+type seenID struct {
+	content uint64
+	source  uint32
+	line    uint32
 }
 
 // Stats counts what an Ingester did.
@@ -39,6 +73,14 @@ type Stats struct {
 	NoEvent  int // good lines without an event: text-only messages, other JSON-RPC messages, non-final tools/list pages
 	Errors   int // bad lines skipped, and paginations never finished
 	Warnings int
+	// Repeats counts events whose kind and event_id an earlier event of
+	// the run had, with the same content (the same file given twice, a
+	// log that holds an event twice): the store keeps one of them, which
+	// loses nothing. Conflicts counts those with other content, each
+	// reported through OnError (ErrIDConflict): one of the two will be
+	// lost downstream. Untracked counts the events not checked, past
+	// MaxTrackedIDs.
+	Repeats, Conflicts, Untracked int
 	// Events counts events appended, by kind; Formats by the format of
 	// their line; LineFormats counts lines by detected format.
 	Events      map[Kind]int
@@ -52,6 +94,9 @@ func (s *Stats) Add(o Stats) {
 	s.NoEvent += o.NoEvent
 	s.Errors += o.Errors
 	s.Warnings += o.Warnings
+	s.Repeats += o.Repeats
+	s.Conflicts += o.Conflicts
+	s.Untracked += o.Untracked
 	s.init()
 	for k, v := range o.Events {
 		s.Events[k] += v
@@ -103,7 +148,11 @@ func (in *Ingester) Ingest(ctx context.Context, source string, r io.Reader) (Sta
 		}
 	}
 	lineEvents := 0
+	n := 0 // the line being converted
+	src := uint32(len(in.sources))
+	in.sources = append(in.sources, source)
 	emit := func(ev Event) error {
+		in.track(&st, ev, src, n)
 		if err := in.Sink.Append(ctx, ev); err != nil {
 			return fmt.Errorf("%w: append %s event: %w", ErrSink, ev.Kind, err)
 		}
@@ -130,7 +179,6 @@ func (in *Ingester) Ingest(ctx context.Context, source string, r io.Reader) (Sta
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
-	n := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -185,6 +233,45 @@ func (in *Ingester) Ingest(ctx context.Context, source string, r io.Reader) (Sta
 		}
 	}
 	return st, nil
+}
+
+// track remembers ev's id, and counts and reports a repeat of an earlier
+// one, at line n of the source numbered src.
+func (in *Ingester) track(st *Stats, ev Event, src uint32, n int) {
+	if ev.ID == "" {
+		return
+	}
+	if in.ids.m == nil {
+		in.ids.seed = maphash.MakeSeed()
+		in.ids.m = make(map[uint64]seenID)
+	}
+	var h maphash.Hash
+	h.SetSeed(in.ids.seed)
+	h.WriteByte(byte(ev.Kind))
+	h.WriteString(ev.ID)
+	key := h.Sum64()
+	content := maphash.Bytes(in.ids.seed, ev.Value)
+	prev, ok := in.ids.m[key]
+	switch {
+	case !ok:
+		max := in.MaxTrackedIDs
+		if max <= 0 {
+			max = DefaultMaxTrackedIDs
+		}
+		if len(in.ids.m) >= max {
+			st.Untracked++
+			return
+		}
+		in.ids.m[key] = seenID{content: content, source: src, line: uint32(min(n, math.MaxUint32))}
+	case prev.content == content:
+		st.Repeats++
+	default:
+		st.Conflicts++
+		if in.OnError != nil {
+			in.OnError(&LineError{Source: in.sources[src], Line: n, Err: fmt.Errorf("%w: %s %s was first seen at %s:%d; the store keeps one decision per event_id, so one of them will be lost (sent anyway)",
+				ErrIDConflict, ev.Kind, strconv.Quote(ev.ID), in.sources[prev.source], prev.line)})
+		}
+	}
 }
 
 // readLine reads one line into buf without its end of line (lines.Append:

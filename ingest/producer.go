@@ -138,6 +138,9 @@ func (p *Producer) Append(ctx context.Context, ev Event) error {
 		Value:     ev.Value,
 		Timestamp: ev.Timestamp,
 	}
+	if rec.Timestamp.IsZero() {
+		rec.Timestamp = time.Now() // every record carries a time (kgo's default too, said here)
+	}
 	if p.timeout <= 0 {
 		p.cl.Produce(p.recordCtx, rec, p.promise)
 		return nil

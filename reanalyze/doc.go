@@ -25,23 +25,33 @@
 //
 // # Sources
 //
-// KafkaSource reads the calls topic by timestamp. For each partition it
-// lists, with kadm's ListOffsetsAfterMilli, the first offset whose record
-// timestamp is at or after From - Skew and the first at or after To +
-// Skew, and reads the offsets between them as they stood when the run
-// started (calls produced later are not read: give a To in the past).
-// Kafka's record timestamps are the producers' clocks (ingest stamps each
-// record with the call's emitted_at; a live producer, its send time), so
-// the window's calls are all read when, in every partition, (a) no
-// record's timestamp is more than Skew before its call's emitted_at, and
-// (b) no record's timestamp is more than Skew after the emitted_at of a
-// call after it. The Runner keeps only the calls of the window among
-// what it reads, so the margin costs reading, never a wrong call; and it
-// reports the widest gap it saw (Summary.Skew), so that a Skew too narrow
-// for the producers shows. A partition whose oldest records were deleted
-// (retention, DeleteRecords) and whose first record still held is the
-// window's first is refused (ErrTruncated): the deleted ones may have
-// been in the window.
+// KafkaSource reads each partition of the calls topic as it stood when
+// the run started (calls produced later are not read: give a To in the
+// past), from the first record stamped at or after From - Horizon (kadm's
+// ListOffsetsAfterMilli: every record before it is stamped earlier) until
+// Confirm calls in a row emitted at or after To + Horizon have been read,
+// or to the partition's end. It decodes each record's emitted_at as it
+// reads, so record timestamps decide only where a partition's read
+// starts: a record stamped at ingestion (an unusable emitted_at), by a
+// producer hours off, or not at all cannot end a read early. A call
+// without a usable emitted_at neither counts towards the run nor breaks it
+// unless it is placed (by its record's timestamp) before To + Horizon.
+//
+// The read holds every call of the window when, in every partition, (a)
+// no call of the window is stamped more than Horizon before its
+// emitted_at and placed before the read's start, and (b) none comes after
+// Confirm calls in a row emitted at or after To + Horizon. Neither can be
+// checked without reading the whole partition, so the source checks what
+// it reads and reports (KafkaSource.Report), per partition, the offsets
+// read, the calls in the window, the records outside it, the widest
+// disorder (a call's emitted_at behind the latest before it) and the
+// widest early stamp; a partition is unproven, naming offsets, when its
+// records before the read's start were deleted (retention, DeleteRecords)
+// while the read starts at its first record held, or when a record read is
+// stamped more than Horizon before its call's emitted_at (one so stamped
+// before the start would not be read). The Runner keeps only the calls of
+// the window among what is read, so margins cost reading, never a wrong
+// call. Records deleted while they are read fail the run (ErrTruncated).
 //
 // ArchiveSource reads the archive (table call_events, written by
 // `resolverd run --archive-calls`): the records as they were produced,

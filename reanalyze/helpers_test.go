@@ -207,8 +207,8 @@ func reanalyze(t testing.TB, cfg Config, vs resolve.Versions, src Source, ch *si
 }
 
 // kafkaSource is the window of the cluster's calls topic.
-func kafkaSource(c *kfake.Cluster, w schema.Window, skew time.Duration) *KafkaSource {
-	return &KafkaSource{Window: w, Skew: skew, Opts: clientOpts(c)}
+func kafkaSource(c *kfake.Cluster, w schema.Window, horizon time.Duration) *KafkaSource {
+	return &KafkaSource{Window: w, Horizon: horizon, Opts: clientOpts(c)}
 }
 
 // stored returns the decisions of an analysis by call key, read with FINAL.

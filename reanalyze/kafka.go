@@ -27,24 +27,35 @@ const (
 	partitionBytes = 4 << 20
 )
 
+// DefaultConfirm is the default of KafkaSource.Confirm.
+const DefaultConfirm = 1000
+
 // KafkaSource reads a window of the calls topic from Kafka: each partition
-// from the first offset whose timestamp is at or after From - Skew to the
-// first whose timestamp is at or after To + Skew, as the partition stands
-// when Plan lists them (kadm's ListOffsetsAfterMilli). The Runner keeps the
-// records of the window (schema.Window) among them. See the package
-// documentation for when that is every call of the window.
+// from the first record stamped at or after From - Horizon, as it stood
+// when Plan listed it, until Confirm calls in a row emitted at or after To
+// + Horizon have been read, or to its end; and it reports, per partition,
+// what it read and whether it can prove that it read every call of the
+// window (Report). See the package documentation for the rule and its
+// limits.
 type KafkaSource struct {
 	Window schema.Window
-	// Skew widens the offsets read on both sides: how far a record's
-	// timestamp may be from its call's emitted_at, and how far out of
-	// order the timestamps of a partition may be.
-	Skew time.Duration
+	// Horizon bounds how far a partition may be out of place: a record's
+	// timestamp before its call's emitted_at, a call's emitted_at behind
+	// the calls before it in its partition.
+	Horizon time.Duration
+	// Confirm calls in a row, each emitted at or after To + Horizon, end
+	// a partition's read: one record can be hours off (a producer's
+	// clock), Confirm of them in a row are the partition moving on. A
+	// call without a usable emitted_at neither counts nor breaks the run
+	// unless its record's timestamp is before To + Horizon. Default
+	// DefaultConfirm.
+	Confirm int
 	// Opts are the client's options: seed brokers, TLS, SASL
 	// (kafkaconf), client id.
 	Opts []kgo.Opt
 	Log  *slog.Logger
 
-	ranges map[int32]offsets // set by Plan
+	parts map[int32]*partScan // set by Plan
 }
 
 var _ Source = (*KafkaSource)(nil)
@@ -53,16 +64,105 @@ var _ Source = (*KafkaSource)(nil)
 type offsets struct{ start, end int64 }
 
 // ErrTruncated means that Kafka no longer holds records the window may
-// include: a partition's log starts at or after the window's start and
-// older records were deleted (retention, DeleteRecords). Read the window
-// from the archive instead.
-var ErrTruncated = errors.New("the calls topic no longer holds the start of the window")
+// include: a partition's records were deleted while they were read.
+// Read the window from the archive instead.
+var ErrTruncated = errors.New("records of the calls topic were deleted while they were read")
 
-// Plan lists, for every partition of the topic, the offsets of the window
-// (and its skew) and returns how many records they span. It fails with
-// ErrTruncated when a partition's first record still held is the first of
-// the window while older ones were deleted: they may have been in it.
+// PartitionReport is what the Kafka source read of one partition, and
+// whether that is provably every call of the window it holds.
+type PartitionReport struct {
+	Partition int32
+	// Start and End are the offsets read, [Start, End); LogStart and
+	// HighWatermark the partition's as they stood when the run started.
+	Start, End, LogStart, HighWatermark int64
+	// Read records, InWindow of them in the window, Outside not.
+	Read, InWindow, Outside int64
+	// PastWindow is true when the read ended on Confirm calls in a row
+	// past To + Horizon, false when it reached HighWatermark.
+	PastWindow bool
+	// Disorder is the widest gap seen between the latest emitted_at of a
+	// partition's calls so far and a call's emitted_at after them;
+	// EarlyStamp the widest a record's timestamp was before its call's
+	// emitted_at, among records with a timestamp; NoTimestamp counts the
+	// records of a call with a usable emitted_at stamped -1 (none).
+	Disorder, EarlyStamp time.Duration
+	NoTimestamp          int64
+	// Unproven says why the read may have missed calls of the window,
+	// naming offsets; empty when it provably did not (the package
+	// documentation says under what rule).
+	Unproven []string
+
+	early      int64 // records stamped more than the horizon before their call
+	firstEarly int64
+}
+
+// partScan follows one partition's read: the report, and when to stop.
+type partScan struct {
+	w       schema.Window
+	horizon time.Duration
+	confirm int
+	end     time.Time // To + horizon
+	run     int       // calls emitted at or after end, in a row
+	latest  time.Time // the latest emitted_at so far
+	rep     PartitionReport
+}
+
+// add counts the record at offset, stamped ts, whose call's emitted_at is
+// emitted (zero: none usable), and reports whether the partition's read
+// is over.
+func (s *partScan) add(offset int64, ts, emitted time.Time) (done bool) {
+	r := &s.rep
+	r.Read++
+	r.End = offset + 1
+	at := schema.WindowTime(emitted, ts)
+	if s.w.Contains(at) {
+		r.InWindow++
+	} else {
+		r.Outside++
+	}
+	if !emitted.IsZero() {
+		// Kafka's timestamps are whole milliseconds: a record stamped with
+		// its call's emitted_at holds it truncated.
+		if d := emitted.Truncate(time.Millisecond).Sub(ts); d > 0 {
+			if ts.UnixMilli() < 0 {
+				r.NoTimestamp++
+			} else {
+				r.EarlyStamp = max(r.EarlyStamp, d)
+			}
+			if d > s.horizon {
+				if r.early++; r.early == 1 {
+					r.firstEarly = offset
+				}
+			}
+		}
+		if !s.latest.IsZero() {
+			r.Disorder = max(r.Disorder, s.latest.Sub(emitted))
+		}
+		if emitted.After(s.latest) {
+			s.latest = emitted
+		}
+	}
+	switch {
+	case at.Before(s.end):
+		s.run = 0
+	case !emitted.IsZero():
+		s.run++
+	}
+	if s.run >= s.confirm {
+		r.PastWindow = true
+		return true
+	}
+	return false
+}
+
+// Plan lists, for every partition of the topic, the offset of its first
+// record stamped at or after From - Horizon, its log start and its end,
+// and returns about how many records the window spans (to the first
+// record stamped at or after To + Horizon).
 func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
+	if s.Confirm <= 0 {
+		s.Confirm = DefaultConfirm
+	}
 	cl, err := kgo.NewClient(s.Opts...)
 	if err != nil {
 		return 0, fmt.Errorf("kafka: %w", err)
@@ -85,15 +185,16 @@ func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
 		return ps, nil
 	}
 	// Negative timestamps ask Kafka for special offsets (-1 the end, -2
-	// the start): a window from before 1970 is read from the start.
+	// the start): a window from before 1970 is read from the log start
+	// (below).
 	from, err := list("window start", func() (kadm.ListedOffsets, error) {
-		return adm.ListOffsetsAfterMilli(ctx, max(0, s.Window.From.Add(-s.Skew).UnixMilli()), topic)
+		return adm.ListOffsetsAfterMilli(ctx, max(0, s.Window.From.Add(-s.Horizon).UnixMilli()), topic)
 	})
 	if err != nil {
 		return 0, err
 	}
 	to, err := list("window end", func() (kadm.ListedOffsets, error) {
-		return adm.ListOffsetsAfterMilli(ctx, max(0, s.Window.To.Add(s.Skew).UnixMilli()), topic)
+		return adm.ListOffsetsAfterMilli(ctx, max(0, s.Window.To.Add(s.Horizon).UnixMilli()), topic)
 	})
 	if err != nil {
 		return 0, err
@@ -102,36 +203,77 @@ func (s *KafkaSource) Plan(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.ranges = map[int32]offsets{}
+	ends, err := list("end", func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topic) })
+	if err != nil {
+		return 0, err
+	}
+	s.parts = map[int32]*partScan{}
 	var total int64
-	for p, f := range from {
-		ls := logStart[p].Offset
-		if ls > 0 && f.Offset == ls {
-			return 0, fmt.Errorf("%w: partition %d begins at offset %d (records before it deleted), the first record at or after %s: read the window from the archive (--source archive) or start it later",
-				ErrTruncated, p, ls, s.Window.From.Add(-s.Skew).UTC().Format(time.RFC3339Nano))
+	for p, e := range ends {
+		hw, ls := e.Offset, logStart[p].Offset
+		start := from[p].Offset
+		switch {
+		case s.Window.From.Add(-s.Horizon).UnixMilli() <= 0: // records stamped -1 (none) too
+			start = ls
+		case start < 0 || start > hw: // no record stamped that late
+			start = hw
 		}
-		r := offsets{f.Offset, max(f.Offset, to[p].Offset)}
-		s.ranges[p] = r
-		total += r.end - r.start
+		ps := &partScan{w: s.Window, horizon: s.Horizon, confirm: s.Confirm, end: s.Window.To.Add(s.Horizon),
+			rep: PartitionReport{Partition: p, Start: start, End: start, LogStart: ls, HighWatermark: hw}}
+		if ls > 0 && start == ls {
+			ps.rep.Unproven = append(ps.rep.Unproven, fmt.Sprintf("the records before offset %d were deleted (retention, DeleteRecords) and the first one held is the read's start: they may have been in the window", ls))
+		}
+		s.parts[p] = ps
+		if t := to[p].Offset; t > start && t <= hw {
+			total += t - start
+		} else if t < 0 || t > hw {
+			total += hw - start
+		}
 	}
 	return total, nil
+}
+
+// Report returns the partitions' reports, by partition, once Read has
+// returned.
+func (s *KafkaSource) Report() []PartitionReport {
+	out := make([]PartitionReport, 0, len(s.parts))
+	for _, ps := range s.parts {
+		r := ps.rep
+		if r.early > 0 {
+			r.Unproven = append(slices.Clip(r.Unproven), fmt.Sprintf("%d records stamped more than the horizon (%s) before their call's emitted_at (%d with no timestamp), the first at offset %d: a call of the window stamped so before offset %d, where the read began, is not read",
+				r.early, s.Horizon, r.NoTimestamp, r.firstEarly, r.Start))
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b PartitionReport) int { return int(a.Partition - b.Partition) })
+	return out
 }
 
 // chunkRecords is the most records of a Chunk: a partition's fetch is
 // split, so that every worker has a share of it.
 const chunkRecords = 1024
 
-// Read reads the planned offsets and emits each fetch's records of a
-// partition, in chunks of chunkRecords, from one goroutine. The records'
-// memory is pooled (fetchpool): each chunk's goes back to the client once
-// it is Done.
+// Read reads each partition from its planned start until its read is over
+// (partScan) or its end, and emits each fetch's records of a partition,
+// in chunks of chunkRecords, from one goroutine. It decodes each record's
+// emitted_at to know where the partition stands (the workers decode it
+// again to decide the call). The records' memory is pooled (fetchpool):
+// each chunk's goes back to the client once it is Done.
 func (s *KafkaSource) Read(ctx context.Context, emit func(Chunk) error) error {
-	if s.ranges == nil {
+	if s.parts == nil {
 		return errors.New("reanalyze: KafkaSource.Read before Plan")
 	}
-	var events sync.Pool // *[]schema.CallEvent, of cap chunkRecords
+	ranges := map[int32]offsets{}
+	for p, ps := range s.parts {
+		ranges[p] = offsets{ps.rep.Start, ps.rep.HighWatermark}
+	}
+	var (
+		events sync.Pool // *[]schema.CallEvent, of cap chunkRecords
+		dec    schema.CallDecoder
+		call   schema.Call
+	)
 	opts := append(slices.Clone(s.Opts), kgo.WithPools(fetchpool.New()))
-	return readRanges(ctx, opts, s.Window.Topic, s.ranges, s.logger(), func(recs []*kgo.Record) error {
+	send := func(recs []*kgo.Record) error {
 		for len(recs) > 0 {
 			part := recs[:min(len(recs), chunkRecords)]
 			recs = recs[len(part):]
@@ -156,6 +298,19 @@ func (s *KafkaSource) Read(ctx context.Context, emit func(Chunk) error) error {
 			}
 		}
 		return nil
+	}
+	return readRanges(ctx, opts, s.Window.Topic, ranges, s.logger(), func(p int32, recs []*kgo.Record) (bool, error) {
+		ps := s.parts[p]
+		for i, r := range recs {
+			_ = dec.Decode(r.Value, &call) // a MALFORMED call keeps its emitted_at when it has a usable one
+			if ps.add(r.Offset, r.Timestamp, call.EmittedAt) {
+				for _, x := range recs[i+1:] {
+					x.Recycle()
+				}
+				return true, send(recs[:i+1])
+			}
+		}
+		return false, send(recs)
 	})
 }
 
@@ -166,13 +321,14 @@ func (s *KafkaSource) logger() *slog.Logger {
 	return s.Log
 }
 
-// readRanges consumes the partitions of topic over their offsets [start,
-// end) and calls fn, from the calling goroutine, with each fetch's
-// records of a partition that are below its end, control records left
-// out, until every range has been read. A range whose records are
-// deleted while it is read fails with ErrTruncated. The records are fn's;
-// with pooled memory (opts with kgo.WithPools), fn recycles them.
-func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[int32]offsets, log *slog.Logger, fn func([]*kgo.Record) error) error {
+// readRanges consumes the partitions of topic from their offsets start
+// and calls fn, from the calling goroutine, with each fetch's records of
+// a partition that are below its end, control records left out, until
+// fn says that the partition is done or its end is reached, for every
+// partition. A range whose records are deleted while it is read fails
+// with ErrTruncated. The records are fn's; with pooled memory (opts with
+// kgo.WithPools), fn recycles them.
+func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[int32]offsets, log *slog.Logger, fn func(p int32, recs []*kgo.Record) (done bool, err error)) error {
 	start := map[int32]kgo.Offset{}
 	end := map[int32]int64{}
 	for p, r := range ranges {
@@ -219,8 +375,12 @@ func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[in
 		if ferr != nil {
 			return ferr
 		}
-		var parts [][]*kgo.Record
-		var done []int32
+		type part struct {
+			p    int32
+			recs []*kgo.Record
+			end  bool
+		}
+		var parts []part
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			e, ok := end[fp.Partition]
 			if !ok || len(fp.Records) == 0 {
@@ -235,21 +395,25 @@ func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[in
 					r.Recycle() // with pooled memory (fetchpool), a batch goes back once all its records are recycled
 				}
 			}
-			if len(recs) > 0 {
-				parts = append(parts, recs)
-			}
-			if last >= e-1 {
-				done = append(done, fp.Partition)
-				delete(end, fp.Partition)
-			}
+			parts = append(parts, part{fp.Partition, recs, last >= e-1})
 		})
+		var done []int32
+		for _, pt := range parts {
+			over := pt.end
+			if len(pt.recs) > 0 {
+				d, err := fn(pt.p, pt.recs)
+				if err != nil {
+					return err
+				}
+				over = over || d
+			}
+			if over {
+				done = append(done, pt.p)
+				delete(end, pt.p)
+			}
+		}
 		if len(done) > 0 {
 			cl.PauseFetchPartitions(map[string][]int32{topic: done})
-		}
-		for _, recs := range parts {
-			if err := fn(recs); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

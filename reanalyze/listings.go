@@ -61,7 +61,7 @@ func LoadListings(ctx context.Context, opts []kgo.Opt, topic string, store *regi
 		ranges[o.Partition] = offsets{s.Offset, o.Offset}
 	})
 	const maxLogged = 20
-	err = readRanges(ctx, opts, topic, ranges, log, func(recs []*kgo.Record) error {
+	err = readRanges(ctx, opts, topic, ranges, log, func(_ int32, recs []*kgo.Record) (bool, error) {
 		batch := schema.DecodeListings(len(recs), func(i int) []byte { return recs[i].Value }, func(i int, err error) {
 			st.Bad++
 			log.Warn("bad listing skipped", "partition", recs[i].Partition, "offset", recs[i].Offset, "err", err)
@@ -73,7 +73,7 @@ func LoadListings(ctx context.Context, opts []kgo.Opt, topic string, store *regi
 		}
 		st.Records += len(recs)
 		st.Applied += len(batch)
-		return nil
+		return false, nil
 	})
 	if st.Issues > maxLogged {
 		log.Warn("more listing issues not logged", "count", st.Issues-maxLogged)

@@ -84,9 +84,11 @@ func TestSample(t *testing.T) {
 
 // TestWindowBoundaries: a call is in the window when its emitted_at (or,
 // without one, its record's timestamp) is in [From, To): at From in, at To
-// out, to the sub-millisecond; with a Skew that covers the producers'
-// clocks every such call is read, with none the documented misses
-// happen, and the Skew seen says so.
+// out, to the sub-millisecond. With a horizon that covers the producers'
+// clocks every such call is read; with none, a call stamped before its
+// emitted_at and placed before the window's first record is missed
+// unseen (the documented limit), and with Confirm calls in a row past
+// the window, a call after them is.
 func TestWindowBoundaries(t *testing.T) {
 	t1 := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
 	t2 := t1.Add(time.Hour)
@@ -101,8 +103,9 @@ func TestWindowBoundaries(t *testing.T) {
 		return &kgo.Record{Topic: callsTopic, Value: []byte(`{"type":"call","event_id":"` + id + `"}`), Timestamp: ts}
 	}
 	ms, half := time.Millisecond, 500*time.Microsecond
-	// One partition, in this order: the producers' clocks are those of
-	// ingest (timestamp = emitted_at) but for s1 and s2.
+	// One partition, in this order (offsets 0 to 14): the producers'
+	// clocks are those of ingest (timestamp = emitted_at) but for s1 and
+	// s2.
 	c := newCluster(t, 1)
 	produce(t, c, []*kgo.Record{
 		at("e0", t1.Add(-time.Hour)),
@@ -126,19 +129,27 @@ func TestWindowBoundaries(t *testing.T) {
 	ch := newStore(t)
 	w := schema.Window{Topic: callsTopic, From: t1, To: t2}
 	for _, tc := range []struct {
-		skew    time.Duration
-		decided []string
-		read    int64
-		seen    time.Duration // Summary.Skew
+		horizon    time.Duration
+		confirm    int
+		decided    []string
+		start, end int64
+		past       bool
+		disorder   time.Duration // s1 after e9; e7 after e6
+		early      time.Duration // s2
 	}{
-		{5 * time.Second, []string{"e3", "e4", "e5", "e6", "e7", "m1", "s1", "s2"}, 13, 3*time.Second + 10*ms},
-		// s2's record is before the first one at From, s1's after the
-		// first at To: missed, as documented; the skew seen is e6's.
-		{0, []string{"e3", "e4", "e5", "e6", "e7", "m1"}, 6, half},
+		{5 * time.Second, 0, []string{"e3", "e4", "e5", "e6", "e7", "m1", "s1", "s2"}, 1, 15, false, 11 * ms, 3*time.Second + 10*ms},
+		// s2's record is before the first one stamped at From: missed,
+		// and not seen to be stamped early.
+		{0, 0, []string{"e3", "e4", "e5", "e6", "e7", "m1", "s1"}, 4, 15, false, 11 * ms, 0},
+		// e8 and e9, two calls in a row at or after To: s1 after them is
+		// missed.
+		{0, 2, []string{"e3", "e4", "e5", "e6", "e7", "m1"}, 4, 13, true, half, 0},
 	} {
-		t.Run(fmt.Sprint("skew ", tc.skew), func(t *testing.T) {
-			id := fmt.Sprint("skew-", tc.skew)
-			sum := reanalyze(t, testConfig(id, w), vs, kafkaSource(c, w, tc.skew), ch)
+		t.Run(fmt.Sprint("horizon ", tc.horizon, " confirm ", tc.confirm), func(t *testing.T) {
+			id := fmt.Sprint("h-", tc.horizon, "-", tc.confirm)
+			src := kafkaSource(c, w, tc.horizon)
+			src.Confirm = tc.confirm
+			sum := reanalyze(t, testConfig(id, w), vs, src, ch)
 			var got []string
 			for _, r := range stored(t, ch, id) {
 				got = append(got, r.EventID)
@@ -147,10 +158,76 @@ func TestWindowBoundaries(t *testing.T) {
 			if !slices.Equal(got, tc.decided) {
 				t.Errorf("decided %v, want %v", got, tc.decided)
 			}
-			if sum.Decided != int64(len(tc.decided)) || sum.Read != tc.read || sum.Outside != tc.read-sum.Decided || sum.Skew != tc.seen {
-				t.Errorf("summary %+v; want %d decided of %d read, skew seen %v", sum, len(tc.decided), tc.read, tc.seen)
+			read := tc.end - tc.start
+			if sum.Decided != int64(len(tc.decided)) || sum.Read != read || sum.Outside != read-sum.Decided {
+				t.Errorf("summary %+v; want %d decided of %d read", sum, len(tc.decided), read)
+			}
+			rep := src.Report()
+			want := PartitionReport{Partition: 0, Start: tc.start, End: tc.end, LogStart: 0, HighWatermark: 15, Read: read,
+				InWindow: int64(len(tc.decided)), Outside: read - int64(len(tc.decided)), PastWindow: tc.past, Disorder: tc.disorder, EarlyStamp: tc.early}
+			if len(rep) != 1 || fmt.Sprintf("%+v", rep[0]) != fmt.Sprintf("%+v", want) {
+				t.Errorf("report %+v\nwant   %+v", rep, want)
 			}
 		})
+	}
+}
+
+// TestUnproven: a record stamped before its call's emitted_at by more than
+// the horizon (here, one with no timestamp: -1) is decided, and its
+// partition reported as unproven, naming it: a record stamped so before
+// the read's start would not be read. A partition whose records before
+// the read's start were deleted is unproven too.
+func TestUnproven(t *testing.T) {
+	t1 := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	tmpl := readLines(t, corpus("sample", "calls.jsonl"))[0]
+	call := func(id string, emitted, ts time.Time) *kgo.Record {
+		v := bytes.Replace(tmpl, []byte(`"c-a5840a"`), []byte(`"`+id+`"`), 1)
+		v = bytes.Replace(v, []byte(`"2026-12-01T00:14:00.379Z"`), []byte(`"`+emitted.Format(time.RFC3339Nano)+`"`), 1)
+		return &kgo.Record{Topic: callsTopic, Value: v, Timestamp: ts}
+	}
+	c := newCluster(t, 1)
+	produce(t, c, []*kgo.Record{
+		call("a", t1.Add(-time.Hour), t1.Add(-time.Hour)),
+		call("b", t1.Add(time.Minute), t1.Add(time.Minute)),
+		call("n", t1.Add(2*time.Minute), time.UnixMilli(-1)), // no timestamp
+		call("d", t1.Add(3*time.Minute), t1.Add(3*time.Minute)),
+	})
+	w := schema.Window{Topic: callsTopic, From: t1, To: t1.Add(time.Hour)}
+	ctx := testContext(t, 30*time.Second)
+	read := func(src *KafkaSource) (ids []string) {
+		t.Helper()
+		if _, err := src.Plan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Read(ctx, func(ch Chunk) error {
+			for _, ev := range ch.Events {
+				ids = append(ids, member(ev.Value, "event_id"))
+			}
+			ch.Done()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	src := kafkaSource(c, w, time.Minute)
+	if ids := read(src); !slices.Equal(ids, []string{"b", "n", "d"}) {
+		t.Errorf("read %v", ids)
+	}
+	rep := src.Report()
+	if len(rep[0].Unproven) != 1 || rep[0].NoTimestamp != 1 || rep[0].EarlyStamp != 0 || !strings.Contains(rep[0].Unproven[0], "1 records stamped more than the horizon (1m0s) before their call's emitted_at (1 with no timestamp), the first at offset 2") {
+		t.Errorf("report %+v", rep)
+	}
+
+	var os kadm.Offsets
+	os.AddOffset(callsTopic, 0, 1, -1)
+	if rs, err := admin(t, c).DeleteRecords(ctx, os); err != nil || rs.Error() != nil {
+		t.Fatalf("DeleteRecords: %v %v", err, rs.Error())
+	}
+	src = kafkaSource(c, w, time.Minute) // the first record held, b, is the first stamped after From - 1m
+	read(src)
+	if rep := src.Report(); len(rep[0].Unproven) != 2 || !strings.Contains(rep[0].Unproven[0], "the records before offset 1 were deleted") {
+		t.Errorf("report after DeleteRecords %+v", rep)
 	}
 }
 
@@ -175,8 +252,14 @@ func TestArchiveAfterTruncation(t *testing.T) {
 	if rs, err := adm.DeleteRecords(ctx, os); err != nil || rs.Error() != nil {
 		t.Fatalf("DeleteRecords: %v %v", err, rs.Error())
 	}
-	if _, err := kafkaSource(c, day, time.Minute).Plan(ctx); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "--source archive") {
-		t.Fatalf("Plan over a truncated topic = %v, want ErrTruncated", err)
+	src := kafkaSource(c, day, time.Minute)
+	if _, err := src.Plan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range src.Report() {
+		if len(r.Unproven) == 0 {
+			t.Errorf("partition %d of a truncated topic: %+v, want unproven", r.Partition, r)
+		}
 	}
 
 	fromArchive := reanalyze(t, testConfig("archive", day), vs, &ArchiveSource{Archive: ch, Window: day}, ch)
@@ -193,28 +276,6 @@ func TestArchiveAfterTruncation(t *testing.T) {
 		if kr != ar {
 			t.Errorf("%s:\nfrom Kafka   %+v\nfrom archive %+v", key, kr, ar)
 		}
-	}
-}
-
-// TestWindowRefusesTruncatedStart: a window reaching back before what a
-// partition still holds is refused; one after it is read.
-func TestWindowRefusesTruncatedStart(t *testing.T) {
-	c, recs := seedSample(t, 1)
-	adm := admin(t, c)
-	ctx := testContext(t, 30*time.Second)
-	var os kadm.Offsets
-	os.AddOffset(callsTopic, 0, 100, -1)
-	if rs, err := adm.DeleteRecords(ctx, os); err != nil || rs.Error() != nil {
-		t.Fatalf("DeleteRecords: %v %v", err, rs.Error())
-	}
-	if _, err := kafkaSource(c, day, 0).Plan(ctx); !errors.Is(err, ErrTruncated) {
-		t.Errorf("Plan from before the log start = %v, want ErrTruncated", err)
-	}
-	// From the 150th record's timestamp on: all held.
-	late := schema.Window{Topic: callsTopic, From: recs[150].Timestamp.Truncate(time.Millisecond), To: day.To}
-	n, err := kafkaSource(c, late, 0).Plan(ctx)
-	if err != nil || n <= 0 || n > int64(len(recs)-100) {
-		t.Errorf("Plan of a later window = %d, %v", n, err)
 	}
 }
 

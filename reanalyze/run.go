@@ -110,18 +110,10 @@ func (r *Runner) Progress() Progress {
 // Summary is what a run did.
 type Summary struct {
 	// Read records; Outside of them were not in the window (the Kafka
-	// source reads a margin, Skew, on both sides); Decided ones were
-	// decided and stored, ByClass by class.
+	// source reads margins on both sides); Decided ones were decided and
+	// stored, ByClass by class.
 	Read, Outside, Decided int64
 	ByClass                [schema.NumClasses]int64
-	// Skew is the widest gap seen between the records' timestamps and
-	// their window times: a record's window time minus its timestamp, and
-	// the latest timestamp among the records before it in its fetch
-	// minus its window time. The Kafka source reads every call of the
-	// window when its Skew covers this gap in every partition: a Skew
-	// seen above the source's says that calls at the window's edges may
-	// have been missed.
-	Skew time.Duration
 	// Batches written.
 	Batches int
 	Took    time.Duration
@@ -180,7 +172,6 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 			for i, n := range st.ByClass {
 				sum.ByClass[i] += n
 			}
-			sum.Skew = max(sum.Skew, st.Skew)
 			mu.Unlock()
 			return err
 		})
@@ -224,7 +215,6 @@ func (w *worker) decide(ctx context.Context, evs []schema.CallEvent) error {
 		return err
 	}
 	r := w.r
-	var latest time.Time // the latest record timestamp of the chunk so far
 	for i := range evs {
 		ev := &evs[i]
 		w.rows = append(w.rows, schema.Row{
@@ -233,13 +223,8 @@ func (w *worker) decide(ctx context.Context, evs []schema.CallEvent) error {
 			Topic:  ev.Topic, Partition: ev.Partition, Offset: ev.Offset,
 		})
 		row := &w.rows[len(w.rows)-1]
-		w.rd.DecideRow(r.vs, ev.Value, row)
-		at := schema.WindowTime(row.EmittedAt, ev.Timestamp)
-		w.st.Skew = max(w.st.Skew, at.Sub(ev.Timestamp), latest.Sub(at))
-		if ev.Timestamp.After(latest) {
-			latest = ev.Timestamp
-		}
-		if !r.cfg.Window.Contains(at) {
+		w.rd.DecideRow(r.vs, ev.Value, ev.Timestamp, row)
+		if !r.cfg.Window.Contains(row.EmittedAt) { // the window time: DecideRow stores a call without a usable time at its record's
 			w.rows = w.rows[:len(w.rows)-1]
 			w.st.Outside++
 			continue

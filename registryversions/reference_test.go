@@ -156,11 +156,6 @@ func reference(t testing.TB, ls []*schema.Listing) map[string][]*refVersion {
 		}
 		slices.SortFunc(keys, func(a, b si) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.server, b.server)) })
 		cur := map[string]*refState{}
-		type link struct {
-			v      *refVersion
-			server string
-			st     *refState
-		}
 		chains := map[string][]int64{} // server -> instants where its state changed
 		var vs []*refVersion
 		for i := 0; i < len(keys); {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -24,34 +22,29 @@ type Options struct {
 	Registries, Models []string
 	// Session, if set, adds the incident timeline of that session.
 	Session string
-	// MaxRegistries bounds the MCP deployments shown (those with the
-	// most multi-server rejections first). Default 8.
-	MaxRegistries int
 }
 
 // Report is the data of a report: query results of package analytics,
-// the same as the dashboards' panels.
+// the same as the dashboards' panels, and the ranked sections of
+// analytics.Report. Every query covers all the selected registries at
+// once: a report over thousands of registries runs the queries one over
+// ten runs.
 type Report struct {
 	Options
-	// Interval is the bucket of the time series.
+	// Interval is the bucket of the time series, chosen from the range
+	// (Bucket).
 	Interval time.Duration
 	Created  time.Time
+	// PrevFrom and PrevTo are the period before, as long as the range:
+	// the headline's change is against it.
+	PrevFrom, PrevTo time.Time
 
-	Rates, Verdicts, ClassMix, ByModel, BySurface, ModelSeries, Fabricated *analytics.Result
-	Versions                                                               *analytics.Result
-	// Deployments are the MCP deployments: registries whose servers share
-	// names or whose calls were M1-M5.
-	Deployments []Registry
-	// MoreRegistries is how many more deployments there were than MaxRegistries.
-	MoreRegistries int
+	Rates, Verdicts, PrevRates, PrevVerdicts             *analytics.Result
+	ClassMix, ByModel, BySurface, ModelSeries, Malformed *analytics.Result
+	// The ranked sections (analytics.Report).
+	Fabricated, Collisions, Drift, Sessions, Versions *analytics.Result
 	// Session is the incident timeline, with Options.Session.
 	Session *Session
-}
-
-// Registry is one MCP deployment's server matrix.
-type Registry struct {
-	Name                             string
-	SharedNames, Collisions, Classes *analytics.Result
 }
 
 // Session is the incident drill-down of one session.
@@ -80,11 +73,29 @@ func (o Options) Params(interval time.Duration) analytics.Params {
 	}}
 }
 
-// seriesPoints is about how many points a time series of the report has.
-const seriesPoints = 48
+// buckets are the time series' possible buckets, shortest first.
+var buckets = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+
+// maxPoints bounds the points of a series: a chart 700 pixels wide.
+const maxPoints = 60
+
+// Bucket is the time series' bucket for a range: the shortest of one
+// minute, 5, 15, 30 minutes, 1, 3, 6, 12 hours, a day or a week that
+// gives at most maxPoints buckets (a week beyond 60 weeks). Buckets of
+// an hour or more for ranges over two days, which read the hour rollup.
+func Bucket(span time.Duration) time.Duration {
+	for _, b := range buckets {
+		if span/b <= maxPoints && (b >= time.Hour || span <= analytics.TierSeconds*time.Second) {
+			return b
+		}
+	}
+	return buckets[len(buckets)-1]
+}
 
 // Collect runs the report's queries on conn, whose default database holds
-// the analytics tables (sink.Config.OpenIn).
+// the analytics tables (sink.Config.OpenIn): a fixed number of queries,
+// whatever the number of registries.
 func Collect(ctx context.Context, conn driver.Conn, o Options) (*Report, error) {
 	if o.Analysis == "" {
 		return nil, errors.New("report: no analysis")
@@ -92,116 +103,44 @@ func Collect(ctx context.Context, conn driver.Conn, o Options) (*Report, error) 
 	if !o.To.After(o.From) {
 		return nil, fmt.Errorf("report: empty time range %s .. %s", o.From, o.To)
 	}
-	if o.MaxRegistries <= 0 {
-		o.MaxRegistries = 8
-	}
-	r := &Report{Options: o, Created: time.Now().UTC()}
-	r.Interval = max(time.Minute, (o.To.Sub(o.From) / seriesPoints).Truncate(time.Minute))
+	r := &Report{Options: o, Created: time.Now().UTC(), Interval: Bucket(o.To.Sub(o.From))}
+	r.PrevTo, r.PrevFrom = o.From, o.From.Add(-o.To.Sub(o.From))
 	p := o.Params(r.Interval)
-	run := func(q analytics.Query, p analytics.Params) (*analytics.Result, error) {
-		return analytics.Run(ctx, conn, q, p)
+	prev := p
+	prev.From, prev.To = r.PrevFrom, r.PrevTo
+	fleet, rep := analytics.Fleet(), analytics.Report()
+	type job struct {
+		dst *(*analytics.Result)
+		q   analytics.Query
+		p   analytics.Params
 	}
-	fleet := analytics.Fleet()
-	for _, x := range []struct {
-		dst **analytics.Result
-		id  string
-	}{
-		{&r.Rates, "fleet.rates"}, {&r.Verdicts, "fleet.verdicts"}, {&r.ClassMix, "fleet.class_mix"},
-		{&r.ByModel, "fleet.by_model"}, {&r.BySurface, "fleet.by_surface"},
-		{&r.ModelSeries, "fleet.hallucination_by_model"}, {&r.Fabricated, "fleet.top_fabricated"},
-	} {
-		res, err := run(pick(fleet, x.id), p)
-		if err != nil {
-			return nil, err
-		}
-		*x.dst = res
-	}
-	servers := analytics.Servers()
-	var err error
-	if r.Versions, err = run(pick(servers, "servers.version_in_force"), p); err != nil {
-		return nil, err
-	}
-	if err := r.collectRegistries(ctx, conn, servers, p); err != nil {
-		return nil, err
+	jobs := []job{
+		{&r.Rates, pick(fleet, "fleet.rates"), p}, {&r.Verdicts, pick(fleet, "fleet.verdicts"), p},
+		{&r.PrevRates, pick(fleet, "fleet.rates"), prev}, {&r.PrevVerdicts, pick(fleet, "fleet.verdicts"), prev},
+		{&r.ClassMix, pick(fleet, "fleet.class_mix"), p},
+		{&r.ByModel, pick(fleet, "fleet.by_model"), p}, {&r.BySurface, pick(fleet, "fleet.by_surface"), p},
+		{&r.ModelSeries, pick(fleet, "fleet.hallucination_by_model"), p},
+		{&r.Malformed, analytics.Malformed(), p},
+		{&r.Fabricated, pick(rep, "report.fabricated"), p}, {&r.Collisions, pick(rep, "report.collisions"), p},
+		{&r.Drift, pick(rep, "report.drift"), p}, {&r.Sessions, pick(rep, "report.sessions"), p},
+		{&r.Versions, pick(rep, "report.versions"), p},
 	}
 	if o.Session != "" {
 		inc := analytics.Incident()
-		s := &Session{}
-		for _, x := range []struct {
-			dst **analytics.Result
-			id  string
-		}{{&s.Decisions, "incident.session_decisions"}, {&s.TOCTOU, "incident.toctou"}, {&s.Changes, "changes.in_range"}} {
-			res, err := run(pick(inc, x.id), p)
-			if err != nil {
-				return nil, err
-			}
-			*x.dst = res
+		r.Session = &Session{}
+		jobs = append(jobs,
+			job{&r.Session.Decisions, pick(inc, "incident.session_decisions"), p},
+			job{&r.Session.TOCTOU, analytics.TOCTOU(true), p},
+			job{&r.Session.Changes, pick(inc, "changes.in_range"), p})
+	}
+	for _, j := range jobs {
+		res, err := analytics.Run(ctx, conn, j.q, j.p)
+		if err != nil {
+			return nil, err
 		}
-		r.Session = s
+		*j.dst = res
 	}
 	return r, nil
-}
-
-// collectRegistries finds the MCP deployments among the selected
-// registries and reads each one's server matrix.
-func (r *Report) collectRegistries(ctx context.Context, conn driver.Conn, servers []analytics.Query, p analytics.Params) error {
-	names, err := analytics.Run(ctx, conn, analytics.Query{ID: "var.registry", SQL: analytics.Variables()[analytics.VarRegistry].SQL}, p)
-	if err != nil {
-		return err
-	}
-	type scored struct {
-		reg   Registry
-		score float64
-	}
-	var found []scored
-	for _, row := range names.Rows {
-		name, _ := row[0].(string)
-		if len(r.Options.Registries) > 0 && !slices.Contains(r.Options.Registries, name) {
-			continue
-		}
-		rp := p
-		rp.Vars = maps.Clone(p.Vars)
-		rp.Vars[analytics.VarRegistry] = analytics.Text(name)
-		reg := Registry{Name: name}
-		for _, x := range []struct {
-			dst **analytics.Result
-			id  string
-		}{{&reg.SharedNames, "servers.shared_names"}, {&reg.Collisions, "servers.collisions"}, {&reg.Classes, "servers.mcp_classes"}} {
-			res, err := analytics.Run(ctx, conn, pick(servers, x.id), rp)
-			if err != nil {
-				return err
-			}
-			*x.dst = res
-		}
-		if len(reg.SharedNames.Rows)+len(reg.Classes.Rows) == 0 {
-			continue
-		}
-		var score float64
-		for _, row := range reg.Classes.Rows {
-			for _, c := range []string{"M1", "M2", "M3", "M4", "M5"} {
-				v, _ := analytics.Float(row[reg.Classes.Col(c)])
-				score += v
-			}
-		}
-		found = append(found, scored{reg, score})
-	}
-	slices.SortStableFunc(found, func(a, b scored) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return 0
-	})
-	for i, f := range found {
-		if i == r.MaxRegistries {
-			r.MoreRegistries = len(found) - i
-			break
-		}
-		r.Deployments = append(r.Deployments, f.reg)
-	}
-	return nil
 }
 
 // pick returns the query of that ID of package analytics.
@@ -242,7 +181,7 @@ func TOCTOU(ctx context.Context, conn driver.Conn, o Options) (*analytics.Result
 	if o.Analysis == "" {
 		return nil, errors.New("report: no analysis")
 	}
-	return analytics.Run(ctx, conn, pick(analytics.Incident(), "incident.toctou"), o.Params(time.Minute))
+	return analytics.Run(ctx, conn, analytics.TOCTOU(o.Session != ""), o.Params(time.Minute))
 }
 
 // WriteTOCTOU writes TOCTOU's result for a terminal.

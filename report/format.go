@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,8 @@ import (
 // Format is how the report shows a value of a column: rates and shares
 // (fractions) as percents with two decimals, *_pct columns (percents) with
 // two decimals, other numbers as they are, times in UTC to the second
-// (to the millisecond for the session's decisions), NULL as "-".
+// (to the millisecond for the session's decisions), NULL as "-", an
+// empty model, surface, agent, registry or session as "(none)".
 func Format(col string, v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -40,9 +42,36 @@ func Format(col string, v any) string {
 	case []string:
 		return strings.Join(x, " ")
 	case string:
+		if x == "" && slices.Contains(named, col) {
+			// A MALFORMED call's: it has none that can be trusted.
+			return "(none)"
+		}
 		return x
 	}
 	return fmt.Sprint(v)
+}
+
+// named are the columns whose empty value is shown as (none).
+var named = []string{"model", "surface", "agent", "registry", "session"}
+
+// Grouped is Format with an integer's thousands separated by commas
+// (12,000), for the headline.
+func Grouped(col string, v any) string {
+	s := Format(col, v)
+	if _, isInt := v.(uint64); !isInt {
+		if _, isInt = v.(int64); !isInt {
+			return s
+		}
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 // cellAt is the value of column col of row i, formatted; "" when absent.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolaudit/toolaudit/analytics"
@@ -17,7 +18,11 @@ import (
 //go:embed report.html.tmpl
 var pageTemplate string
 
-var page = template.Must(template.New("report").Parse(pageTemplate))
+var page = template.Must(template.New("report").Parse(strings.Replace(pageTemplate, "{{.CSP}}", CSP, 1)))
+
+// CSP is the page's Content-Security-Policy: it fetches nothing, runs no
+// script; only its inline styles and data: images apply.
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 // WriteHTML writes the report as one self-contained HTML page: styles
 // inline, charts as inline SVG, no script, font or any other resource to
@@ -30,30 +35,47 @@ func (r *Report) WriteHTML(w io.Writer) error {
 }
 
 type view struct {
-	Title, Range, Filters, Created string
-	Empty                          bool
-	Tiles                          []tile
-	ClassBars                      bars
-	ModelChart                     lines
-	Tables                         []table // the fleet's
-	Versions                       table
-	Deployments                    []deployment
-	MoreDeployments                int
-	Session                        *sessionView
-	Note                           string
+	Title, Range, Filters, Created, Bucket, PrevNote string
+	Empty                                            bool
+	Tiles                                            []tile
+	Problems                                         []problemView
+	ClassBars                                        bars
+	ModelChart                                       lines
+	Sections                                         []sectionView
+	Session                                          *sessionView
+	Note                                             string
 }
 
-// tile is one headline number.
+// tile is one headline number and its change.
 type tile struct {
-	Label, Query, Col, Text, Raw string
+	Label, Query, Col, Text, Raw, Prev, Change string
+	Worse                                      bool
 }
 
-type cell struct{ Col, Text, Raw string }
+// problemView is one of the top problems, linking to its section.
+type problemView struct {
+	Kind, Text, Section, Query, CallsText string
+	Calls                                 int64
+	Row                                   int
+}
+
+type sectionView struct {
+	Table table
+	More  string
+}
+
+type cell struct {
+	Col, Text, Raw string
+	Num            bool
+}
 
 type table struct {
-	ID, Title, Description string
-	Columns                []string
-	Rows                   [][]cell
+	ID, Section, Title, Description string
+	// Columns are the query's; Headers the same as a person reads them
+	// (spaces for underscores, so that a narrow column wraps between
+	// words).
+	Columns, Headers []string
+	Rows             [][]cell
 }
 
 func newTable(id, title, description string, res *analytics.Result) table {
@@ -62,11 +84,15 @@ func newTable(id, title, description string, res *analytics.Result) table {
 		return t
 	}
 	t.Columns = res.Columns
+	for _, c := range res.Columns {
+		t.Headers = append(t.Headers, strings.ReplaceAll(c, "_", " "))
+	}
 	for _, row := range res.Rows {
 		cs := make([]cell, len(row))
 		for j, val := range row {
 			col := res.Columns[j]
-			cs[j] = cell{Col: col, Text: Format(col, val), Raw: raw(val)}
+			_, isNum := analytics.Float(val)
+			cs[j] = cell{Col: col, Text: Format(col, val), Raw: raw(val), Num: isNum}
 		}
 		t.Rows = append(t.Rows, cs)
 	}
@@ -87,81 +113,80 @@ func raw(v any) string {
 }
 
 func (r *Report) view() view {
-	fleet := analytics.Fleet()
-	desc := func(id string) string { return pick(fleet, id).Description }
 	v := view{
-		Title:   "toolaudit report: " + r.Analysis,
-		Range:   r.From.UTC().Format("2006-01-02 15:04:05") + " .. " + r.To.UTC().Format("2006-01-02 15:04:05") + " UTC",
-		Filters: "registries: " + list(r.Options.Registries) + "; models: " + list(r.Models),
-		Created: r.Created.Format(time.RFC3339),
-		Note:    "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL).",
+		Title:    "toolaudit report: " + r.Analysis,
+		Range:    r.From.UTC().Format("2006-01-02 15:04") + " .. " + r.To.UTC().Format("2006-01-02 15:04") + " UTC (" + human(r.To.Sub(r.From)) + ")",
+		Filters:  "registries: " + list(r.Options.Registries) + "; models: " + list(r.Models),
+		Created:  r.Created.Format(time.RFC3339),
+		Bucket:   human(r.Interval),
+		PrevNote: r.PrevNote(),
+		Note:     "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL). The dashboards list every row these tables cut.",
 	}
 	if d, _ := num(r.Verdicts, "decisions"); d == 0 {
 		v.Empty = true
 	}
-	for _, t := range []struct{ label, q, col string }{
-		{"decisions", "fleet.verdicts", "decisions"},
-		{"allowed", "fleet.verdicts", "allowed"},
-		{"rejected", "fleet.verdicts", "rejected"},
-		{"hallucination rate", "fleet.rates", "hallucination_rate"},
-		{"unknown-tool rate", "fleet.rates", "unknown_tool_rate"},
-		{"schema-reject rate", "fleet.rates", "schema_reject_rate"},
-		{"coercible share of H3", "fleet.rates", "h3_coercible_share"},
-		{"near misses among unknown names", "fleet.rates", "near_miss_share"},
-	} {
-		res := r.Verdicts
-		if t.q == "fleet.rates" {
-			res = r.Rates
-		}
-		var val any
-		if c := res.Col(t.col); c >= 0 && len(res.Rows) > 0 {
-			val = res.Rows[0][c]
-		}
-		v.Tiles = append(v.Tiles, tile{Label: t.label, Query: t.q, Col: t.col, Text: Format(t.col, val), Raw: raw(val)})
+	for _, h := range r.Headlines() {
+		v.Tiles = append(v.Tiles, tile{Label: h.Label, Query: h.Query, Col: h.Col, Text: h.Text, Raw: raw(h.Value), Prev: raw(h.Prev), Change: h.Change, Worse: h.Worse})
+	}
+	for _, p := range r.Problems() {
+		v.Problems = append(v.Problems, problemView{Kind: p.Kind, Text: p.Text, Section: p.Section, Query: p.Query, Calls: p.Calls, CallsText: Calls(p.Calls), Row: p.Row})
 	}
 	v.ClassBars = classBars(r.ClassMix)
-	v.ModelChart = rateLines(r.ModelSeries, r.From, r.To)
-	v.Tables = []table{
-		newTable("fleet.class_mix", "Class mix", desc("fleet.class_mix"), r.ClassMix),
-		newTable("fleet.by_model", "Models", desc("fleet.by_model"), r.ByModel),
-		newTable("fleet.by_surface", "Invocation surfaces", desc("fleet.by_surface"), r.BySurface),
-		newTable("fleet.top_fabricated", "Top fabricated tool names", desc("fleet.top_fabricated"), r.Fabricated),
+	v.ModelChart = rateLines(r.ModelSeries, r.Interval)
+	descs := map[string]string{}
+	for _, q := range append(analytics.Fleet(), analytics.Report()...) {
+		descs[q.ID] = q.Description
 	}
-	servers := analytics.Servers()
-	v.Versions = newTable("servers.version_in_force", "Registry version in force", pick(servers, "servers.version_in_force").Description, r.Versions)
-	for _, d := range r.Deployments {
-		v.Deployments = append(v.Deployments, deployment{
-			Name:       d.Name,
-			Matrix:     newMatrix(d.SharedNames),
-			Collisions: newTable("servers.collisions", "Colliding names and who got the calls", pick(servers, "servers.collisions").Description, d.Collisions),
-			Classes:    newTable("servers.mcp_classes", "M1-M5 by server", pick(servers, "servers.mcp_classes").Description, d.Classes),
-		})
+	for _, s := range r.sections() {
+		c := cut(s.res, s.rank, analytics.ReportTop)
+		t := newTable(s.query, s.title, descs[s.query], c.Result)
+		t.Section = s.id
+		sv := sectionView{Table: t}
+		if c.MoreRows > 0 {
+			sv.More = fmt.Sprintf("and %d more%s", c.MoreRows, moreCalls(c, s.rank))
+		}
+		v.Sections = append(v.Sections, sv)
 	}
-	v.MoreDeployments = r.MoreRegistries
 	if s := r.Session; s != nil {
 		inc := analytics.Incident()
+		decisions := cut(s.Decisions, "", maxSessionRows)
+		changes := cut(s.Changes, "", maxChangeRows)
 		v.Session = &sessionView{
 			Name:      r.Options.Session,
 			Timeline:  newTimeline(s.Decisions),
-			Decisions: newTable("incident.session_decisions", "Decisions, in order", pick(inc, "incident.session_decisions").Description, s.Decisions),
-			TOCTOU:    newTable("incident.toctou", "Call path against stream (time of check, time of use)", pick(inc, "incident.toctou").Description, s.TOCTOU),
-			Changes:   newTable("changes.in_range", "Registry changes in the range", pick(inc, "changes.in_range").Description, s.Changes),
+			Decisions: newTable("incident.session_decisions", "Decisions, in order", pick(inc, "incident.session_decisions").Description, decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version")),
+			TOCTOU:    newTable("incident.toctou_session", "Call path against stream (time of check, time of use)", analytics.TOCTOU(true).Description, s.TOCTOU),
+			Changes:   newTable("changes.in_range", "Registry changes in the range (newest first)", pick(inc, "changes.in_range").Description, changes.Select("time", "registry", "server", "tool", "change", "summary")),
+		}
+		if changes.MoreRows > 0 {
+			more := fmt.Sprint(changes.MoreRows)
+			if s.Changes != nil && len(s.Changes.Rows) == changesLimit {
+				more = "at least " + more
+			}
+			v.Session.MoreChanges = "and " + more + " older, on the incident and MCP servers dashboards"
+		}
+		if decisions.MoreRows > 0 {
+			v.Session.MoreDecisions = fmt.Sprintf("and %d more, on the timeline above and the incident dashboard", decisions.MoreRows)
 		}
 	}
 	return v
 }
 
 type sessionView struct {
-	Name                       string
-	Timeline                   timeline
-	Decisions, TOCTOU, Changes table
+	Name, MoreDecisions, MoreChanges string
+	Timeline                         timeline
+	Decisions, TOCTOU, Changes       table
 }
 
-type deployment struct {
-	Name                string
-	Matrix              matrix
-	Collisions, Classes table
-}
+// maxSessionRows bounds the session's decisions table (the timeline
+// shows every decision); maxChangeRows the registry changes shown with
+// it, the newest.
+const (
+	maxSessionRows = 200
+	maxChangeRows  = 20
+	// changesLimit is changes.in_range's LIMIT.
+	changesLimit = 1000
+)
 
 // classColor is each class's color: green for OK, reds for the model's
 // mistakes (H), blues for the deployment's (M), grey for MALFORMED.
@@ -229,70 +254,116 @@ func classBars(res *analytics.Result) bars {
 	return b
 }
 
-// lines is a time series chart: one polyline per series.
+// lines is a time series chart: one line per series, broken where a
+// bucket has no data; the time axis spans the data's buckets.
 type lines struct {
 	Width, Height, Left, Top, PlotW, PlotH int
-	YMax, XFrom, XTo                       string
+	YTicks, XTicks                         []tick
 	Series                                 []series
 }
 
+type tick struct {
+	Pos           float64
+	Label, Anchor string
+}
+
 type series struct {
-	Name, Color, Points string
-	Dots                []dot
+	Name, Color string
+	Segments    []string
+	Dots        []dot
 }
 
 type dot struct {
-	X, Y              float64
-	Title, Raw, Label string
+	X, Y       float64
+	Title, Raw string
 }
 
 var palette = []string{"#1565c0", "#c62828", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#455a64", "#9e9d24"}
 
-// rateLines charts fleet.hallucination_by_model: x the range, y the rate.
-func rateLines(res *analytics.Result, from, to time.Time) lines {
-	l := lines{Width: 860, Height: 280, Left: 56, Top: 12, PlotW: 640, PlotH: 220,
-		XFrom: from.UTC().Format("2006-01-02 15:04"), XTo: to.UTC().Format("2006-01-02 15:04")}
+// rateLines charts fleet.hallucination_by_model in buckets of interval:
+// x from the first bucket with data to the end of the last, y the rate.
+func rateLines(res *analytics.Result, interval time.Duration) lines {
+	l := lines{Width: 900, Height: 250, Left: 60, Top: 10, PlotW: 820, PlotH: 200}
 	if res == nil || len(res.Rows) == 0 {
 		return l
 	}
 	ti, mi, ri := res.Col("time"), res.Col("model"), res.Col("rate")
+	var first, last time.Time
 	ymax := 0.0
 	for _, row := range res.Rows {
+		t, ok := row[ti].(time.Time)
+		if !ok {
+			continue
+		}
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
 		if v, ok := analytics.Float(row[ri]); ok {
 			ymax = math.Max(ymax, v)
 		}
 	}
 	ymax = niceCeil(ymax)
-	l.YMax = Format("max_rate", ymax)
-	span := to.Sub(from).Seconds()
-	byModel := map[string]*series{}
-	var order []string
+	end := last.Add(interval)
+	span := end.Sub(first).Seconds()
+	x := func(t time.Time) float64 {
+		return round1(float64(l.Left) + float64(l.PlotW)*t.Add(interval/2).Sub(first).Seconds()/span)
+	}
+	y := func(v float64) float64 { return round1(float64(l.Top) + float64(l.PlotH)*(1-v/ymax)) }
+	for _, f := range []float64{0, 0.5, 1} {
+		l.YTicks = append(l.YTicks, tick{y(f * ymax), Format("hallucination_rate", f*ymax), "end"})
+	}
+	layout := "15:04"
+	switch {
+	case interval >= 24*time.Hour:
+		layout = "2006-01-02"
+	case span > 86400:
+		layout = "01-02 15:04"
+	}
+	for i := range 5 {
+		t := first.Add(time.Duration(float64(end.Sub(first)) * float64(i) / 4))
+		anchor := map[int]string{0: "start", 4: "end"}[i]
+		if anchor == "" {
+			anchor = "middle"
+		}
+		l.XTicks = append(l.XTicks, tick{round1(float64(l.Left) + float64(l.PlotW)*float64(i)/4), t.UTC().Format(layout), anchor})
+	}
+	type point struct {
+		t time.Time
+		v float64
+	}
+	byModel := map[string][]point{}
 	for _, row := range res.Rows {
 		v, ok := analytics.Float(row[ri])
 		t, okt := row[ti].(time.Time)
-		if !ok || !okt {
-			continue
+		if ok && okt {
+			m := Format("model", row[mi])
+			byModel[m] = append(byModel[m], point{t, v})
 		}
-		m := Format("model", row[mi])
-		s := byModel[m]
-		if s == nil {
-			s = &series{Name: m}
-			byModel[m] = s
-			order = append(order, m)
-		}
-		x := float64(l.Left) + float64(l.PlotW)*math.Min(1, math.Max(0, t.Sub(from).Seconds()/span))
-		y := float64(l.Top) + float64(l.PlotH)*(1-v/ymax)
-		s.Dots = append(s.Dots, dot{X: round1(x), Y: round1(y), Raw: raw(v),
-			Title: m + " " + t.UTC().Format("2006-01-02 15:04") + ": " + Format("rate", v)})
 	}
-	slices.Sort(order)
-	for i, m := range order {
-		s := byModel[m]
-		s.Color = palette[i%len(palette)]
-		for _, d := range s.Dots {
-			s.Points += fmt.Sprintf("%g,%g ", d.X, d.Y)
+	names := make([]string, 0, len(byModel))
+	for m := range byModel {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	for i, m := range names {
+		s := series{Name: m, Color: palette[i%len(palette)]}
+		pts := byModel[m]
+		slices.SortFunc(pts, func(a, b point) int { return a.t.Compare(b.t) })
+		seg := ""
+		for j, p := range pts {
+			if j > 0 && p.t.Sub(pts[j-1].t) > interval {
+				s.Segments = append(s.Segments, seg)
+				seg = ""
+			}
+			seg += fmt.Sprintf("%g,%g ", x(p.t), y(p.v))
+			s.Dots = append(s.Dots, dot{X: x(p.t), Y: y(p.v), Raw: raw(p.v),
+				Title: m + " " + p.t.UTC().Format("2006-01-02 15:04") + ": " + Format("hallucination_rate", p.v)})
 		}
-		l.Series = append(l.Series, *s)
+		s.Segments = append(s.Segments, seg)
+		l.Series = append(l.Series, s)
 	}
 	return l
 }
@@ -310,60 +381,6 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return math.Ceil(v)
-}
-
-// matrix is servers.shared_names as a server x server table.
-type matrix struct {
-	Servers []string
-	Rows    []matrixRow
-}
-
-type matrixRow struct {
-	Server string
-	Cells  []matrixCell
-}
-
-type matrixCell struct {
-	Other, Text, Raw string
-	Style            template.CSS
-}
-
-func newMatrix(res *analytics.Result) matrix {
-	var m matrix
-	if res == nil || len(res.Rows) == 0 {
-		return m
-	}
-	si, oi, ni := res.Col("server"), res.Col("other"), res.Col("shared_names")
-	val := map[[2]string]float64{}
-	seen := map[string]bool{}
-	top := 0.0
-	for _, row := range res.Rows {
-		s, o := Format("", row[si]), Format("", row[oi])
-		n, _ := analytics.Float(row[ni])
-		val[[2]string{s, o}] = n
-		seen[s], seen[o] = true, true
-		top = math.Max(top, n)
-	}
-	for s := range seen {
-		m.Servers = append(m.Servers, s)
-	}
-	slices.Sort(m.Servers)
-	for _, s := range m.Servers {
-		row := matrixRow{Server: s}
-		for _, o := range m.Servers {
-			n := val[[2]string{s, o}]
-			c := matrixCell{Other: o, Text: strconv.FormatFloat(n, 'f', -1, 64), Raw: strconv.FormatFloat(n, 'f', -1, 64)}
-			switch {
-			case s == o:
-				c.Text, c.Raw, c.Style = "", "", "background:#eee"
-			case n > 0:
-				c.Style = template.CSS(fmt.Sprintf("background:rgba(198,40,40,%.2f)", 0.15+0.65*n/top))
-			}
-			row.Cells = append(row.Cells, c)
-		}
-		m.Rows = append(m.Rows, row)
-	}
-	return m
 }
 
 // timeline is a session's decisions on a time axis, one lane per source.

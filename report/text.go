@@ -9,12 +9,13 @@ import (
 	"github.com/toolaudit/toolaudit/analytics"
 )
 
-// WriteText writes the report for a terminal: the headline numbers, then
-// each section as an aligned table.
+// WriteText writes the report for a terminal: the answer first (the
+// headline numbers against the period before, the top problems), then
+// each section, cut to its top rows.
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "toolaudit report: analysis %q, calls emitted %s .. %s UTC (%s)\n", r.Analysis,
-		r.From.UTC().Format("2006-01-02 15:04:05"), r.To.UTC().Format("2006-01-02 15:04:05"), r.To.Sub(r.From))
+		r.From.UTC().Format("2006-01-02 15:04:05"), r.To.UTC().Format("2006-01-02 15:04:05"), human(r.To.Sub(r.From)))
 	fmt.Fprintf(ew, "registries: %s; models: %s\n", list(r.Options.Registries), list(r.Models))
 
 	decisions, _ := num(r.Verdicts, "decisions")
@@ -24,33 +25,74 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(ew, "\ndecisions %s (allowed %s, rejected %s)\n",
 		cellAt(r.Verdicts, 0, "decisions"), cellAt(r.Verdicts, 0, "allowed"), cellAt(r.Verdicts, 0, "rejected"))
-	fmt.Fprintf(ew, "of the decisions that are not MALFORMED: hallucination %s, unknown tool %s, schema reject %s\n",
-		cellAt(r.Rates, 0, "hallucination_rate"), cellAt(r.Rates, 0, "unknown_tool_rate"), cellAt(r.Rates, 0, "schema_reject_rate"))
+	fmt.Fprintln(ew, "\nHeadline")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, h := range r.Headlines() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.Label, h.Text, h.Change)
+	}
+	tw.Flush()
+	if n := r.PrevNote(); n != "" {
+		fmt.Fprintln(ew, n)
+	}
 	fmt.Fprintf(ew, "coercible share of H3 %s; near misses among unknown names %s\n",
 		cellAt(r.Rates, 0, "h3_coercible_share"), cellAt(r.Rates, 0, "near_miss_share"))
 
-	section(ew, "Class mix", r.ClassMix)
-	section(ew, "Models", r.ByModel)
-	section(ew, "Invocation surfaces", r.BySurface)
-	section(ew, "Top fabricated tool names (nearest real name)", r.Fabricated)
-	section(ew, "Registry version in force", r.Versions)
-	for _, reg := range r.Deployments {
-		fmt.Fprintf(ew, "\n== MCP deployment %s\n", reg.Name)
-		section(ew, "Names shared between servers", reg.SharedNames)
-		section(ew, "Colliding names and who got the calls", reg.Collisions)
-		section(ew, "M1-M5 by server", reg.Classes)
+	fmt.Fprintln(ew, "\nTop problems, by calls affected")
+	problems := r.Problems()
+	if len(problems) == 0 {
+		fmt.Fprintln(ew, "  (none)")
 	}
-	if r.MoreRegistries > 0 {
-		fmt.Fprintf(ew, "\n(%d more MCP deployments; narrow with --registry)\n", r.MoreRegistries)
+	for i, p := range problems {
+		fmt.Fprintf(ew, "  %d. %s: %s\n", i+1, Calls(p.Calls), oneLine(p.Text, 140))
+	}
+
+	for _, s := range r.sections() {
+		cutSection(ew, s.title, s.res, s.rank)
 	}
 	if s := r.Session; s != nil {
 		fmt.Fprintf(ew, "\n== Session %s\n", r.Options.Session)
 		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version"))
 		section(ew, "Call path against stream (time of check, time of use)", s.TOCTOU)
-		section(ew, "Registry changes in the range", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"))
+		cutSection(ew, "Registry changes in the range, newest first", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"), "")
 	}
 	fmt.Fprintln(ew, "\nCounts are decisions as delivered, from the rollups the dashboards read (a call decided twice after a crash counts twice); the session's decisions are read exactly (FINAL).")
 	return ew.err
+}
+
+// sectionSpec is one ranked section of the report.
+type sectionSpec struct {
+	id, title, query, rank string
+	res                    *analytics.Result
+}
+
+// sections are the report's tables after the answer, in order.
+func (r *Report) sections() []sectionSpec {
+	rank := analytics.RankColumn
+	return []sectionSpec{
+		{"fabricated", "Fabricated tool names (nearest real name)", "report.fabricated", rank("report.fabricated"), r.Fabricated},
+		{"collisions", "Colliding and shadowed names", "report.collisions", rank("report.collisions"), r.Collisions},
+		{"drift", "Drifting servers (stale definitions, tools changed after the call)", "report.drift", rank("report.drift"), r.Drift},
+		{"sessions", "Sessions with the most rejections", "report.sessions", rank("report.sessions"), r.Sessions},
+		{"models", "Models", "fleet.by_model", "decisions", r.ByModel},
+		{"surfaces", "Invocation surfaces", "fleet.by_surface", "decisions", r.BySurface},
+		{"versions", "Latest registry versions", "report.versions", rank("report.versions"), r.Versions},
+	}
+}
+
+// cutSection prints a section's top rows and what was left out.
+func cutSection(w io.Writer, title string, res *analytics.Result, rank string) {
+	c := cut(res, rank, analytics.ReportTop)
+	section(w, title, c.Result)
+	if c.MoreRows > 0 {
+		fmt.Fprintf(w, "  ... and %d more%s\n", c.MoreRows, moreCalls(c, rank))
+	}
+}
+
+func moreCalls(c cutResult, rank string) string {
+	if c.MoreCalls <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d %s)", c.MoreCalls, map[bool]string{true: "rejected", false: "calls"}[rank == "rejected"])
 }
 
 func list(vs []string) string {

@@ -48,11 +48,14 @@ type RowDecider struct {
 // the arguments' shape and hash (and ArgsRaw with KeepRawArgs) and the
 // suggested tool of a decoded call, DecidedAt, and CallKey
 // (Row.SetCallKey): the record's position (Topic, Partition, Offset) must
-// be in row before. The stamps (AnalysisID, ResolverBuild, PolicyVersion,
-// Source) are the caller's. A nil vs decodes only, as Decide says.
-func (d *RowDecider) DecideRow(vs Versions, event []byte, row *schema.Row) bool {
+// be in row before. recordTime is the event's record timestamp: a call
+// with no usable emitted_at is stored at it (schema.WindowTime), where
+// re-analysis and every range query find it. The stamps (AnalysisID,
+// ResolverBuild, PolicyVersion, Source) are the caller's. A nil vs
+// decodes only, as Decide says.
+func (d *RowDecider) DecideRow(vs Versions, event []byte, recordTime time.Time, row *schema.Row) bool {
 	ok := d.Resolver.Decide(vs, &d.dec, event, &d.call, &row.Decision)
-	d.fill(row, ok)
+	d.fill(row, ok, recordTime)
 	if ok && d.Suggest != nil && vs != nil {
 		if c := row.Class; c == schema.H1 || c == schema.M1 {
 			row.SuggestedTool = d.Suggest.Tool(vs, &d.call, &row.Decision)
@@ -67,15 +70,16 @@ func (d *RowDecider) DecideRow(vs Versions, event []byte, row *schema.Row) bool 
 // summary without deciding it (a decision taken elsewhere, such as an
 // audit record's), and sets CallKey as DecideRow does. It reports whether
 // call decoded; if not, row holds what was read before the failure.
-func (d *RowDecider) DescribeCall(call []byte, row *schema.Row) bool {
+func (d *RowDecider) DescribeCall(call []byte, recordTime time.Time, row *schema.Row) bool {
 	ok := d.dec.Decode(call, &d.call) == nil
-	d.fill(row, ok)
+	d.fill(row, ok, recordTime)
 	row.SetCallKey()
 	return ok
 }
 
-func (d *RowDecider) fill(row *schema.Row, decoded bool) {
+func (d *RowDecider) fill(row *schema.Row, decoded bool, recordTime time.Time) {
 	row.FillCall(&d.call) // of an undecodable event: what was read before the failure
+	row.EmittedAt = schema.WindowTime(row.EmittedAt, recordTime)
 	if !decoded {
 		return
 	}

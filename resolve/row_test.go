@@ -20,7 +20,7 @@ func TestDecideRow(t *testing.T) {
 		decoded     bool
 		class       schema.Class
 		key         string
-		emitted     bool // EmittedAt read
+		emitted     bool // EmittedAt read (else the record's time)
 		argsRaw     string
 	}{
 		{"decoded", good, false, true, schema.OK, "c-1", true, ""},
@@ -28,17 +28,20 @@ func TestDecideRow(t *testing.T) {
 		{"malformed with an event id", `{"type":"call","event_id":"c-2","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments":[1]}`,
 			true, false, schema.Malformed, "c-2", true, ""},
 		{"malformed without one", `{"type":"call",`, true, false, schema.Malformed, "kafka:tool-calls/3/42", false, ""},
+		{"unusable time", `{"type":"call","event_id":"c-3","emitted_at":"yesterday","registry":"single","tool":"search","arguments":{"q":"x"}}`,
+			false, false, schema.Malformed, "c-3", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := RowDecider{KeepRawArgs: tc.raw}
 			row := schema.Row{Topic: "tool-calls", Partition: 3, Offset: 42}
 			before := time.Now()
-			ok := d.DecideRow(store.Snapshot(), []byte(tc.event), &row)
+			recorded := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
+			ok := d.DecideRow(store.Snapshot(), []byte(tc.event), recorded, &row)
 			if ok != tc.decoded || row.Class != tc.class || row.CallKey != tc.key {
 				t.Fatalf("DecideRow = %v, class %s, key %q; want %v, %s, %q", ok, row.Class, row.CallKey, tc.decoded, tc.class, tc.key)
 			}
-			if row.EmittedAt.IsZero() == tc.emitted {
-				t.Errorf("emitted_at %v, want read: %v", row.EmittedAt, tc.emitted)
+			if row.EmittedAt.Equal(recorded) == tc.emitted {
+				t.Errorf("emitted_at %v, want read: %v (else the record's time)", row.EmittedAt, tc.emitted)
 			}
 			if row.DecidedAt.Before(before) {
 				t.Errorf("decided_at %v, before the call", row.DecidedAt)
@@ -85,7 +88,7 @@ func TestDecideRowKeyAndSuggestion(t *testing.T) {
 		h1 = `{"type":"call","event_id":"c-2","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"serch","arguments":{"q":"x"}}`
 	)
 	var row schema.Row
-	if !d.DecideRow(store.Snapshot(), []byte(ok), &row) || row.Class != schema.OK || row.SuggestedTool != "" {
+	if !d.DecideRow(store.Snapshot(), []byte(ok), time.Time{}, &row) || row.Class != schema.OK || row.SuggestedTool != "" {
 		t.Fatalf("ok: class %s, suggested %q", row.Class, row.SuggestedTool)
 	}
 	want := schema.NewArgsSummarizer(key)
@@ -98,18 +101,18 @@ func TestDecideRowKeyAndSuggestion(t *testing.T) {
 		t.Errorf("args_hash %q, want the keyed %q", row.ArgsHash, h)
 	}
 	row = schema.Row{}
-	if !d.DecideRow(store.Snapshot(), []byte(h1), &row) || row.Class != schema.H1 || row.SuggestedTool != "search" {
+	if !d.DecideRow(store.Snapshot(), []byte(h1), time.Time{}, &row) || row.Class != schema.H1 || row.SuggestedTool != "search" {
 		t.Fatalf("h1: class %s, suggested %q", row.Class, row.SuggestedTool)
 	}
 	if len(s.asked) != 1 || s.asked[0] != schema.H1 {
 		t.Errorf("suggester asked for %v, want [H1]", s.asked)
 	}
 	row = schema.Row{Decision: schema.Decision{EventID: "c-2", Class: schema.H2}} // as an audit record fills it
-	if !d.DescribeCall([]byte(h1), &row) || row.Class != schema.H2 || row.Tool != "serch" || row.CallKey != "c-2" || row.ArgsHash == "" {
+	if !d.DescribeCall([]byte(h1), time.Time{}, &row) || row.Class != schema.H2 || row.Tool != "serch" || row.CallKey != "c-2" || row.ArgsHash == "" {
 		t.Errorf("DescribeCall: %+v", row)
 	}
 	row = schema.Row{Topic: "t", Partition: 1, Offset: 2}
-	if d.DescribeCall([]byte(`{"type":"call",`), &row) || row.CallKey != "kafka:t/1/2" || row.ArgsHash != "" {
+	if d.DescribeCall([]byte(`{"type":"call",`), time.Time{}, &row) || row.CallKey != "kafka:t/1/2" || row.ArgsHash != "" {
 		t.Errorf("DescribeCall of a bad call: %+v", row)
 	}
 }

@@ -29,9 +29,12 @@ type CallDecoder struct {
 	buf  []byte // scratch: the call's strings, packed
 }
 
-// Decode parses one call event into c. On a *MalformedError, c.EventID is
-// set when the event carried one, so the MALFORMED decision keeps its id.
-// The Arguments of c stay valid until the next call of Decode.
+// Decode parses one call event into c. On a *MalformedError of an event
+// that is a JSON object, c holds every member that was readable (its
+// emitted_at included, whatever else failed) but no Arguments, and the
+// error's EventID is set when the event carried one, so the MALFORMED
+// decision keeps its id and its time. The Arguments of c stay valid
+// until the next call of Decode.
 //
 // The event is parsed once, strictly (package jsontape): not JSON, invalid
 // UTF-8, nesting deeper than jsontape.MaxDepth and a member name repeated
@@ -56,36 +59,46 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	}
 	// String members are read as views into the tape and copied into one
 	// allocation at the end: fewer allocations, and the call's strings
-	// side by side in memory for resolution.
+	// side by side in memory for resolution. Every member is read even
+	// after one fails: a MALFORMED decision keeps what was readable (its
+	// emitted_at above all, which places it in time), and its reason is
+	// the first failure in the contract's order.
+	var reason string
+	bad := func(r string) {
+		if reason == "" {
+			reason = r
+		}
+	}
 	idb, ok := strBytes(m.v[mEventID])
 	if !ok || len(idb) == 0 {
-		return malformed("", "event_id missing or not a non-empty string")
+		idb = nil
+		bad("event_id missing or not a non-empty string")
 	}
-	bad := func(reason string) error { return malformed(string(idb), reason) }
 	if t := m.v[mType]; t.Exists() && !t.StrIs("call") {
-		return bad(`type is not "call"`)
+		bad(`type is not "call"`)
 	}
 	tool, ok := strBytes(m.v[mTool])
 	if !ok || len(tool) == 0 {
-		return bad("tool name missing or empty")
+		tool = nil
+		bad("tool name missing or empty")
 	}
-	var err error
-	if c.EmittedAt, err = eventTime(m.v[mEmittedAt], "emitted_at"); err != nil {
-		return bad(err.Error())
+	if t, err := eventTime(m.v[mEmittedAt], "emitted_at"); err != nil {
+		bad(err.Error())
+	} else {
+		c.EmittedAt = t
 	}
 	args := m.v[mArguments]
 	switch {
 	case !args.Exists() && m.v[mArgumentsRaw].Exists():
-		return bad("arguments are not JSON (only arguments_raw)")
+		bad("arguments are not JSON (only arguments_raw)")
 	case !args.Exists():
-		return bad("arguments missing")
+		bad("arguments missing")
 	case args.Kind() != jsontape.Object:
-		return bad("arguments is not an object")
+		bad("arguments is not an object")
 	}
-	c.Arguments = args
 	reg := m.v[mRegistry]
 	if reg.Kind() != jsontape.String {
-		return bad("registry missing or not a string")
+		bad("registry missing or not a string")
 	}
 	fields := [...]struct {
 		key string
@@ -100,7 +113,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	}
 	for i := 3; i < len(fields); i++ {
 		if fields[i].b, ok = strBytes(m.v[fields[i].m]); !ok {
-			return bad(fields[i].key + " is not a string")
+			bad(fields[i].key + " is not a string")
 		}
 	}
 	buf := d.buf[:0]
@@ -111,14 +124,19 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	hasVis := !vv.IsNull()
 	if hasVis {
 		if vv.Kind() != jsontape.Array {
-			return bad("visible is not an array of strings")
+			hasVis = false
+			bad("visible is not an array of strings")
 		}
-		for it := vv.Items(); it.Next(); {
-			e := it.Value()
-			if e.Kind() != jsontape.String {
-				return bad("visible is not an array of strings")
+		for it := vv.Items(); hasVis && it.Next(); {
+			if it.Value().Kind() != jsontape.String {
+				hasVis = false
+				bad("visible is not an array of strings")
 			}
-			buf = append(buf, e.Str()...)
+		}
+		if hasVis {
+			for it := vv.Items(); it.Next(); {
+				buf = append(buf, it.Value().Str()...)
+			}
 		}
 	}
 	d.buf = buf
@@ -137,6 +155,10 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 			off += n
 		}
 	}
+	if reason != "" {
+		return malformed(c.EventID, reason)
+	}
+	c.Arguments = args
 	return nil
 }
 

@@ -50,7 +50,11 @@ type Row struct {
 	Tool      string // the requested name, as emitted
 	Server    string // the requested pin
 
-	EmittedAt time.Time // zero when the call had no usable time
+	// EmittedAt is the call's emitted_at; for a call with no usable time
+	// (MALFORMED), its record's timestamp (WindowTime), so that a range
+	// query (diff, the dashboards) finds it where re-analysis places it;
+	// zero only when neither is known.
+	EmittedAt time.Time
 	DecidedAt time.Time
 
 	// Arguments are untrusted and may hold secrets: by default only their

@@ -341,3 +341,46 @@ func TestDecodeListingRejectsWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeMalformedKeepsFields: a MALFORMED call keeps every member
+// that was readable, emitted_at above all, whichever member failed first
+// (a call without a tool was stored at 1970-01-01: the decoder stopped
+// before the time, so diff --from/--to left it out while reanalyze
+// decided it); the reason stays the first failure.
+func TestDecodeMalformedKeepsFields(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name, line, reason string
+		id, tool, session  string
+		at                 time.Time
+	}{
+		{"no tool", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","session_id":"s","arguments":{}}`,
+			"tool name missing or empty", "c", "", "s", at},
+		{"no tool, no id", `{"emitted_at":"2026-12-01T00:00:00Z","registry":"r","session_id":"s","arguments":{}}`,
+			"event_id missing or not a non-empty string", "", "", "s", at},
+		{"bad time", `{"event_id":"c","emitted_at":"yesterday","registry":"r","session_id":"s","tool":"t","arguments":{}}`,
+			"emitted_at is not an RFC 3339 UTC timestamp", "c", "t", "s", time.Time{}},
+		{"no arguments", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","session_id":"s","tool":"t"}`,
+			"arguments missing", "c", "t", "s", at},
+		{"bad session, no tool", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","session_id":5,"arguments":{}}`,
+			"tool name missing or empty", "c", "", "", at},
+		{"bad visible", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","session_id":"s","tool":"t","arguments":{},"visible":[1]}`,
+			"visible is not an array of strings", "c", "t", "s", at},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var d CallDecoder
+			var c Call
+			err := d.Decode([]byte(tt.line), &c)
+			var me *MalformedError
+			if !errors.As(err, &me) || me.Reason != tt.reason || me.EventID != tt.id {
+				t.Fatalf("err = %v, want reason %q, id %q", err, tt.reason, tt.id)
+			}
+			if c.EventID != tt.id || c.Tool != tt.tool || c.SessionID != tt.session || c.Registry != "r" || !c.EmittedAt.Equal(tt.at) {
+				t.Errorf("kept %+v; want id %q, tool %q, session %q, registry r, emitted_at %v", c, tt.id, tt.tool, tt.session, tt.at)
+			}
+			if c.Arguments.Exists() || c.HasVisible {
+				t.Errorf("a MALFORMED call has arguments or visible: %+v", c)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ N=${1:-1000000}
 # Every call of the corpus is emitted in these three days. The backlog
 # repeats the corpus, whose sample (December 1) comes before BFCL
 # (November 29): a partition's timestamps go back 59 hours at each turn,
-# which --skew 72h covers (the whole topic is read either way).
+# which --horizon 72h covers (the whole topic is read either way).
 FROM=2026-11-29T00:00:00Z
 TO=2026-12-02T00:00:00Z
 
@@ -88,7 +88,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     case $m in
       live-archive) settle decisions decisions_by_minute call_events; live "live-archive-$round" --archive-calls; la=$rate ;;
       live) settle decisions decisions_by_minute; live "live-$round"; l=$rate ;;
-      kafka) settle decisions decisions_by_minute; reanalyze "kafka-$round" --skew 72h; k=$rate ;;
+      kafka) settle decisions decisions_by_minute; reanalyze "kafka-$round" --horizon 72h; k=$rate ;;
       archive) settle decisions decisions_by_minute; reanalyze "archive-$round" --source archive; a=$rate ;;
     esac
   done

@@ -55,7 +55,7 @@ type fail struct {
 	reason     string
 	coercible  bool
 	undeclared bool
-	segs      []string // path segments, innermost first
+	segs       []string // path segments, innermost first
 }
 
 // Accepts needs only pass or fail and which kind: in quiet mode failures
@@ -63,8 +63,8 @@ type fail struct {
 var (
 	quietKey    = &fail{kind: KeyFail}
 	quietUndecl = &fail{kind: KeyFail, undeclared: true}
-	quietVal = &fail{kind: ValueFail}
-	quietUnk = &fail{kind: Unchecked}
+	quietVal    = &fail{kind: ValueFail}
+	quietUnk    = &fail{kind: Unchecked}
 )
 
 // walk is the state of one check: its mode (loud failures carry a reason
@@ -126,7 +126,9 @@ func (w *walk) spend(n int) bool {
 	return w.steps >= 0
 }
 
-func (f *fail) quiet() bool { return f == quietKey || f == quietVal || f == quietUnk || f == quietUndecl }
+func (f *fail) quiet() bool {
+	return f == quietKey || f == quietVal || f == quietUnk || f == quietUndecl
+}
 
 // undeclared is the failure of key k, undeclared.
 func (w *walk) undeclared(reason string, k []byte) *fail {

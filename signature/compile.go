@@ -24,6 +24,7 @@ type Signature struct {
 	unchecked   bool           // some part of the schema is not enforced (Enforced)
 	dynamic     bool           // the schema has a $dynamicRef that looks along the dynamic scope
 	schema      []byte         // the inputSchema compiled, for Schema
+	notes       notes          // what Expect reads of the schema and Check does not
 	values      *jsontape.Tape // the enum and const values, copied out of the schema
 }
 
@@ -289,15 +290,16 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 		}
 	}
 	s.values = c.copyValues()
+	c.finishWords()
+	s.notes = c.notes
 	s.schema = bytes.Clone(schema)
 	return s, nil
 }
 
 // Schema returns the inputSchema this signature was compiled from, as
-// given to Compile (a copy). Do not modify. It is read only when a call
-// fails, to tell the caller what the schema expects (package
-// resolve/suggest): the compiled form keeps what checking needs, not the
-// schema's wording.
+// given to Compile (a copy). Do not modify. It is the definition's text
+// that package registryversions checkpoints; what the schema expects at a
+// path is Expect's to say, from the compiled form.
 func (s *Signature) Schema() []byte { return s.schema }
 
 // tapes are the parse buffers of Compile, which goroutines call
@@ -358,6 +360,8 @@ type compiler struct {
 	dyns      []*node // nodes with a dynamic $dynamicRef
 	dynamic   bool
 	negated   int // how many not keywords enclose the schema being compiled: odd, it is open
+	notes     notes
+	words     *wordBuf // the value keywords of the nodes (noteWords)
 }
 
 // copyValues moves the enum and const values to a tape of their own, so
@@ -535,6 +539,7 @@ type namedProp struct {
 }
 
 func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
+	c.noteWords(n, m)
 	branchKind := kindPlain
 	if m.Get("unevaluatedProperties").Exists() {
 		branchKind = kindOpen
@@ -571,6 +576,7 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 			for _, p := range sortedMembers(v) {
 				pp := patProp{n: c.node(p.v, kp.child(p.name))}
 				pp.re, pp.insts, pp.unchecked = c.regex(p.name, kp, p.name)
+				c.notePattern(pp.re, p.name)
 				n.patterns = append(n.patterns, pp)
 			}
 		case "required":

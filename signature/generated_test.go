@@ -17,9 +17,8 @@ import (
 // read alike, and no $ref sits under not (internal/oracle's rewrite does
 // not compile those apart, as the checker does).
 type gen struct {
-	b    []byte
-	i    int
-	defs int
+	b []byte
+	i int
 }
 
 func (g *gen) n(k int) int {

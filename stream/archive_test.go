@@ -57,6 +57,10 @@ func TestArchiveCalls(t *testing.T) {
 	for _, r := range rs {
 		want[[2]int64{int64(r.Partition), r.Offset}] = r.Timestamp
 	}
+	// The call without an event_id is MALFORMED but keeps its emitted_at,
+	// which places it.
+	last := rs[len(rs)-1]
+	want[[2]int64{int64(last.Partition), last.Offset}] = time.Date(2026, 12, 1, 0, 14, 0, 379e6, time.UTC)
 
 	cfg := testConfig(c)
 	cfg.ArchiveCalls = true

@@ -317,7 +317,7 @@ func (w *worker) decide(r *kgo.Record) {
 	if !cfg.Passthrough {
 		vs = w.p.store.Snapshot()
 	}
-	if !w.rd.DecideRow(vs, r.Value, row) {
+	if !w.rd.DecideRow(vs, r.Value, r.Timestamp, row) {
 		h.dlq = append(h.dlq, w.dlqRecord(r, row.Reason))
 	}
 	if cfg.ArchiveCalls {
@@ -354,7 +354,7 @@ func (w *worker) store(r *kgo.Record) {
 	w.rec.Fill(row)
 	row.AnalysisID = cfg.AnalysisID
 	row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
-	w.rd.DescribeCall(w.rec.Call, row)
+	w.rd.DescribeCall(w.rec.Call, r.Timestamp, row)
 	w.rec.Call = nil
 	w.count(row)
 }

@@ -246,9 +246,10 @@ func measure(ctx context.Context, conn driver.Conn, c config, cpu func() time.Du
 		return m
 	}
 	var vars []analytics.Query
-	for _, name := range []string{analytics.VarAnalysis, analytics.VarRegistry, analytics.VarModel, analytics.VarSurface, analytics.VarSource, analytics.VarAgent} {
+	for _, name := range []string{analytics.VarAnalysis, analytics.VarRegistry, analytics.VarModel, analytics.VarSurface, analytics.VarSource, analytics.VarAgent, analytics.VarSession} {
 		vars = append(vars, analytics.Query{ID: "var." + name, SQL: analytics.Variables()[name].SQL})
 	}
+	vars = append(vars, analytics.Query{ID: "var.mcp_registry", SQL: analytics.MCPRegistry().SQL})
 	day := 24 * time.Hour
 	// A session of the last six hours (sessions are 20 consecutive rows).
 	session := fmt.Sprintf("s-%d", (c.rows-c.rows/(uint64(c.days)*24*10))/20)
@@ -265,6 +266,7 @@ func measure(ctx context.Context, conn driver.Conn, c config, cpu func() time.Du
 		{"MCP servers, 30 days", 30 * day, all(analytics.VarRegistry, "fleet-00"), analytics.Servers()},
 		{"incident, 6 h, a session", 6 * time.Hour, all(analytics.VarSession, session), analytics.Incident()},
 		{"incident, 7 days, a session", 7 * day, all(analytics.VarSession, session), analytics.Incident()},
+		{"report, 7 days", 7 * day, all(), analytics.Report()},
 		{"variables, 7 days", 7 * day, all(), vars},
 		{"variables, 30 days", 30 * day, all(), vars},
 	}

@@ -48,7 +48,9 @@ const longHelp = `Reads agent logs (FILE, or standard input when none or "-") on
 per line, converts tool calls and tool listings to toolaudit's contract
 events and produces them to Kafka: calls to --calls-topic keyed by session_id
 (else agent_id), listings to --listings-topic keyed by "registry/server",
-each record stamped with the event's own time. The producer is idempotent
+each record stamped with the event's own time (a contract event whose
+time is unusable: that of the event before it in its file, else the
+time of ingestion). The producer is idempotent
 with acks=all. --dry-run (or --out) writes the events as JSONL instead.
 
 Formats, detected per line unless --format forces one:
@@ -81,13 +83,22 @@ span start), else the flags below, else the format's fallback (provider
 openai/anthropic/bedrock; surface mcp for MCP, raw_json otherwise). A call
 with no time at all is an error: give emitted_at or --emitted-at.
 
-Event ids are deterministic: the provider's tool-call id when there is one,
-else a hash of (source name, line number, index in the line), so
-re-ingesting a file gives the same events.
+Event ids are deterministic and never shared by two calls: a call's is a
+hash of (source name, line number, index in the line, the line's text),
+led by the provider's tool-call id when there is one ("call_abc~" and 16
+hex digits; else "c-" and 20), so re-ingesting a file under the same name
+gives the same events, and two calls never share an id even where the
+provider's ids repeat. The source name is FILE as given (cleaned), or
+--stdin-name. Contract events keep their own event_id.
+
+An event_id repeated in a run is counted: with the same content, it is
+the same event twice (the store keeps one); with other content, it is
+reported as FILE:LINE (the store keeps one decision per id: one call
+would be lost) and the exit status is 1.
 
 Bad lines are reported as FILE:LINE: reason, counted and skipped. The exit
-status is 1 only when a file cannot be read or Kafka (or --out) fails, and
-2 for bad flags. Every flag can also be set through the environment as
+status is 1 when a file cannot be read, Kafka (or --out) fails, or an
+event_id was repeated with other content, and 2 for bad flags. Every flag can also be set through the environment as
 INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.
 
 Secured Kafka: --kafka-tls (with --kafka-tls-ca, --kafka-tls-cert and
@@ -119,6 +130,7 @@ type config struct {
 	connectTimeout  time.Duration
 	deliveryTimeout time.Duration
 	maxLineBytes    int
+	maxTrackedIDs   int
 	kafka           kafkaconf.Config
 }
 
@@ -147,6 +159,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a Kafka broker to answer at start (a refused TLS handshake or SASL authentication fails at once)")
 	fs.DurationVar(&c.deliveryTimeout, "delivery-timeout", 60*time.Second, "how long a record may take, retries included, before it fails")
 	fs.IntVar(&c.maxLineBytes, "max-line-bytes", ingest.DefaultMaxLineBytes, "longest input line in `bytes`; longer lines are errors")
+	fs.IntVar(&c.maxTrackedIDs, "max-tracked-ids", ingest.DefaultMaxTrackedIDs, "most event `ids` remembered to find repeats (about 40 bytes each); later ones are counted, not checked")
 	c.kafka.Register(fs)
 	cmd := &ffcli.Command{
 		Name:       "ingest",
@@ -204,12 +217,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "%s%v\n", kind, e)
 	}
 	in := &ingest.Ingester{
-		Sink:         sink,
-		Format:       format,
-		Defaults:     defaults,
-		MaxLineBytes: c.maxLineBytes,
-		OnError:      func(e *ingest.LineError) { report("", e) },
-		OnWarning:    func(e *ingest.LineError) { report("warning: ", e) },
+		Sink:          sink,
+		Format:        format,
+		Defaults:      defaults,
+		MaxLineBytes:  c.maxLineBytes,
+		MaxTrackedIDs: c.maxTrackedIDs,
+		OnError:       func(e *ingest.LineError) { report("", e) },
+		OnWarning:     func(e *ingest.LineError) { report("warning: ", e) },
 	}
 
 	var total ingest.Stats
@@ -250,6 +264,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		failed = true
 	}
 	summary(stderr, len(files), total, delivered, c)
+	if total.Conflicts > 0 {
+		failed = true
+	}
 	if failed {
 		return exitFailure
 	}
@@ -407,6 +424,15 @@ func summary(w io.Writer, files int, st ingest.Stats, delivered map[string]int64
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "ingest: by format: %s\n", strings.Join(parts, ", "))
+	}
+	if st.Repeats > 0 {
+		fmt.Fprintf(w, "ingest: %d events repeated an earlier event exactly (same event_id, same content): the store keeps one of each\n", st.Repeats)
+	}
+	if st.Conflicts > 0 {
+		fmt.Fprintf(w, "ingest: %d events repeated an earlier event_id with other content (listed above): the store keeps one decision per event_id, so %d calls or listings will be lost; give them distinct ids\n", st.Conflicts, st.Conflicts)
+	}
+	if st.Untracked > 0 {
+		fmt.Fprintf(w, "ingest: %d events past --max-tracked-ids %d were not checked for repeated ids\n", st.Untracked, c.maxTrackedIDs)
 	}
 	if delivered != nil {
 		topics := make([]string, 0, len(delivered))

@@ -114,7 +114,7 @@ func TestDryRun(t *testing.T) {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
 	}
 	ids := eventIDs(t, o.stdout)
-	if len(ids) != 4 || ids[0] != "call_1" || ids[1] != "call_2" || ids[2] != "l-1" || !strings.HasPrefix(ids[3], "c-") {
+	if len(ids) != 4 || !strings.HasPrefix(ids[0], "call_1~") || !strings.HasPrefix(ids[1], "call_2~") || ids[2] != "l-1" || !strings.HasPrefix(ids[3], "c-") {
 		t.Errorf("event ids %v", ids)
 	}
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
@@ -159,6 +159,9 @@ func TestOutFile(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	good := writeFile(t, "good.jsonl", eventLine, garbageLine)
+	call := `{"type":"call","event_id":"c-1","emitted_at":"2026-11-29T10:00:05.250Z","registry":"r","tool":"t","arguments":{}}`
+	conflict := writeFile(t, "conflict.jsonl", call, strings.Replace(call, `"t"`, `"u"`, 1))
+	repeat := writeFile(t, "repeat.jsonl", call, call)
 	tests := []struct {
 		name string
 		args []string
@@ -167,6 +170,9 @@ func TestExitCodes(t *testing.T) {
 		msg  string
 	}{
 		{"bad lines are not a failure", []string{"--dry-run", good}, nil, exitOK, ":2: not a JSON object"},
+		{"an id repeated with other content fails", []string{"--dry-run", conflict}, nil, exitFailure, `conflict.jsonl:2: event_id repeated with other content: call "c-1" was first seen at ` + conflict + ":1"},
+		{"an event repeated is counted", []string{"--dry-run", repeat}, nil, exitOK, "1 events repeated an earlier event exactly"},
+		{"a file given twice is counted", []string{"--dry-run", good, good}, nil, exitOK, "1 events repeated an earlier event exactly"},
 		{"missing file fails, others still read", []string{"--dry-run", filepath.Join(t.TempDir(), "nope.jsonl"), good}, nil, exitFailure, "nope.jsonl"},
 		{"directory", []string{"--dry-run", t.TempDir()}, nil, exitFailure, "is a directory"},
 		{"no brokers", []string{good}, nil, exitUsage, "--brokers"},
@@ -249,7 +255,7 @@ func TestKafka(t *testing.T) {
 				EventID string `json:"event_id"`
 			}
 			_ = json.Unmarshal(r.Value, &v)
-			got[v.EventID] = r
+			got[strings.Split(v.EventID, "~")[0]] = r // a provider's id leads a call's
 		})
 	}
 	want := map[string]struct {

@@ -125,16 +125,20 @@ func reportCommand(std stdio) *ffcli.Command {
 		ShortUsage: "resolverd report [--analysis ID] [--since 24h|all] [--registry R] [--model M] [--session S] [--html FILE] | --expect N | --toctou",
 		ShortHelp:  "headline analytics of the decisions, on a terminal or as HTML",
 		LongHelp: `Prints the fleet analytics of one analysis over a time range of the
-calls' emitted_at (--since, --to): decisions, verdicts, the hallucination,
-unknown-tool and schema-reject rates, the class mix, the rates by model and
-by invocation surface, the tool names models invent with the nearest real
-name, the registry version in force, and for each MCP deployment the names
-its servers share, the colliding names and M1-M5 by server. --session adds
-that session's decisions in order, the calls whose gate and stream
-decisions differ, and the registry changes in the range. The numbers are
-those of the Grafana dashboards (dashboards/): the same queries, read from
-the same rollups. --html FILE also writes it as one HTML page with inline
-SVG charts that loads nothing from anywhere.
+calls' emitted_at (--since, --to), answer first: the decisions, rejections
+and hallucination, unknown-tool and schema-reject rates with their change
+against the period before (as long as the range), the unreadable
+(MALFORMED) calls, and the top 5 problems by calls affected (fabricated
+tool names, colliding and shadowed names, drifting servers, sessions with
+the most rejections). Then each of those sections (top 10 rows and how
+many more), the rates by model and by invocation surface, and the latest
+registry versions. --session adds that session's decisions in order, the
+calls whose gate and stream decisions differ, and the registry changes in
+the range. The numbers are those of the Grafana dashboards (dashboards/):
+the same rollups, queried per section over every registry at once. --html
+FILE also writes it as one HTML page with inline SVG charts (the rate per
+bucket of 1 minute to 1 week, chosen from the range) that loads nothing
+from anywhere and fits a laptop's screen.
 
 With --expect N it does something else: it waits until N decisions of the
 analysis are stored, then prints their exact count per class and verdict

@@ -25,6 +25,8 @@ import (
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/dashboards"
+	"github.com/toolaudit/toolaudit/internal/browsertest"
+	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -318,7 +320,9 @@ func inputSeries(mfs map[string]*dto.MetricFamily) []series {
 
 // TestReportCommand: as the demo does, resolverd run decides the sample,
 // report --expect waits for every call, and report --since all writes the
-// analytics to the terminal and as HTML, with a session's timeline.
+// analytics to the terminal and as HTML, with a session's timeline: the
+// answer first, and a page that fits a laptop's and a desktop's window
+// (screenshots kept as test artifacts).
 func TestReportCommand(t *testing.T) {
 	d := startDaemon(t)
 	d.produceListings(t)
@@ -335,7 +339,7 @@ func TestReportCommand(t *testing.T) {
 	flat := strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{
 		fmt.Sprintf("decisions %d (allowed 167, rejected 103)", calls),
-		"== MCP deployment", "== Session s-38bd3c69", "HTML report: " + file,
+		"Top problems, by calls affected 1.", "Colliding and shadowed names", "== Session s-38bd3c69", "HTML report: " + file,
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -345,6 +349,10 @@ func TestReportCommand(t *testing.T) {
 	if err != nil || !bytes.Contains(page, []byte(`data-q="fleet.verdicts" data-col="decisions" data-v="270"`)) {
 		t.Errorf("HTML report (%v) lacks the decisions tile of 270", err)
 	}
+	if !bytes.Contains(page, []byte(`<ol class="problems">`)) {
+		t.Error("HTML report has no top problems")
+	}
+	browsertest.CheckFits(t, string(page), report.CSP, ".answer", file, t.ArtifactDir(), "demo")
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -19,31 +19,47 @@ import (
 	"github.com/toolaudit/toolaudit/sink"
 )
 
-// exitTooManyChanged is diff's exit status when more calls changed verdict
-// than --max-changed allows.
+// exitTooManyChanged is diff's exit status when more calls changed class
+// (or verdict) than --max-changed (--max-verdict-changed) allows.
 const exitTooManyChanged = 3
 
 const diffHelp = `Compares two analyses call by call, read from ClickHouse with FINAL:
 --analysis (the new one, e.g. a resolverd reanalyze under a new mode or
 build) against --against (the baseline, by default the live one). Prints
-the calls whose class or verdict changed, grouped by (before, after), with
-their count and --examples calls each (event id, tool, reason before and
-after), then how many calls changed verdict; --json prints the same as
-one JSON object, unchanged groups included.
+how many calls each holds in the selection and how many are absent from
+the other, the calls whose class or verdict changed, grouped by (before,
+after), with their count and --examples calls each (event id, tool,
+reason before and after), the calls absent from one side likewise, then
+how many changed class and verdict; --json prints the same as one JSON
+object, unchanged groups included.
 
 The decisions compared are those taken from the calls topic (sources
 stream and reanalysis); when an analysis has both for a call, the later
-counts. A call decided in only one analysis is reported apart (absent
-before, or after). --from and --to keep the calls whose emitted_at is in
-[--from, --to) (a call without a usable emitted_at is stored at
-1970-01-01 and falls outside); --registry keeps the calls of these
-registries.
+counts. --from and --to keep the calls whose emitted_at is in [--from,
+--to) (a call without a usable emitted_at is stored at 1970-01-01 and
+falls outside); --registry keeps the calls of these registries. Give a
+re-analysis's window as --from and --to: without them every call the
+baseline ever decided is in the selection, and the gate fails on those
+the re-analysis did not cover.
 
-Exit status: 0; 3 when more than --max-changed calls changed verdict
-(for CI: run a new build over last week's traffic, then gate on the
-diff); 1 when ClickHouse cannot be read or either analysis has no
-decision in the selection (a misspelt id must not pass a gate); 2 for a
-usage error.
+The gate cannot pass on a partial analysis: by default it fails (exit 4)
+when a call of the selection decided in --against is absent from
+--analysis (--max-absent N allows N; -1 never fails). --max-changed
+counts the calls whose class changed (M2 -> M3, H2 -> H5 included, and
+every verdict change); --max-verdict-changed the calls whose verdict
+changed.
+
+Exit status: 0; 4 when more calls than --max-absent are absent from
+--analysis (checked first: an incomplete comparison says nothing of the
+changes); 3 when more calls changed than --max-changed or
+--max-verdict-changed allow; 1 when ClickHouse cannot be read or either
+analysis has no decision in the selection (a misspelt id must not pass a
+gate); 2 for a usage error. For CI: run a new build over last week's
+traffic, then gate on the diff.
+
+--clickhouse not given: when nothing answers at its default
+(127.0.0.1:9000) and the embedded stack does (resolverd stack, make
+demo: 127.0.0.1:19000), the stack's is used, and logged.
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
@@ -60,10 +76,12 @@ func diffCommand(std stdio) *ffcli.Command {
 	registries := fs.String("registry", "", "keep the calls of these `REGISTRIES`, comma-separated")
 	fs.IntVar(&q.Examples, "examples", 3, "calls shown per group")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
-	maxChanged := fs.Int64("max-changed", -1, "exit 3 when more than `N` calls changed verdict (-1: never)")
+	maxChanged := fs.Int64("max-changed", -1, "exit 3 when more than `N` calls changed class (or verdict) (-1: never)")
+	maxVerdict := fs.Int64("max-verdict-changed", -1, "exit 3 when more than `N` calls changed verdict (-1: never)")
+	maxAbsent := fs.Int64("max-absent", 0, "exit 4 when more than `N` calls of the selection decided in --against are absent from --analysis (-1: never)")
 	return &ffcli.Command{
 		Name:       "diff",
-		ShortUsage: "resolverd diff --analysis A [--against B] [--from T1 --to T2] [--registry R] [--json] [--max-changed N]",
+		ShortUsage: "resolverd diff --analysis A [--against B] [--from T1 --to T2] [--registry R] [--json] [--max-changed N] [--max-absent N]",
 		ShortHelp:  "the calls whose decision changed between two analyses",
 		LongHelp:   diffHelp,
 		FlagSet:    fs,
@@ -81,6 +99,14 @@ func diffCommand(std stdio) *ffcli.Command {
 			if q.Examples < 0 {
 				return usageError{fmt.Errorf("--examples %d: want 0 or more", q.Examples)}
 			}
+			for _, l := range []struct {
+				name string
+				v    int64
+			}{{"--max-changed", *maxChanged}, {"--max-verdict-changed", *maxVerdict}, {"--max-absent", *maxAbsent}} {
+				if l.v < -1 {
+					return usageError{fmt.Errorf("%s %d: want -1 (never) or more", l.name, l.v)}
+				}
+			}
 			now := time.Now()
 			var err error
 			if *from != "" {
@@ -97,9 +123,13 @@ func diffCommand(std stdio) *ffcli.Command {
 				return usageError{errors.New("--to is not after --from")}
 			}
 			q.Registries = splitList(*registries)
-			cfg, err := ch.config(os.Getenv, slog.New(slog.NewTextHandler(std.err, nil)))
+			log := slog.New(slog.NewTextHandler(std.err, nil))
+			cfg, err := ch.config(os.Getenv, log)
 			if err != nil {
 				return usageError{err}
+			}
+			if cfg.Addr, err = stackDefault(ctx, fs, "clickhouse", cfg.Addr, embeddedClickHouse, log); err != nil {
+				return err
 			}
 			store, err := sink.NewClickHouse(ctx, cfg)
 			if err != nil {
@@ -120,17 +150,34 @@ func diffCommand(std stdio) *ffcli.Command {
 			} else {
 				printDiff(std.out, d)
 			}
-			switch {
-			case d.Calls.Against == 0:
-				return fmt.Errorf("analysis %q has no decision from the calls topic in the selection", q.Against)
-			case d.Calls.Analysis == 0:
-				return fmt.Errorf("analysis %q has no decision from the calls topic in the selection", q.Analysis)
-			case *maxChanged >= 0 && d.VerdictChanged > *maxChanged:
-				return exitError{exitTooManyChanged, fmt.Errorf("%d calls changed verdict, more than --max-changed %d", d.VerdictChanged, *maxChanged)}
-			}
-			return nil
+			return d.gate(gateLimits{changed: *maxChanged, verdict: *maxVerdict, absent: *maxAbsent})
 		},
 	}
+}
+
+// gateLimits are diff's gates; -1 is none.
+type gateLimits struct{ changed, verdict, absent int64 }
+
+// gate returns diff's outcome: nil, or the error of its exit status.
+func (d diffReport) gate(l gateLimits) error {
+	switch {
+	case d.Calls.Against == 0:
+		return fmt.Errorf("analysis %q has no decision from the calls topic in the selection", d.Against)
+	case d.Calls.Analysis == 0:
+		return fmt.Errorf("analysis %q has no decision from the calls topic in the selection", d.Analysis)
+	case l.absent >= 0 && d.Absent > l.absent:
+		hint := ""
+		if d.From == "" || d.To == "" {
+			hint = " (without --from and --to, every call " + strconv.Quote(d.Against) + " ever decided is compared: give the re-analysis's window)"
+		}
+		return exitError{exitUnproven, fmt.Errorf("%d calls decided in %q are absent from %q, more than --max-absent %d: the comparison is incomplete%s",
+			d.Absent, d.Against, d.Analysis, l.absent, hint)}
+	case l.changed >= 0 && d.ClassChanged > l.changed:
+		return exitError{exitTooManyChanged, fmt.Errorf("%d calls changed class (%d verdict), more than --max-changed %d", d.ClassChanged, d.VerdictChanged, l.changed)}
+	case l.verdict >= 0 && d.VerdictChanged > l.verdict:
+		return exitError{exitTooManyChanged, fmt.Errorf("%d calls changed verdict, more than --max-verdict-changed %d", d.VerdictChanged, l.verdict)}
+	}
+	return nil
 }
 
 // diffReport is diff's output (the JSON object of --json).
@@ -141,6 +188,10 @@ type diffReport struct {
 	To         string    `json:"to,omitempty"`
 	Registries []string  `json:"registries,omitempty"`
 	Calls      diffCalls `json:"calls"`
+	// Absent counts the calls of the selection decided in Against and
+	// absent from Analysis; New those decided in Analysis only.
+	Absent int64 `json:"absent"`
+	New    int64 `json:"new"`
 	// ClassChanged counts the calls in both analyses whose class changed,
 	// VerdictChanged those whose verdict changed (allow <-> reject).
 	ClassChanged   int64       `json:"class_changed"`
@@ -194,6 +245,7 @@ func summarizeDiff(q sink.DiffQuery, groups []sink.DiffGroup) diffReport {
 		}
 		d.Groups = append(d.Groups, out)
 	}
+	d.Absent, d.New = d.Calls.Against-d.Calls.Both, d.Calls.Analysis-d.Calls.Both
 	return d
 }
 
@@ -212,8 +264,8 @@ func printDiff(w io.Writer, d diffReport) {
 	if len(d.Registries) > 0 {
 		sel += fmt.Sprintf(", registries %v", d.Registries)
 	}
-	fmt.Fprintf(w, "analysis %q against %q%s: %d calls in both, %d only in %q, %d only in %q\n",
-		d.Analysis, d.Against, sel, d.Calls.Both, d.Calls.Against-d.Calls.Both, d.Against, d.Calls.Analysis-d.Calls.Both, d.Analysis)
+	fmt.Fprintf(w, "analysis %q against %q%s: %d calls in both; %d absent from %q (decided in %q only), %d new in %q\n",
+		d.Analysis, d.Against, sel, d.Calls.Both, d.Absent, d.Analysis, d.Against, d.New, d.Analysis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "before\t\tafter\tcalls\t\n")
 	changed := 0
@@ -238,7 +290,7 @@ func printDiff(w io.Writer, d diffReport) {
 				or(e.ReasonBefore, "-"), or(e.ReasonAfter, "-"))
 		}
 	}
-	fmt.Fprintf(w, "\n%d calls changed class, %d changed verdict\n", d.ClassChanged, d.VerdictChanged)
+	fmt.Fprintf(w, "\n%d calls changed class, %d changed verdict; %d absent from %q\n", d.ClassChanged, d.VerdictChanged, d.Absent, d.Analysis)
 }
 
 func or(s, alt string) string {

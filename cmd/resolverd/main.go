@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -42,8 +43,10 @@ type stdio struct {
 	out, err io.Writer
 }
 
-// run returns the process exit code: 0, 1 for unusable input or a failed
-// run, 2 for a usage error, or the code of an exitError (diff's gate).
+// run returns the process exit code: 0 (--help included), 1 for unusable
+// input or a failed run, 2 for a usage error (a command group without its
+// subcommand, an unknown subcommand at any level), or the code of an
+// exitError (diff's gate).
 func run(ctx context.Context, args []string, std stdio) int {
 	root := rootCommand(std)
 	err := root.Parse(args)
@@ -51,9 +54,10 @@ func run(ctx context.Context, args []string, std stdio) int {
 		fmt.Fprintln(std.err, "resolverd:", err)
 		return 2
 	}
-	if err == nil {
-		err = root.Run(ctx)
+	if err != nil {
+		return 0 // --help asked for: ffcli has printed the usage
 	}
+	err = root.Run(ctx)
 	var (
 		ue usageError
 		ee exitError
@@ -62,10 +66,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		if len(args) == 0 {
-			return 2 // ffcli has printed the usage
-		}
-		return 0
+		return 2 // a command group without its subcommand: ffcli has printed the usage
 	case errors.As(err, &ue):
 		fmt.Fprintln(std.err, "resolverd:", err)
 		return 2
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 func rootCommand(std stdio) *ffcli.Command {
 	rootFlags := flag.NewFlagSet("resolverd", flag.ContinueOnError)
 	rootFlags.SetOutput(std.err)
-	return &ffcli.Command{
+	root := &ffcli.Command{
 		Name:       "resolverd",
 		ShortUsage: "resolverd <subcommand> [flags]",
 		LongHelp: `resolverd resolves LLM-agent tool calls against the registry version that
@@ -91,9 +92,27 @@ was current when each call was emitted, and classifies every failure
 		FlagSet: rootFlags,
 		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), reanalyzeCommand(std), diffCommand(std),
 			migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
-		Exec: func(context.Context, []string) error {
+	}
+	root.Exec = commandGroup(root)
+	return root
+}
+
+// commandGroup is the Exec of a command that only holds subcommands: with
+// no argument it prints the help (ffcli's flag.ErrHelp, exit 2 at the
+// root); an argument that names no subcommand (a typo: "resolverd dif",
+// "resolverd registry bogus") is a usage error naming those that exist, so
+// that a mistyped CI gate fails instead of printing the help and passing.
+func commandGroup(c *ffcli.Command) func(context.Context, []string) error {
+	return func(_ context.Context, args []string) error {
+		if len(args) == 0 {
 			return flag.ErrHelp
-		},
+		}
+		names := make([]string, len(c.Subcommands))
+		for i, s := range c.Subcommands {
+			names[i] = s.Name
+		}
+		return usageError{fmt.Errorf("%s: unknown command %q; the commands are: %s (%s --help)",
+			c.Name, args[0], strings.Join(names, ", "), c.Name)}
 	}
 }
 

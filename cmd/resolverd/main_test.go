@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/helptext"
 	"github.com/toolaudit/toolaudit/reanalyze"
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
 )
 
 func corpus(parts ...string) string {
@@ -305,7 +309,9 @@ func TestReanalyzeAndDiffBadFlags(t *testing.T) {
 		{append([]string{"reanalyze", "--mode", "lenient"}, window...), "mode"},
 		{append([]string{"reanalyze", "--source", "s3"}, window...), "--source"},
 		{append([]string{"reanalyze", "--progress", "loud"}, window...), "--progress"},
-		{append([]string{"reanalyze", "--skew", "-1s"}, window...), "--skew"},
+		{append([]string{"reanalyze", "--skew", "-1s"}, window...), "--horizon must not be negative"},
+		{append([]string{"reanalyze", "--horizon", "-1s"}, window...), "--horizon must not be negative"},
+		{append([]string{"reanalyze", "--confirm", "0"}, window...), "--confirm"},
 		{append([]string{"reanalyze", "--workers", "0"}, window...), "workers"},
 		{append([]string{"reanalyze", "--kafka-sasl-mechanism", "plain"}, window...), "needs --kafka-sasl-user"},
 		{append([]string{"reanalyze", "extra"}, window...), "unexpected arguments"},
@@ -422,5 +428,128 @@ func TestArgsHashKey(t *testing.T) {
 	os.Unsetenv(argsKeyEnv)
 	if code, _, stderr = runCmd(t, "", "run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", "", "--args-hash-key-file", short); code != 2 || !strings.Contains(stderr, "shorter than 32") {
 		t.Fatalf("run, short key file: exit %d %s", code, stderr)
+	}
+}
+
+// TestUnknownCommand: a mistyped command at any level exits 2 naming the
+// commands that exist (before, `resolverd dif --max-changed 50` printed
+// the help and exited 0, so a CI gate with a typo passed); a group
+// without its subcommand exits 2 with the help; --help exits 0.
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"dif", "--max-changed", "50"}, 2, []string{`unknown command "dif"`, "check, run, gateway, reanalyze, diff,", "registry, stack"}},
+		{[]string{"registry", "bogus"}, 2, []string{`registry: unknown command "bogus"`, "the commands are: diff"}},
+		{[]string{"registry", "dif", "--registry", "r"}, 2, []string{`unknown command "dif"`}},
+		{[]string{}, 2, []string{"SUBCOMMANDS"}},
+		{[]string{"registry"}, 2, []string{"SUBCOMMANDS"}},
+		{[]string{"--help"}, 0, []string{"SUBCOMMANDS"}},
+		{[]string{"registry", "--help"}, 0, []string{"SUBCOMMANDS"}},
+		{[]string{"diff", "--help"}, 0, []string{"--max-changed"}},
+	} {
+		code, _, stderr := runCmd(t, "", tc.args...)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+	}
+}
+
+// TestStackDefault: an address flag not given falls back to the embedded
+// stack's when nothing answers at its default and the stack does; a flag
+// given is kept; when neither answers, the error says what to pass.
+func TestStackDefault(t *testing.T) {
+	stack, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.Close()
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stack string
+		want  string // "" with wantErr
+		err   string
+	}{
+		{"default silent, stack answers", nil, stack.Addr().String(), stack.Addr().String(), ""},
+		{"given", []string{"--clickhouse", closed}, stack.Addr().String(), closed, ""},
+		{"default answers", nil, closed, stack.Addr().String(), ""}, // the flag's default is the listener here
+		{"neither", nil, closed, "", "nor at " + closed + " (the embedded stack's: resolverd stack, make demo): start one, or pass --clickhouse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			def := closed
+			if tc.name == "default answers" {
+				def = stack.Addr().String()
+			}
+			addr := fs.String("clickhouse", def, "")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := stackDefault(ctx, fs, "clickhouse", []string{*addr}, tc.stack, log)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err %v, want %q", err, tc.err)
+				}
+			case err != nil || len(got) != 1 || got[0] != tc.want:
+				t.Errorf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDiffGate: the gate counts class changes (an M2 that becomes M3, an
+// H2 that becomes H5: no verdict changes), verdict changes apart, and
+// fails first on calls absent from the new analysis.
+func TestDiffGate(t *testing.T) {
+	o := func(c schema.Class) sink.Outcome { return sink.Outcome{Class: c, Verdict: schema.VerdictOf(c)} }
+	groups := []sink.DiffGroup{
+		{Before: o(schema.OK), After: o(schema.OK), Calls: 100},
+		{Before: o(schema.M2), After: o(schema.M3), Calls: 4},
+		{Before: o(schema.H2), After: o(schema.H5), Calls: 3},
+		{Before: o(schema.M2), After: o(schema.OK), Calls: 2},
+		{Before: o(schema.H3), Calls: 5}, // absent from the new analysis
+		{After: o(schema.H1), Calls: 1},  // new
+	}
+	d := summarizeDiff(sink.DiffQuery{Analysis: "new", Against: "live"}, groups)
+	if d.ClassChanged != 9 || d.VerdictChanged != 2 || d.Absent != 5 || d.New != 1 || d.Calls.Both != 109 {
+		t.Fatalf("summary %+v", d)
+	}
+	for _, tc := range []struct {
+		l    gateLimits
+		code int
+		msg  string
+	}{
+		{gateLimits{-1, -1, -1}, 0, ""},
+		{gateLimits{-1, -1, 0}, exitUnproven, `5 calls decided in "live" are absent from "new", more than --max-absent 0`},
+		{gateLimits{0, 0, 0}, exitUnproven, "absent"},
+		{gateLimits{8, -1, 5}, exitTooManyChanged, "9 calls changed class (2 verdict), more than --max-changed 8"},
+		{gateLimits{9, 1, 5}, exitTooManyChanged, "2 calls changed verdict, more than --max-verdict-changed 1"},
+		{gateLimits{9, 2, 5}, 0, ""},
+	} {
+		err := d.gate(tc.l)
+		var ee exitError
+		switch {
+		case tc.code == 0 && err != nil, tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code || !strings.Contains(err.Error(), tc.msg)):
+			t.Errorf("%+v: %v, want exit %d %q", tc.l, err, tc.code, tc.msg)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -37,14 +38,20 @@ before --to; an event without a usable emitted_at (MALFORMED) counts at
 its Kafka record's timestamp. Times are RFC 3339 (2026-12-01T00:00:00Z,
 whole milliseconds) or a duration before now (-168h).
 
---source kafka (the default) reads the calls topic by timestamp: each
-partition from the first record stamped at or after --from minus --skew
-to the first at or after --to plus --skew, as it stands when the run
-starts (give a --to in the past). ingest stamps each record with its
-call's emitted_at; --skew covers producers whose clocks or order differ
-(the summary reports the widest gap seen, and warns when it is wider). A
-window older than the topic's retention is refused: read it with
---source archive, the table call_events that resolverd run
+--source kafka (the default) reads each partition of the calls topic, as
+it stands when the run starts (give a --to in the past), from its first
+record stamped at or after --from minus --horizon until --confirm calls
+in a row emitted at or after --to plus --horizon, or to its end. Record
+timestamps out of order, hours off or missing do not cut the read short.
+It then prints, per partition, the offsets read, the calls in the window,
+the records outside it and the widest disorder seen, and exits 4 naming
+the partitions and offsets where it cannot prove that it read every call
+of the window: records deleted before the read's start (retention), or a
+record stamped more than --horizon before its call's emitted_at (one
+stamped so before the read's start would not be read). --accept-incomplete
+exits 0 on them (the report stays). The guarantee and its limits:
+docs/commands.md. A window older than the topic's retention: read it
+with --source archive, the table call_events that resolverd run
 --archive-calls fills (selected by emitted_at exactly).
 
 Give the live pipeline's args_hash key (--args-hash-key-file or
@@ -59,6 +66,14 @@ pipeline's, the API's) is refused. A progress bar with rate and ETA goes
 to stderr on a terminal, a progress line every --progress-every
 otherwise.
 
+Exit status: 0; 4 when completeness is not proven (above); 1 when a run
+fails; 2 for a usage error.
+
+--brokers and --clickhouse not given: when nothing answers at their
+defaults (127.0.0.1:9092, 127.0.0.1:9000) and the embedded stack does
+(resolverd stack, make demo: 127.0.0.1:19092 and 127.0.0.1:19000), the
+stack's are used, and logged.
+
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 func reanalyzeCommand(std stdio) *ffcli.Command {
@@ -66,7 +81,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	fs.SetOutput(std.err)
 	var ch chFlags
 	ch.register(fs)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (not given: the embedded stack's, 127.0.0.1:19092, when nothing answers here and it does)")
 	var kafka kafkaconf.Config
 	kafka.Register(fs)
 	cfg := reanalyze.DefaultConfig()
@@ -77,7 +92,10 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	formats := formatsFlag(fs)
 	fs.StringVar(&cfg.PolicyVersion, "policy-version", "", "policy `VERSION` stamped on every decision (default: the mode)")
 	source := fs.String("source", "kafka", "where the calls are read: kafka (the calls topic) or archive (table call_events)")
-	skew := fs.Duration("skew", 5*time.Minute, "with --source kafka: how far record timestamps may be from emitted_at, or out of order")
+	horizon := fs.Duration("horizon", 5*time.Minute, "with --source kafka: how far a partition may be out of place: a record stamped before its call's emitted_at, a call behind the calls before it")
+	fs.DurationVar(horizon, "skew", *horizon, "the former name of --horizon")
+	confirm := fs.Int("confirm", reanalyze.DefaultConfirm, "with --source kafka: calls in a row emitted at or after --to plus --horizon that end a partition's read")
+	accept := fs.Bool("accept-incomplete", false, "with --source kafka: exit 0 even when completeness is not proven (the report still says where)")
 	fs.StringVar(&cfg.Window.Topic, "calls-topic", cfg.Window.Topic, "calls `topic`")
 	listingsTopic := fs.String("listings-topic", "tool-listings", "listings `topic` (full history)")
 	fs.IntVar(&cfg.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines deciding calls")
@@ -125,8 +143,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			default:
 				return usageError{fmt.Errorf("--progress %q: want auto, bar, lines or none", *progress)}
 			}
-			if *skew < 0 || *every <= 0 || *connectTimeout <= 0 {
-				return usageError{errors.New("--skew must not be negative, --progress-every and --connect-timeout must be positive")}
+			if *horizon < 0 || *confirm <= 0 || *every <= 0 || *connectTimeout <= 0 {
+				return usageError{errors.New("--horizon must not be negative, --confirm, --progress-every and --connect-timeout must be positive")}
 			}
 			cfg.BatchBytes = *batchMB << 20
 			cfg.ResolverBuild = build()
@@ -149,11 +167,17 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			if chCfg.Addr, err = stackDefault(ctx, fs, "clickhouse", chCfg.Addr, embeddedClickHouse, log); err != nil {
+				return err
+			}
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}
 			}
-			bs := splitList(*brokers)
+			bs, err := stackDefault(ctx, fs, "brokers", splitList(*brokers), embeddedKafka, log)
+			if err != nil {
+				return err
+			}
 			kafkaOpts = append([]kgo.Opt{kgo.SeedBrokers(bs...), kgo.ClientID("resolverd-reanalyze")}, kafkaOpts...)
 			if cfg.Resolver.Approvals, err = gf.gate(); err != nil {
 				return err
@@ -165,8 +189,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 				return err
 			}
 			return runReanalyze(ctx, std, log, reanalyzeArgs{cfg: cfg, ch: chCfg, kafka: kafka, brokers: bs, kafkaOpts: kafkaOpts,
-				connectTimeout: *connectTimeout, listingsTopic: *listingsTopic, source: *source, skew: *skew,
-				progress: *progress, every: *every})
+				connectTimeout: *connectTimeout, listingsTopic: *listingsTopic, source: *source, horizon: *horizon,
+				confirm: *confirm, accept: *accept, progress: *progress, every: *every})
 		},
 	}
 }
@@ -180,7 +204,9 @@ type reanalyzeArgs struct {
 	connectTimeout time.Duration
 	listingsTopic  string
 	source         string
-	skew           time.Duration
+	horizon        time.Duration
+	confirm        int
+	accept         bool
 	progress       string
 	every          time.Duration
 }
@@ -203,7 +229,8 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 			return usageError{fmt.Errorf("analysis %q holds decisions of source %s: a re-analysis goes under an id of its own", a.cfg.AnalysisID, s)}
 		}
 	}
-	var src reanalyze.Source = &reanalyze.KafkaSource{Window: a.cfg.Window, Skew: a.skew, Opts: a.kafkaOpts, Log: log}
+	ks := &reanalyze.KafkaSource{Window: a.cfg.Window, Horizon: a.horizon, Confirm: a.confirm, Opts: a.kafkaOpts, Log: log}
+	var src reanalyze.Source = ks
 	if a.source == "archive" {
 		if err := store.CheckArchive(ctx); err != nil {
 			return fmt.Errorf("clickhouse: --source archive: %w", err)
@@ -230,16 +257,55 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 	stop()
 	if err != nil {
 		if errors.Is(err, reanalyze.ErrTruncated) {
-			return fmt.Errorf("reanalyze: %w", err)
+			return fmt.Errorf("reanalyze: %w: read the window with --source archive", err)
 		}
 		return fmt.Errorf("reanalyze (the decisions written so far stay; run it again to complete them): %w", err)
 	}
 	printReanalysis(std.out, a, sum)
-	if a.source == "kafka" && sum.Skew > a.skew {
-		log.Warn("record timestamps differ from emitted_at by more than --skew: calls at the window's edges may have been missed; run again with a wider --skew",
-			"skew_seen", sum.Skew, "skew", a.skew)
+	if a.source != "kafka" {
+		return nil
 	}
-	return nil
+	rep := ks.Report()
+	printPartitions(std.out, a, rep)
+	var unproven []string
+	for _, r := range rep {
+		for _, u := range r.Unproven {
+			unproven = append(unproven, fmt.Sprintf("partition %d: %s", r.Partition, u))
+		}
+	}
+	if len(unproven) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("not proven to hold every call of the window:\n  %s\nread the window with --source archive, or widen --horizon", strings.Join(unproven, "\n  "))
+	if a.accept {
+		log.Warn("--accept-incomplete: " + msg)
+		return nil
+	}
+	return exitError{exitUnproven, errors.New(msg + "; --accept-incomplete accepts it")}
+}
+
+// exitUnproven is reanalyze's exit status when it cannot prove that it
+// read every call of the window, and diff's when calls of the range are
+// absent from the new analysis.
+const exitUnproven = 4
+
+// printPartitions prints the Kafka source's report, a line per partition.
+func printPartitions(w io.Writer, a reanalyzeArgs, rep []reanalyze.PartitionReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "partition\toffsets read\tof\tin window\toutside\tended\tdisorder\tstamped early\tno timestamp\tcomplete\t\n")
+	for _, r := range rep {
+		ended := "at its end"
+		if r.PastWindow {
+			ended = fmt.Sprintf("%d calls past", a.confirm)
+		}
+		complete := "proven"
+		if len(r.Unproven) > 0 {
+			complete = "NOT PROVEN"
+		}
+		fmt.Fprintf(tw, "%d\t[%d, %d)\t[%d, %d)\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t\n", r.Partition, r.Start, r.End, r.LogStart, r.HighWatermark,
+			r.InWindow, r.Outside, ended, r.Disorder, r.EarlyStamp, r.NoTimestamp, complete)
+	}
+	tw.Flush()
 }
 
 // parseWhen reads a window bound: RFC 3339, or a negative duration
@@ -345,7 +411,9 @@ func progressLine(p reanalyze.Progress, took time.Duration) string {
 func printReanalysis(w io.Writer, a reanalyzeArgs, s reanalyze.Summary) {
 	printClasses(w, func(c schema.Class) int64 { return s.ByClass[c.Index()] }, s.Decided)
 	w0 := a.cfg.Window
-	fmt.Fprintf(w, "analysis %q, mode %s, source %s: %d calls emitted in [%s, %s) decided in %s (%.0f calls/s); %d records read, %d outside the window; widest timestamp gap %s\n",
+	fmt.Fprintf(w, "analysis %q, mode %s, source %s: %d calls emitted in [%s, %s) decided in %s (%.0f calls/s); %d records read, %d outside the window\n",
 		a.cfg.AnalysisID, a.cfg.Resolver.Mode, a.source, s.Decided, w0.From.Format(time.RFC3339Nano), w0.To.Format(time.RFC3339Nano),
-		s.Took.Round(time.Millisecond), float64(s.Decided)/max(s.Took.Seconds(), 1e-3), s.Read, s.Outside, s.Skew)
+		s.Took.Round(time.Millisecond), float64(s.Decided)/max(s.Took.Seconds(), 1e-3), s.Read, s.Outside)
+	fmt.Fprintf(w, "compare over the same window: resolverd diff --analysis %s --from %s --to %s\n",
+		a.cfg.AnalysisID, w0.From.Format(time.RFC3339Nano), w0.To.Format(time.RFC3339Nano))
 }

@@ -32,14 +32,15 @@ func registryHistory(a daemonArgs, ch *sink.ClickHouse, log *slog.Logger, reg pr
 func registryCommand(std stdio) *ffcli.Command {
 	fs := flag.NewFlagSet("resolverd registry", flag.ContinueOnError)
 	fs.SetOutput(std.err)
-	return &ffcli.Command{
+	c := &ffcli.Command{
 		Name:        "registry",
 		ShortUsage:  "resolverd registry <subcommand> [flags]",
 		ShortHelp:   "the registry history (ClickHouse) and the approved definitions (Kafka)",
 		FlagSet:     fs,
 		Subcommands: append([]*ffcli.Command{registryDiffCommand(std)}, approvalCommands(std)...),
-		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
+	c.Exec = commandGroup(c)
+	return c
 }
 
 func registryDiffCommand(std stdio) *ffcli.Command {

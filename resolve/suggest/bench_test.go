@@ -1,8 +1,10 @@
 package suggest
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,4 +134,49 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkHints computes the hints of the rejected calls of
+// testdata/calls.jsonl by class (H2: keys, H3: expected values), the
+// decision made once: the cost a rejection adds for its hints.
+func BenchmarkHints(b *testing.B) {
+	store := loadStore(b, "testdata/listings.jsonl")
+	calls, err := os.ReadFile("testdata/calls.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type decided struct {
+		c schema.Call
+		d schema.Decision
+	}
+	byClass := map[schema.Class][]*decided{}
+	for _, line := range bytes.Split(bytes.TrimSpace(calls), []byte("\n")) {
+		var r resolve.Resolver
+		var dec schema.CallDecoder
+		x := &decided{}
+		if r.Decide(store.Snapshot(), &dec, line, &x.c, &x.d) {
+			byClass[x.d.Class] = append(byClass[x.d.Class], x)
+		}
+	}
+	for _, class := range []schema.Class{schema.H2, schema.H3} {
+		b.Run(string(class), func(b *testing.B) {
+			xs := byClass[class]
+			if len(xs) == 0 {
+				b.Fatalf("no %s call", class)
+			}
+			s := New()
+			snap := store.Snapshot()
+			hinted := 0
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				x := xs[i%len(xs)]
+				if h := s.Hints(snap, &x.c, &x.d); !h.Empty() {
+					hinted++
+				}
+			}
+			if hinted == 0 {
+				b.Fatalf("no %s call got hints", class)
+			}
+		})
+	}
 }

@@ -44,10 +44,13 @@
 // 256 names, answers are kept in an LRU by (version id, pin, name), so a
 // repeated wrong name costs one lookup; a smaller one is searched faster
 // than a cache is kept up.
-// Schemas are parsed once per tool digest (another LRU), their property
-// names normalised once; the walk to a failing path follows at most 16
-// schema nodes at a time and 32 $refs, so a recursive or combinatorial
-// schema costs no more. The measured costs are in BenchmarkStorm.
+// What the schema expects at a failing path is the compiled signature's
+// answer (signature.Signature.Expect), the one reading of the schema that
+// checking uses too, so a hint cannot drift from the check that refused
+// the call; its walk follows at most 16 schema nodes at a time and 32
+// references, so a recursive or combinatorial schema costs no more. Key
+// names are normalised once per tool digest (another LRU). The measured
+// costs are in BenchmarkStorm.
 //
 // A Suggester is safe for concurrent use.
 package suggest

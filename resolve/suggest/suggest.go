@@ -3,12 +3,15 @@ package suggest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
 )
 
 // Hints tell the caller of a rejected call how to correct it (wire
@@ -77,7 +80,7 @@ func (h *Hints) AppendJSON(b []byte) []byte {
 const (
 	DefaultAnswers  = 1 << 14 // names answered, by (version, pin, name)
 	DefaultVersions = 256     // name indexes, by version
-	DefaultSchemas  = 1024    // parsed schemas, by digest
+	DefaultSchemas  = 1024    // tools' normalised key names, by digest
 )
 
 // Suggester computes hints, with its caches. The zero value is not
@@ -85,7 +88,7 @@ const (
 type Suggester struct {
 	answers *lru.Cache[answerKey, []string]
 	indexes *lru.Cache[string, *nameIndex]
-	docs    *lru.Cache[string, *doc]
+	forms   *lru.Cache[string, *keyForms]
 }
 
 type answerKey struct{ version, pin, tool string }
@@ -95,8 +98,8 @@ type Option func(*sizes)
 
 type sizes struct{ answers, versions, schemas int }
 
-// WithCacheSizes sets how many answers, version indexes and parsed
-// schemas are kept (defaults DefaultAnswers, DefaultVersions,
+// WithCacheSizes sets how many answers, version indexes and tools' sets
+// of normalised key names are kept (defaults DefaultAnswers, DefaultVersions,
 // DefaultSchemas); a size below 1 keeps the default.
 func WithCacheSizes(answers, versions, schemas int) Option {
 	return func(s *sizes) {
@@ -121,7 +124,7 @@ func New(opts ...Option) *Suggester {
 	s := &Suggester{}
 	s.answers, _ = lru.New[answerKey, []string](sz.answers) // sizes > 0: no error
 	s.indexes, _ = lru.New[string, *nameIndex](sz.versions)
-	s.docs, _ = lru.New[string, *doc](sz.schemas)
+	s.forms, _ = lru.New[string, *keyForms](sz.schemas)
 	return s
 }
 
@@ -269,50 +272,51 @@ func pins(vs resolve.Versions, c *schema.Call) []string {
 	return out
 }
 
-// tool returns the resolved tool of d and its parsed schema.
-func (s *Suggester) tool(vs resolve.Versions, c *schema.Call, d *schema.Decision) *doc {
+// tool returns the signature of d's resolved tool and the normalised
+// forms of its keys.
+func (s *Suggester) tool(vs resolve.Versions, c *schema.Call, d *schema.Decision) (*signature.Signature, *keyForms) {
 	v := vs.At(c.Registry, c.EmittedAt)
 	if v == nil {
-		return nil
+		return nil, nil
 	}
 	srv := v.Server(d.ResolvedServer)
 	if srv == nil {
-		return nil
+		return nil, nil
 	}
 	t := srv.Tool(d.ResolvedTool)
-	if t == nil {
-		return nil
+	if t == nil || t.Sig == nil {
+		return nil, nil
 	}
-	if x, ok := s.docs.Get(t.Digest); ok {
-		return x
+	f, ok := s.forms.Get(t.Digest)
+	if !ok {
+		f = &keyForms{}
+		s.forms.Add(t.Digest, f)
 	}
-	x := parseDoc(t.Sig.Schema())
-	s.docs.Add(t.Digest, x)
-	return x
+	return t.Sig, f
 }
 
 // keys returns the H2 hints: the declared keys nearest to an undeclared
 // one (when the path names a key the arguments have), and the required
 // keys missing from the object that holds it.
 func (s *Suggester) keys(vs resolve.Versions, c *schema.Call, d *schema.Decision) (near, missing []string) {
-	x := s.tool(vs, c, d)
-	toks := pointer(d.Path)
-	if x == nil || x.root == nil || len(toks) == 0 {
+	sig, forms := s.tool(vs, c, d)
+	i := strings.LastIndexByte(d.Path, '/')
+	if sig == nil || i < 0 {
 		return nil, nil
 	}
-	parent, last := toks[:len(toks)-1], toks[len(toks)-1]
-	present, ok := keysAt(c.Arguments, parent)
-	if !ok {
+	parent, last := d.Path[:i], d.Path[i+1:]
+	if strings.Contains(last, "~") {
+		last = unescape.Replace(last)
+	}
+	e := sig.Expect(c.Arguments, parent)
+	if e.Value.Kind() != jsontape.Object {
 		return nil, nil
 	}
-	has := set(present)
-	w := walker{d: x}
-	nodes := w.at(parent)
+	has := set(e.Value)
 	if has(last) {
-		keys, forms := x.declared(nodes)
-		near = nearestKeys(last, keys, forms, has)
+		near = nearestKeys(last, e.Keys, forms.of(e.Keys), has)
 	}
-	for _, r := range required(nodes) {
+	for _, r := range e.Required {
 		if !has(r) {
 			missing = append(missing, r)
 		}
@@ -320,24 +324,27 @@ func (s *Suggester) keys(vs resolve.Versions, c *schema.Call, d *schema.Decision
 	return near, missing
 }
 
-// set returns a membership test of keys: a scan for a few, a map beyond.
-func set(keys []string) func(string) bool {
-	if len(keys) <= 16 {
-		return func(k string) bool { return slices.Contains(keys, k) }
+// unescape unescapes a JSON pointer token (RFC 6901).
+var unescape = strings.NewReplacer("~1", "/", "~0", "~")
+
+// set returns a membership test of the keys of object o: a scan for a
+// few, a map beyond.
+func set(o jsontape.Value) func(string) bool {
+	if o.Len() <= 16 {
+		return func(k string) bool { return o.Get(k).Exists() }
 	}
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
+	m := make(map[string]bool, o.Len())
+	for it := o.Members(); it.Next(); {
+		m[string(it.Name())] = true
 	}
 	return func(k string) bool { return m[k] }
 }
 
 // expected returns the H3 hint: the constraints at the decision's path.
 func (s *Suggester) expected(vs resolve.Versions, c *schema.Call, d *schema.Decision) json.RawMessage {
-	x := s.tool(vs, c, d)
-	if x == nil || x.root == nil {
+	sig, _ := s.tool(vs, c, d)
+	if sig == nil {
 		return nil
 	}
-	w := walker{d: x}
-	return expected(w.at(pointer(d.Path)))
+	return expected(sig.Expect(c.Arguments, d.Path).Values())
 }

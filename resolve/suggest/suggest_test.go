@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolaudit/toolaudit/offline"
@@ -202,5 +203,112 @@ func TestLongNames(t *testing.T) {
 	d := schema.Decision{Class: schema.H1}
 	if h := s.Hints(store.Snapshot(), &c, &d); !h.Empty() {
 		t.Fatalf("hints %v", h)
+	}
+}
+
+// TestHintsReadTheSignature: the hints come from the compiled signature's
+// reading of the schema (Signature.Expect), so keys and values that only
+// JSON Schema 2020-12's newer keywords declare are hinted: a key declared
+// through patternProperties or a then branch, a value reached through a
+// $ref to an embedded $id resource or a $dynamicRef, a key a dependent
+// schema requires.
+func TestHintsReadTheSignature(t *testing.T) {
+	const tools = `[
+	{"name":"limits","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},
+		"patternProperties":{"^(cpu|mem)_limit$":{"type":"integer","minimum":0}}}},
+	{"name":"fetch","inputSchema":{"type":"object","properties":{"kind":{"enum":["file","web"]}},"required":["kind"],
+		"if":{"properties":{"kind":{"const":"file"}}},
+		"then":{"properties":{"path":{"type":"string","minLength":1}},"required":["path"]},
+		"else":{"properties":{"url":{"type":"string","format":"uri"}}}}},
+	{"name":"embedded","inputSchema":{"type":"object","properties":{"n":{"$ref":"https://example.com/count.json"}},
+		"$defs":{"count":{"$id":"https://example.com/count.json","$ref":"#/$defs/c","$defs":{"c":{"type":"integer","maximum":9}}}}}},
+	{"name":"tree","inputSchema":{"$id":"https://example.com/tree","type":"object","properties":{"l":{"$ref":"list"}},
+		"$defs":{"item":{"$dynamicAnchor":"item","type":"integer","minimum":1},
+			"list":{"$id":"list","type":"array","items":{"$dynamicRef":"#item"},"$defs":{"item":{"$dynamicAnchor":"item","type":"string"}}}}}},
+	{"name":"deps","inputSchema":{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"}},
+		"dependentRequired":{"user":["password"]}}}
+	]`
+	store := registryversions.New()
+	l, err := schema.DecodeListing([]byte(`{"type":"listing","event_id":"l","observed_at":"2026-01-01T00:00:00Z","registry":"r","server":"","op":"snapshot","tools":` + tools + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is := store.Apply(l); len(is) > 0 {
+		t.Fatal(is)
+	}
+	s := New()
+	for _, tc := range []struct {
+		tool, args, class, hints string
+	}{
+		{"limits", `{"name":"a","cpu_limt":2}`, "H2", `{"keys":["cpu_limit"]}`},
+		{"limits", `{"mem_limit":-1}`, "H3", `{"expected":{"minimum":0,"type":"integer"}}`},
+		{"fetch", `{"kind":"file","pth":"/tmp/x"}`, "H2", `{"keys":["path"],"missing":["path"]}`},
+		{"fetch", `{"kind":"file","path":""}`, "H3", `{"expected":{"minLength":1,"type":"string"}}`},
+		{"fetch", `{"kind":"web","path":"/tmp/x","ulr":"x"}`, "H2", `{"keys":["url"]}`},
+		{"embedded", `{"n":10}`, "H3", `{"expected":{"maximum":9,"type":"integer"}}`},
+		{"tree", `{"l":["x"]}`, "H3", `{"expected":{"minimum":1,"type":"integer"}}`},
+		{"deps", `{"user":"u"}`, "H2", `{"missing":["password"]}`},
+	} {
+		line := `{"type":"call","event_id":"c","emitted_at":"2026-02-01T00:00:00Z","registry":"r","tool":"` + tc.tool + `","arguments":` + tc.args + `}`
+		var r resolve.Resolver
+		var dec schema.CallDecoder
+		var c schema.Call
+		var d schema.Decision
+		if !r.Decide(store.Snapshot(), &dec, []byte(line), &c, &d) {
+			t.Fatal(d.Reason)
+		}
+		h := s.Hints(store.Snapshot(), &c, &d)
+		if got := string(h.AppendJSON(nil)); string(d.Class) != tc.class || got != tc.hints {
+			t.Errorf("%s %s: %s (%s at %q) hints %s, want %s %s", tc.tool, tc.args, d.Class, d.Reason, d.Path, got, tc.class, tc.hints)
+		}
+	}
+}
+
+// TestHintsConcurrent: one Suggester serves goroutines at once (its caches
+// and the forms of key names are shared) and answers each as it answers
+// alone; run with -race.
+func TestHintsConcurrent(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	calls, err := os.ReadFile("testdata/calls.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type decided struct {
+		c    schema.Call
+		d    schema.Decision
+		want string
+	}
+	var xs []*decided
+	alone := New()
+	for _, line := range bytes.Split(bytes.TrimSpace(calls), []byte("\n")) {
+		var r resolve.Resolver
+		var dec schema.CallDecoder
+		x := &decided{}
+		if !r.Decide(store.Snapshot(), &dec, line, &x.c, &x.d) {
+			t.Fatal(x.d.Reason)
+		}
+		h := alone.Hints(store.Snapshot(), &x.c, &x.d)
+		x.want = string(h.AppendJSON(nil))
+		xs = append(xs, x)
+	}
+	s := New(WithCacheSizes(1, 1, 1)) // evictions while others read
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				x := xs[(g+i)%len(xs)]
+				h := s.Hints(store.Snapshot(), &x.c, &x.d)
+				if got := string(h.AppendJSON(nil)); got != x.want {
+					errs <- x.c.EventID + ": " + got + ", alone " + x.want
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
