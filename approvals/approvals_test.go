@@ -44,7 +44,7 @@ func TestDecodeErrors(t *testing.T) {
 	good := string(ev(Approve, "s", "t", dg("a")).AppendJSON(nil))
 	for _, tc := range []struct{ name, in, msg string }{
 		{"not json", `{`, "approval event"},
-		{"not object", `[]`, "not an object"},
+		{"not object", `[]`, "not a JSON object"},
 		{"repeated member", strings.Replace(good, `"tool":"t"`, `"tool":"t","tool":"u"`, 1), "repeated"},
 		{"wrong type", strings.Replace(good, `"tool":"t"`, `"tool":1`, 1), "tool is not a string"},
 		{"no type", strings.Replace(good, `"type":"approval",`, ``, 1), `type ""`},

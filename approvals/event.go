@@ -131,14 +131,6 @@ func Decode(b []byte) (*Event, error) {
 	if len(b) > maxEvent {
 		return nil, fmt.Errorf("approval event of %d bytes exceeds %d", len(b), maxEvent)
 	}
-	var t jsontape.Tape
-	if err := t.Parse(b); err != nil {
-		return nil, fmt.Errorf("approval event: %w", err)
-	}
-	root := t.Root()
-	if root.Kind() != jsontape.Object {
-		return nil, errors.New("approval event is not an object")
-	}
 	e := &Event{}
 	var typ, at string
 	fields := map[string]*string{
@@ -146,15 +138,8 @@ func Decode(b []byte) (*Event, error) {
 		"tool": &e.Tool, "digest": &e.Digest, "description_digest": &e.DescriptionDigest,
 		"verb": (*string)(&e.Verb), "by": &e.By, "at": &at, "reason": &e.Reason,
 	}
-	for m := root.Members(); m.Next(); {
-		p, ok := fields[string(m.Name())]
-		if !ok {
-			continue
-		}
-		if m.Value().Kind() != jsontape.String {
-			return nil, fmt.Errorf("approval event: %s is not a string", m.Name())
-		}
-		*p = string(m.Value().Str())
+	if err := readStrings(b, fields, false); err != nil {
+		return nil, fmt.Errorf("approval event: %w", err)
 	}
 	if typ != "approval" {
 		return nil, fmt.Errorf("approval event: type %q, want \"approval\"", typ)
@@ -169,4 +154,55 @@ func Decode(b []byte) (*Event, error) {
 		return nil, fmt.Errorf("approval event: %w", err)
 	}
 	return e, nil
+}
+
+// DecodeRequest reads a reviewer's request (POST /v1/approvals):
+// registry, server, tool, digest, verb and reason, description_digest
+// optionally, all strings. Who and when are not the request's to say:
+// the caller sets By, At and EventID, then validates. Any other member,
+// and a missing reason, is an error.
+func DecodeRequest(b []byte) (*Event, error) {
+	if len(b) > maxEvent {
+		return nil, fmt.Errorf("request of %d bytes exceeds %d", len(b), maxEvent)
+	}
+	e := &Event{}
+	fields := map[string]*string{
+		"registry": &e.Registry, "server": &e.Server, "tool": &e.Tool, "digest": &e.Digest,
+		"description_digest": &e.DescriptionDigest, "verb": (*string)(&e.Verb), "reason": &e.Reason,
+	}
+	if err := readStrings(b, fields, true); err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	if e.Reason == "" {
+		return nil, errors.New("reason missing: every verdict says why")
+	}
+	return e, nil
+}
+
+// readStrings reads b, one JSON object, into fields: each member named
+// there must be a string. Another member is an error when strict, else
+// ignored; a repeated member is always one (jsontape).
+func readStrings(b []byte, fields map[string]*string, strict bool) error {
+	var t jsontape.Tape
+	if err := t.Parse(b); err != nil {
+		return err
+	}
+	root := t.Root()
+	if root.Kind() != jsontape.Object {
+		return errors.New("not a JSON object")
+	}
+	for m := root.Members(); m.Next(); {
+		p, ok := fields[string(m.Name())]
+		if !ok {
+			if strict {
+				return fmt.Errorf("unknown member %q", m.Name())
+			}
+			continue
+		}
+		if m.Value().Kind() != jsontape.String {
+			return fmt.Errorf("%s is not a string", m.Name())
+		}
+		*p = string(m.Value().Str())
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -93,30 +92,16 @@ func ReadLock(r io.Reader) ([]*Event, error) {
 }
 
 // decodeEntry reads one lockfile entry as an approve or reject event.
+// Unknown members are refused: a misspelt one must not drop a field.
 func decodeEntry(line []byte) (*Event, error) {
-	var t jsontape.Tape
-	if err := t.Parse(line); err != nil {
-		return nil, err
-	}
-	root := t.Root()
-	if root.Kind() != jsontape.Object {
-		return nil, errors.New("not an object")
-	}
 	e := &Event{}
 	var state, at string
 	fields := map[string]*string{
 		"registry": &e.Registry, "server": &e.Server, "tool": &e.Tool, "digest": &e.Digest,
 		"description_digest": &e.DescriptionDigest, "state": &state, "by": &e.By, "at": &at, "reason": &e.Reason,
 	}
-	for m := root.Members(); m.Next(); {
-		p, ok := fields[string(m.Name())]
-		if !ok {
-			return nil, fmt.Errorf("unknown member %q", m.Name())
-		}
-		if m.Value().Kind() != jsontape.String {
-			return nil, fmt.Errorf("%s is not a string", m.Name())
-		}
-		*p = string(m.Value().Str())
+	if err := readStrings(line, fields, true); err != nil {
+		return nil, err
 	}
 	switch State(state) {
 	case Approved:

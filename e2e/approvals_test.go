@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,12 +36,12 @@ func mailCall(id string) string {
 }
 
 // TestApprovalsFleet: two resolverd run instances under --approvals
-// block answer POST /v1/resolve. mail's send is approved as listed; the
-// server changes it (a rug pull, announced by a new listing): both
-// instances refuse it as M4 naming the current and the approved digest;
-// once `resolverd registry approve` writes the approval, both allow it,
-// within the bound measured here; the rows stored carry approval and
-// baseline_version.
+// block answer POST /v1/resolve. mail's send is approved as listed
+// (resolverd registry approve); the server changes it (a rug pull,
+// announced by a new listing): both instances refuse it as M4 naming the
+// current and the approved digest; once an approver's token approves it
+// (POST /v1/approvals to one instance), both allow it, within the bound
+// measured here; the rows stored carry approval and baseline_version.
 func TestApprovalsFleet(t *testing.T) {
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
@@ -59,9 +61,11 @@ func TestApprovalsFleet(t *testing.T) {
 	}
 	approve(v1)
 
+	approvers := filepath.Join(t.TempDir(), "approvers")
+	os.WriteFile(approvers, []byte("alice:alice-approves-0123456789\n"), 0o600)
 	var urls []string
 	for range 2 {
-		d := e.start("--http", "127.0.0.1:0", "--approvals", "block")
+		d := e.start("--http", "127.0.0.1:0", "--approvals", "block", "--http-approvers-file", approvers)
 		urls = append(urls, d.apiURL(t))
 		d.waitLog(t, "approvals caught up", 30*time.Second)
 		d.waitLog(t, "listings caught up", 30*time.Second)
@@ -104,8 +108,21 @@ func TestApprovalsFleet(t *testing.T) {
 		t.Fatalf("pending:\n%s", out)
 	}
 
-	approve(v2)
+	// The approval of v2 over HTTP, to the first instance, by an
+	// approver's token: recorded by its name.
+	req, _ := http.NewRequest("POST", urls[0]+"/v1/approvals", strings.NewReader(
+		`{"registry":"appr","server":"mail","tool":"send","digest":"`+v2+`","verb":"approve","reason":"bcc is fine"}`))
+	req.Header.Set("Authorization", "Bearer alice-approves-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
 	approved := time.Now()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"by":"alice"`) || !strings.Contains(string(body), `"baseline_version":2`) {
+		t.Fatalf("POST /v1/approvals: %d %s", resp.StatusCode, body)
+	}
 	var took []time.Duration
 	for _, u := range urls {
 		for {
@@ -122,7 +139,7 @@ func TestApprovalsFleet(t *testing.T) {
 		}
 		took = append(took, time.Since(approved))
 	}
-	t.Logf("the approval reached both instances %v after registry approve returned", took)
+	t.Logf("the approval reached both instances %v after POST /v1/approvals answered", took)
 
 	// Stored: every API decision with its approval and baseline version.
 	deadline := time.Now().Add(60 * time.Second)

@@ -6,12 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/toolaudit/toolaudit/approvals"
+	"github.com/toolaudit/toolaudit/approvals/approvalsapi"
 	"github.com/toolaudit/toolaudit/approvals/topic"
+	"github.com/toolaudit/toolaudit/httpapi/bearer"
 )
 
 // gateFlags are the approvals policy flags of the commands that decide
@@ -19,6 +25,7 @@ import (
 // comes from: the approvals topic (run, gateway) or a lockfile (check).
 type gateFlags struct {
 	policy, topic, lock *string
+	approvers           *string // run: --http-approvers-file
 }
 
 const approvalsPolicyHelp = "approvals `POLICY`: off, warn (decide as without, mark the decision) or block (a definition not approved is M4), " +
@@ -28,6 +35,39 @@ const approvalsPolicyHelp = "approvals `POLICY`: off, warn (decide as without, m
 func (f *gateFlags) registerLive(fs *flag.FlagSet) {
 	f.policy = fs.String("approvals", "off", approvalsPolicyHelp)
 	f.topic = fs.String("approvals-topic", topic.Default, "approvals `topic` the baseline is read from and followed (--approvals not off)")
+}
+
+// registerApprovers registers run's --http-approvers-file (after
+// registerLive: the approvals go to --approvals-topic).
+func (f *gateFlags) registerApprovers(fs *flag.FlagSet) {
+	f.approvers = fs.String("http-approvers-file", "", "bearer tokens `FILE` of the approvers (the format of --http-tokens-file): POST /v1/approvals takes an approval, rejection or revocation from them, recorded by the token's name in --approvals-topic; reloaded when it changes")
+}
+
+// mount serves POST /v1/approvals beside the API h when
+// --http-approvers-file is set (creating the approvals topic if needed).
+func (f *gateFlags) mount(ctx context.Context, g *errgroup.Group, h http.Handler, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
+	if f.approvers == nil || *f.approvers == "" {
+		return h, nil
+	}
+	tokens, err := bearer.Load(*f.approvers, log)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--http-approvers-file: %w", err)}
+	}
+	g.Go(func() error { tokens.Watch(ctx, 2*time.Second); return nil })
+	if err := topic.Ensure(ctx, opts, *f.topic); err != nil {
+		return nil, err
+	}
+	t := *f.topic
+	ah, err := approvalsapi.New(approvalsapi.Config{Approvers: tokens, Logger: log, Registerer: reg,
+		Write: func(ctx context.Context, e *approvals.Event) (int64, error) { return topic.Produce(ctx, opts, t, e) }})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(approvalsapi.Path, ah)
+	mux.Handle("/", h)
+	log.Info("approvals API on", "path", approvalsapi.Path, "approvers", tokens.Len(), "topic", t)
+	return mux, nil
 }
 
 // registerOffline registers --approvals and --approvals-lock.

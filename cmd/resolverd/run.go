@@ -144,6 +144,7 @@ func runCommand(std stdio) *ffcli.Command {
 	formats := formatsFlag(fs)
 	var gf gateFlags
 	gf.registerLive(fs)
+	gf.registerApprovers(fs)
 	var hf httpFlags
 	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
