@@ -8,10 +8,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
+	"github.com/toolaudit/toolaudit/internal/promutil"
 )
 
 // Follower keeps a gate's baseline current with the approvals topic: it
@@ -26,14 +28,44 @@ type Follower struct {
 	set   approvals.Set
 	next  int64 // offset to read from
 	bad   int
+
+	version   prometheus.Gauge
+	badEvents prometheus.Counter
+	published prometheus.Gauge
 }
 
-// NewFollower returns a follower of topic that publishes to g.
-func NewFollower(opts []kgo.Opt, topic string, g *approvals.Gate, log *slog.Logger) *Follower {
+// NewFollower returns a follower of topic that publishes to g, and
+// registers its metrics with reg (nil: none): the baseline version in
+// force, the events skipped, the time of the last publication.
+func NewFollower(opts []kgo.Opt, topic string, g *approvals.Gate, log *slog.Logger, reg prometheus.Registerer) (*Follower, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Follower{opts: opts, topic: topic, gate: g, log: log}
+	f := &Follower{opts: opts, topic: topic, gate: g, log: log,
+		version: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolaudit_approvals_baseline_version",
+			Help: "Version of the approved baseline in force (approval events applied): equal on every instance that has caught up.",
+		}),
+		badEvents: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolaudit_approvals_bad_events_total",
+			Help: "Approval events skipped because they do not decode or validate (logged with their offset).",
+		}),
+		published: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolaudit_approvals_published_timestamp_seconds",
+			Help: "When the approved baseline in force was published (catch-up, then each fetch that applied events).",
+		}),
+	}
+	if err := promutil.Register(reg, f.version, f.badEvents, f.published); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// publish puts the set's baseline in force.
+func (f *Follower) publish() {
+	f.gate.Publish(f.set.Snapshot())
+	f.version.Set(float64(f.set.Version()))
+	f.published.SetToCurrentTime()
 }
 
 // CatchUp reads the topic to its end as listed when called and publishes
@@ -60,7 +92,7 @@ func (f *Follower) CatchUp(ctx context.Context) error {
 		return err
 	}
 	f.next = max(f.next, r[1]) // an empty or wholly compacted-away range
-	f.gate.Publish(f.set.Snapshot())
+	f.publish()
 	f.log.Info("approvals caught up", "topic", f.topic, "baseline_version", f.set.Version(), "bad", f.bad)
 	return nil
 }
@@ -76,6 +108,7 @@ func (f *Follower) apply(r *kgo.Record) {
 	}
 	if err != nil {
 		f.bad++
+		f.badEvents.Inc()
 		f.log.Warn("bad approval event skipped", "topic", f.topic, "offset", r.Offset, "err", err)
 	}
 }
@@ -109,7 +142,7 @@ func (f *Follower) Run(ctx context.Context) {
 		before := f.set.Version()
 		fs.EachRecord(f.apply)
 		if v := f.set.Version(); v != before {
-			f.gate.Publish(f.set.Snapshot())
+			f.publish()
 			f.log.Info("approvals applied", "topic", f.topic, "baseline_version", v)
 		}
 	}

@@ -3,27 +3,37 @@ package topic
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
 )
 
 // fleet starts n followers of the approvals topic (the instances of a
-// fleet), each caught up and following until the test ends.
-func fleet(t testing.TB, opts []kgo.Opt, n int) []*approvals.Gate {
+// fleet), each caught up and following until the test ends; the first
+// registers its metrics with reg.
+func fleet(t testing.TB, opts []kgo.Opt, n int, reg prometheus.Registerer) []*approvals.Gate {
 	t.Helper()
 	p, _ := approvals.ParsePolicy("block")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	var gates []*approvals.Gate
-	for range n {
+	for i := range n {
 		g := approvals.NewGate(p, nil)
-		f := NewFollower(opts, Default, g, nil)
+		if i > 0 {
+			reg = nil
+		}
+		f, err := NewFollower(opts, Default, g, nil, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := f.CatchUp(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +68,8 @@ func TestFollow(t *testing.T) {
 	if _, err := Produce(ctx, opts, Default, ev(approvals.Approve, "a", "a1")); err != nil {
 		t.Fatal(err)
 	}
-	gates := fleet(t, opts, 2)
+	reg := prometheus.NewRegistry()
+	gates := fleet(t, opts, 2, reg)
 	for _, g := range gates {
 		if b := g.Baseline(); b.Version() != 1 || b.Lookup("prod", "s", "a", ev("", "", "a1").Digest) == nil {
 			t.Fatalf("after catch-up: version %d", b.Version())
@@ -79,7 +90,18 @@ func TestFollow(t *testing.T) {
 			t.Fatalf("check: %+v", o)
 		}
 	}
-	if err := NewFollower(opts, "missing", gates[0], nil).CatchUp(ctx); err == nil {
+	// The metrics: the version in force, the event skipped.
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP toolaudit_approvals_bad_events_total Approval events skipped because they do not decode or validate (logged with their offset).
+# TYPE toolaudit_approvals_bad_events_total counter
+toolaudit_approvals_bad_events_total 1
+# HELP toolaudit_approvals_baseline_version Version of the approved baseline in force (approval events applied): equal on every instance that has caught up.
+# TYPE toolaudit_approvals_baseline_version gauge
+toolaudit_approvals_baseline_version 4
+`), "toolaudit_approvals_bad_events_total", "toolaudit_approvals_baseline_version"); err != nil {
+		t.Error(err)
+	}
+	if f, _ := NewFollower(opts, "missing", gates[0], nil, nil); f.CatchUp(ctx) == nil {
 		t.Fatal("caught up with a missing topic")
 	}
 }
@@ -94,7 +116,7 @@ func BenchmarkPropagation(b *testing.B) {
 	if err := Ensure(ctx, opts, Default); err != nil {
 		b.Fatal(err)
 	}
-	gates := fleet(b, opts, 2)
+	gates := fleet(b, opts, 2, nil)
 	cl, err := kgo.NewClient(append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		b.Fatal(err)

@@ -90,7 +90,11 @@ func (f *gateFlags) once(ctx context.Context, g *approvals.Gate, opts []kgo.Opt,
 	if g == nil || (f.lock != nil && *f.lock != "") {
 		return nil
 	}
-	if err := topic.NewFollower(opts, *f.topic, g, log).CatchUp(ctx); err != nil {
+	fl, err := topic.NewFollower(opts, *f.topic, g, log, nil)
+	if err != nil {
+		return err
+	}
+	if err := fl.CatchUp(ctx); err != nil {
 		return fmt.Errorf("approvals (--approvals %s): %w", g.PolicyString(), err)
 	}
 	return nil
@@ -136,11 +140,14 @@ func (f *gateFlags) gate() (*approvals.Gate, error) {
 // decided against a baseline that lacks what was approved or rejected
 // before the start, and returns the loop that follows the topic; nil g:
 // nothing to follow.
-func (f *gateFlags) follow(ctx context.Context, g *approvals.Gate, opts []kgo.Opt, log *slog.Logger) (func(context.Context) error, error) {
+func (f *gateFlags) follow(ctx context.Context, g *approvals.Gate, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if g == nil {
 		return func(context.Context) error { return nil }, nil
 	}
-	fl := topic.NewFollower(opts, *f.topic, g, log)
+	fl, err := topic.NewFollower(opts, *f.topic, g, log, reg)
+	if err != nil {
+		return nil, err
+	}
 	if err := fl.CatchUp(ctx); err != nil {
 		return nil, fmt.Errorf("approvals (--approvals %s): %w", g.PolicyString(), err)
 	}

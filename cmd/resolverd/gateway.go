@@ -201,7 +201,7 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 		}
 		// Caught up before the first call is decided.
 		followApprovals, err = f.approvals.follow(ctx, opts.Approvals,
-			append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("resolverd-gateway-approvals")}, kopts...), log)
+			append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("resolverd-gateway-approvals")}, kopts...), log, reg)
 		if err != nil {
 			return err
 		}

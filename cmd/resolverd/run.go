@@ -293,7 +293,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		return err
 	}
 	followApprovals, err := a.approvals.follow(ctx, a.stream.Resolver.Approvals,
-		append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals")}, a.kafkaOpts...), log)
+		append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals")}, a.kafkaOpts...), log, reg)
 	if err != nil {
 		return err
 	}
