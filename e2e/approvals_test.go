@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -123,22 +125,13 @@ func TestApprovalsFleet(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"by":"alice"`) || !strings.Contains(string(body), `"baseline_version":2`) {
 		t.Fatalf("POST /v1/approvals: %d %s", resp.StatusCode, body)
 	}
-	var took []time.Duration
-	for _, u := range urls {
-		for {
-			if d := decide(u); d["class"] == "OK" {
-				if d["approval"] != "approved" || d["baseline_version"] != "2" {
-					t.Fatalf("after the approval: %v", d)
-				}
-				break
-			}
-			if time.Since(approved) > 10*time.Second {
-				t.Fatal("the approval did not reach the fleet in 10 s")
-			}
-			time.Sleep(5 * time.Millisecond)
+	took := reached(t, approved, len(urls), func(i int) bool {
+		d := decide(urls[i])
+		if d["class"] == "OK" && (d["approval"] != "approved" || d["baseline_version"] != "2") {
+			t.Fatalf("after the approval: %v", d)
 		}
-		took = append(took, time.Since(approved))
-	}
+		return d["class"] == "OK"
+	})
 	t.Logf("the approval reached both instances %v after POST /v1/approvals answered", took)
 
 	// Stored: every API decision with its approval and baseline version.
@@ -285,4 +278,163 @@ func TestReanalyzeApprovals(t *testing.T) {
 		}
 		t.Logf("%s: %d calls to %s/%s refused, %d of them allowed before; baseline version %v", analysis, changed, victim.server, victim.tool, most, version)
 	}
+}
+
+// TestGatewayApprovals: two resolverd gateway processes, each in front
+// of its own Go fixture server, under --approvals block. The fleet's
+// definitions are approved from `registry pending` (a lockfile
+// imported); each server then changes transfer and announces it, and the
+// client relists: both gateways refuse the new definition (M4, approval
+// unapproved, a text saying an operator must approve it) until `registry
+// approve` approves it, then forward it; the time the approval took to
+// reach both is logged.
+func TestGatewayApprovals(t *testing.T) {
+	e := newEnv(t, chenginetest.Server(t), 3)
+	e.createTopics(3, "tool-audit")
+	brokers := strings.Join(e.brokers, ",")
+	registry := func(args ...string) string {
+		t.Helper()
+		out, err := execCommand(append(append([]string{"registry"}, args...), "--brokers", brokers)...).Output()
+		if err != nil {
+			t.Fatalf("registry %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.lock")
+	os.WriteFile(empty, []byte(`{"toolaudit":"approvals-lock/v1"}`+"\n"), 0o600)
+	registry("lock", "--import", empty, "--by", "e2e") // creates the topic, writes nothing
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf("registry: e2e-approvals\nupstreams:\n  - {name: fx, trust: 1, command: [%q], env: {%s: fx}}\n", exe, gatewaytest.FixtureEnv)
+	var clients []*mcp.ClientSession
+	for range 2 {
+		_, url := e.startGateway(config, "--approvals", "block")
+		// A session (2025-11-25): its relisting is the gateway's record
+		// of the definition the client holds.
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-approvals", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		clients = append(clients, cs)
+	}
+	// Approve what is pending: every definition is new.
+	pendingLock := func() string {
+		t.Helper()
+		var lock strings.Builder
+		lock.WriteString(`{"toolaudit":"approvals-lock/v1"}` + "\n")
+		for _, l := range strings.Split(strings.TrimSpace(registry("pending", "--all", "--json", "--registry", "e2e-approvals")), "\n") {
+			var it struct{ Registry, Server, Tool, Digest, Approval string }
+			if err := json.Unmarshal([]byte(l), &it); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+			b, _ := json.Marshal(map[string]string{"registry": it.Registry, "server": it.Server, "tool": it.Tool, "digest": it.Digest,
+				"state": "approved", "by": "e2e", "at": "2026-12-01T00:00:00.000Z", "reason": "first review"})
+			lock.Write(append(b, '\n'))
+		}
+		return lock.String()
+	}
+	lf := filepath.Join(t.TempDir(), "fleet.lock")
+	os.WriteFile(lf, []byte(pendingLock()), 0o600)
+	registry("lock", "--import", lf, "--by", "e2e")
+
+	call := func(cs *mcp.ClientSession, args map[string]any) (string, map[string]any) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__transfer", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		var d map[string]any
+		if res.IsError {
+			b, _ := json.Marshal(res.Meta["io.toolaudit/decision"])
+			json.Unmarshal(b, &d)
+		}
+		return text, d
+	}
+	digestOf := func(cs *mcp.ClientSession) string {
+		t.Helper()
+		ts, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range ts.Tools {
+			if tl.Name == "fx__transfer" {
+				d, _ := tl.Meta["io.toolaudit/digest"].(string)
+				return d
+			}
+		}
+		t.Fatal("no fx__transfer listed")
+		return ""
+	}
+	before := digestOf(clients[0])
+	for _, cs := range clients {
+		deadline := time.Now().Add(10 * time.Second)
+		for { // the gateway follows the topic: the import reaches it
+			text, d := call(cs, map[string]any{"to": "bob", "amount": 1})
+			if text == "sent 1 to bob" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("approved definition refused: %s %v", text, d)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__change_schema", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			b, _ := json.Marshal(res)
+			t.Fatalf("change_schema: %v %s", err, b)
+		}
+	}
+	var after string
+	for _, cs := range clients {
+		deadline := time.Now().Add(10 * time.Second)
+		for after = digestOf(cs); after == before; after = digestOf(cs) { // relisted: the client holds the new definition
+			if time.Now().After(deadline) {
+				t.Fatalf("the change was not listed: %q still", before)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		text, d := call(cs, map[string]any{"to": "bob", "amount": 1, "cc": "eve"})
+		if d["class"] != "M4" || d["approval"] != "unapproved" || !strings.Contains(text, "not approved by the operators") ||
+			!strings.Contains(d["reason"].(string), after) || !strings.Contains(d["reason"].(string), before) {
+			t.Fatalf("the unapproved definition: %s %v", text, d)
+		}
+	}
+	if out := registry("pending", "--registry", "e2e-approvals"); !strings.Contains(out, "unapproved  "+after) || !strings.Contains(out, "+ /cc") {
+		t.Fatalf("pending:\n%s", out)
+	}
+	registry("approve", "--registry", "e2e-approvals", "--server", "fx", "--tool", "transfer", "--digest", after, "--by", "e2e", "--reason", "cc reviewed")
+	approved := time.Now()
+	took := reached(t, approved, len(clients), func(i int) bool {
+		text, _ := call(clients[i], map[string]any{"to": "bob", "amount": 1, "cc": "eve"})
+		return text == "sent 1 to bob"
+	})
+	t.Logf("the approval reached both gateways %v after registry approve returned", took)
+}
+
+// reached polls each of n instances until allowed(i) reports that it
+// decides under the approval written at approved, and returns how long
+// after that each did; more than 10 s fails the test.
+func reached(t *testing.T, approved time.Time, n int, allowed func(i int) bool) []time.Duration {
+	t.Helper()
+	var took []time.Duration
+	for i := range n {
+		for !allowed(i) {
+			if time.Since(approved) > 10*time.Second {
+				t.Fatalf("the approval did not reach instance %d in 10 s", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took = append(took, time.Since(approved))
+	}
+	return took
 }
