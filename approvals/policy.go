@@ -35,7 +35,7 @@ type FirstSeen uint8
 const (
 	// TOFU (trust on first use) lets calls through, marked "new", until a
 	// definition is approved; from then on drift from it is checked. The
-	// pin itself is an approval event (resolverd registry approve --new).
+	// pin itself is an approval event (resolverd registry pin).
 	TOFU FirstSeen = iota
 	// Hold treats it as not approved: under block, refused until approved.
 	Hold

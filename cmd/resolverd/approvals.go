@@ -36,6 +36,7 @@ func approvalCommands(std stdio) []*ffcli.Command {
 		registryVerdictCommand(std, approvals.Approve),
 		registryVerdictCommand(std, approvals.Reject),
 		registryVerdictCommand(std, approvals.Revoke),
+		registryPinCommand(std),
 	}
 }
 
@@ -172,6 +173,27 @@ func loadBaseline(ctx context.Context, opts []kgo.Opt, t string, log *slog.Logge
 		log.Warn("bad approval events skipped", "count", st.Bad)
 	}
 	return set.Snapshot(), nil
+}
+
+// loadReview reads the approvals topic's baseline and the current
+// definitions with their standing in it. A missing approvals topic is the
+// empty baseline (before the first approval everything is new), said so
+// that a misspelt topic is seen.
+func loadReview(ctx context.Context, opts []kgo.Opt, t string, src *listingSource, log *slog.Logger) (*approvals.Baseline, []review.Item, error) {
+	b, err := loadBaseline(ctx, opts, t, log)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		log.Warn("no approvals topic: no definition is approved", "topic", t)
+		b, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := src.load(ctx, opts, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := cat.Review(b, splitList(*src.registries))
+	return b, items, err
 }
 
 func readLockFile(path string) ([]*approvals.Event, error) {
@@ -365,22 +387,7 @@ reject one with resolverd registry approve|reject --digest D.`,
 				return err
 			}
 			defer cancel()
-			log := commandLog(std)
-			b, err := loadBaseline(ctx, opts, *a.topic, log)
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				// Before the first approval: everything is new. Said, so
-				// that a misspelt topic is seen.
-				log.Warn("no approvals topic: no definition is approved", "topic", *a.topic)
-				b, err = nil, nil
-			}
-			if err != nil {
-				return err
-			}
-			cat, err := src.load(ctx, opts, log)
-			if err != nil {
-				return err
-			}
-			items, err := cat.Review(b, splitList(*src.registries))
+			b, items, err := loadReview(ctx, opts, *a.topic, &src, commandLog(std))
 			if err != nil {
 				return err
 			}
@@ -460,6 +467,67 @@ that reads the topic decides with it. Prints the new baseline version.`,
 				return err
 			}
 			fmt.Fprintf(std.out, "%s %s %s %s %s: baseline version %d\n", verb, e.Registry, e.Server, e.Tool, e.Digest, v)
+			return nil
+		},
+	}
+}
+
+func registryPinCommand(std stdio) *ffcli.Command {
+	fs := flag.NewFlagSet("resolverd registry pin", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	var a approvalFlags
+	a.register(fs)
+	var src listingSource
+	src.register(fs)
+	by := fs.String("by", "", "`WHO` pins (required)")
+	reason := fs.String("reason", "pinned on first use", "why: a `TEXT` the audit keeps")
+	return &ffcli.Command{
+		Name:       "pin",
+		ShortUsage: "resolverd registry pin --by WHO [--registry R,...] [--reason TEXT] [flags]",
+		ShortHelp:  "approve the current definition of every tool never approved (trust on first use, pinned)",
+		LongHelp: `Approves, in one approval event each, the current definition of every
+tool no definition of which was ever approved or rejected (what registry
+pending lists as new): the pin of trust on first use, made explicit, so
+that every instance pins the same definitions and a later change of
+them is unapproved. Prints each and the new baseline version.`,
+		FlagSet: fs,
+		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 || *by == "" || *reason == "" {
+				return usageError{errors.New("registry pin needs --by WHO, a --reason and no arguments")}
+			}
+			opts, ctx, cancel, err := a.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			if err := topic.Ensure(ctx, opts, *a.topic); err != nil {
+				return err
+			}
+			b, items, err := loadReview(ctx, opts, *a.topic, &src, commandLog(std))
+			if err != nil {
+				return err
+			}
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			var es []*approvals.Event
+			for i := range items {
+				it := &items[i]
+				if it.Approval != schema.ApprovalNew || len(b.Tool(it.Registry, it.Server, it.Tool)) > 0 {
+					continue // reviewed before, either way
+				}
+				es = append(es, &approvals.Event{EventID: fmt.Sprintf("pin-%d-%d", at.UnixNano(), len(es)), Registry: it.Registry, Server: it.Server,
+					Tool: it.Tool, Digest: it.Digest, Verb: approvals.Approve, By: *by, At: at, Reason: *reason})
+				writeItem(std.out, it)
+			}
+			if len(es) == 0 {
+				fmt.Fprintf(std.err, "nothing new to pin (baseline version %d)\n", b.Version())
+				return nil
+			}
+			v, err := topic.Produce(ctx, opts, *a.topic, es...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(std.err, "%d definitions pinned: baseline version %d\n", len(es), v)
 			return nil
 		},
 	}

@@ -30,6 +30,31 @@ func listingEvent(t *testing.T, sec int, inputSchema string) []byte {
 	return schema.AppendListing(nil, l, [][]byte{[]byte(`{"name":"send","inputSchema":` + inputSchema + `}`)})
 }
 
+// listingsBroker starts a kfake broker with a listings topic, for the
+// test's length, and returns its address and a producer of listing events.
+func listingsBroker(t *testing.T) (string, func(...[]byte)) {
+	t.Helper()
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	addr := kf.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return addr, func(vs ...[]byte) {
+		t.Helper()
+		for _, v := range vs {
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "tool-listings", Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 func mustDigest(t *testing.T, s string) string {
 	d, err := registryversions.Digest("send", []byte(s))
 	if err != nil {
@@ -44,22 +69,8 @@ func mustDigest(t *testing.T, s string) string {
 // both digests), rejected; the lockfile written before the change,
 // imported onto a fresh approvals topic, is written back byte for byte.
 func TestRegistryApprovals(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	addr := kf.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	list := func(sec int, s string) {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "tool-listings", Value: listingEvent(t, sec, s)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addr, produce := listingsBroker(t)
+	list := func(sec int, s string) { produce(listingEvent(t, sec, s)) }
 	run := func(wantCode int, args ...string) (string, string) {
 		t.Helper()
 		code, out, stderr := runCmd(t, "", append(append([]string{"registry"}, args...), "--brokers", addr)...)
@@ -308,5 +319,34 @@ func TestGatewayApprovalsFlags(t *testing.T) {
 		if code != tc.code || !strings.Contains(out+stderr, tc.msg) {
 			t.Errorf("%v: exit %d, want %d; output lacks %q:\n%s%s", tc.args, code, tc.code, tc.msg, out, stderr)
 		}
+	}
+}
+
+// TestRegistryPin: pin approves the current definition of the tools never
+// reviewed (chat's post), not those reviewed either way (mail's send,
+// rejected), once.
+func TestRegistryPin(t *testing.T) {
+	addr, list := listingsBroker(t)
+	chat := &schema.Listing{EventID: "chat", ObservedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Registry: "prod", Server: "chat", Op: schema.OpSnapshot}
+	list(listingEvent(t, 1, sendV1), schema.AppendListing(nil, chat, [][]byte{[]byte(`{"name":"post","inputSchema":{"type":"object"}}`)}))
+	run := func(args ...string) (int, string, string) {
+		return runCmd(t, "", append(append([]string{"registry"}, args...), "--brokers", addr)...)
+	}
+	if code, _, _ := run("reject", "--registry", "prod", "--server", "mail", "--tool", "send", "--digest", mustDigest(t, sendV1), "--by", "b", "--reason", "no"); code != 0 {
+		t.Fatal("reject failed")
+	}
+	code, out, stderr := run("pin", "--by", "ci")
+	post, _ := registryversions.Digest("post", []byte(`{"type":"object"}`))
+	if code != 0 || !strings.Contains(out, "prod  chat  post  new  "+post) || strings.Contains(out, "send") || !strings.Contains(stderr, "1 definitions pinned: baseline version 2") {
+		t.Fatalf("pin: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := run("pending", "--all"); code != 0 || !strings.Contains(out, "chat  post  approved") || !strings.Contains(out, "send  rejected") {
+		t.Fatalf("pending after pin: %s", out)
+	}
+	if code, _, stderr := run("pin", "--by", "ci"); code != 0 || !strings.Contains(stderr, "nothing new to pin") {
+		t.Fatalf("second pin: %s", stderr)
+	}
+	if code, _, _ := run("pin"); code != 2 {
+		t.Fatalf("pin without --by: exit %d", code)
 	}
 }
