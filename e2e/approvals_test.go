@@ -44,6 +44,8 @@ func mailCall(id string) string {
 // current and the approved digest; once an approver's token approves it
 // (POST /v1/approvals to one instance), both allow it, within the bound
 // measured here; the rows stored carry approval and baseline_version.
+// The stream decides with the same baseline: once v1 is rejected, a call
+// emitted while v1 was current is M4 (rejected) from the calls topic.
 func TestApprovalsFleet(t *testing.T) {
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
@@ -148,6 +150,49 @@ func TestApprovalsFleet(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("stored: %d unapproved M4, %d approved OK", unapproved, approvedRows)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// The stream decides with the same baseline: v1 rejected now, a call
+	// emitted when v1 was current is M4 (rejected), one emitted now OK.
+	registry("reject", "--registry", "appr", "--server", "mail", "--tool", "send", "--digest", v1, "--by", "e2e", "--reason", "superseded")
+	old := &schema.Call{EventID: "stream-old", EmittedAt: time.Now().Add(-30 * time.Minute).UTC(), Registry: "appr", AgentID: "a", SessionID: "s", Tool: "send", Server: "mail"}
+	cur := &schema.Call{EventID: "stream-new", EmittedAt: time.Now().UTC(), Registry: "appr", AgentID: "a", SessionID: "s", Tool: "send", Server: "mail"}
+	// The instances follow the topic: let the rejection reach them first.
+	reached(t, time.Now(), len(urls), func(i int) bool {
+		d := decide(urls[i])
+		return d["baseline_version"] == "3"
+	})
+	var calls [][]byte
+	for _, c := range []*schema.Call{old, cur} {
+		calls = append(calls, schema.AppendCall(nil, c, schema.CallArgs{JSON: []byte(`{"to":"x@example.com"}`)}))
+	}
+	e.produce("tool-calls", calls, 0)
+	want := map[string][3]string{"stream-old": {"M4", "rejected", "3"}, "stream-new": {"OK", "approved", "3"}}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		rows, err := e.connect().Query(context.Background(), fmt.Sprintf(`SELECT call_key, class, approval, baseline_version
+			FROM %s.decisions FINAL WHERE source = 'stream' AND call_key IN ('stream-old', 'stream-new')`, e.db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][3]string{}
+		for rows.Next() {
+			var k string
+			var v [3]string
+			rows.Scan(&k, &v[0], &v[1], &v[2])
+			got[k] = v
+		}
+		rows.Close()
+		if len(got) == 2 {
+			if got["stream-old"] != want["stream-old"] || got["stream-new"] != want["stream-new"] {
+				t.Fatalf("stream rows %v, want %v", got, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream rows %v after 60 s", got)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
