@@ -43,6 +43,16 @@ func (f *gateFlags) registerApprovers(fs *flag.FlagSet) {
 	f.approvers = fs.String("http-approvers-file", "", "bearer tokens `FILE` of the approvers (the format of --http-tokens-file): POST /v1/approvals takes an approval, rejection or revocation from them, recorded by the token's name in --approvals-topic; reloaded when it changes")
 }
 
+// validateHTTP refuses --http-approvers-file without the HTTP API it
+// would be served on: an approvals endpoint asked for must not be
+// silently absent.
+func (f *gateFlags) validateHTTP(addr string) error {
+	if f.approvers != nil && *f.approvers != "" && addr == "" {
+		return usageError{errors.New("--http-approvers-file needs --http (POST /v1/approvals is served there)")}
+	}
+	return nil
+}
+
 // mount serves POST /v1/approvals beside the API h when
 // --http-approvers-file is set (creating the approvals topic if needed).
 func (f *gateFlags) mount(ctx context.Context, g *errgroup.Group, h http.Handler, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {

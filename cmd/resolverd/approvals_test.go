@@ -350,3 +350,20 @@ func TestRegistryPin(t *testing.T) {
 		t.Fatalf("pin without --by: exit %d", code)
 	}
 }
+
+// TestRunApprovalsFlags: run refuses a malformed --approvals and an
+// approvals endpoint without the HTTP API, before connecting.
+func TestRunApprovalsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--approvals", "block+maybe"}, `first seen "maybe"`},
+		{[]string{"--http", "", "--http-approvers-file", "/nonexistent"}, "--http-approvers-file needs --http"},
+	} {
+		code, _, stderr := runCmd(t, "", append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+}

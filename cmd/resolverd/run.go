@@ -173,6 +173,9 @@ func runCommand(std stdio) *ffcli.Command {
 			if err := hf.validate(); err != nil {
 				return err
 			}
+			if err := gf.validateHTTP(hf.addr); err != nil {
+				return err
+			}
 			sc.AuditTopic = hf.auditTopic
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
