@@ -235,6 +235,12 @@ func TestLockRoundTrip(t *testing.T) {
 			t.Fatalf("order %d: lockfile differs:\n%s\nwant:\n%s", i, got.Bytes(), want)
 		}
 	}
+	// A lockfile's baseline is labelled by its content.
+	b1, _ := LockBaseline(es)
+	b2, _ := LockBaseline(es[1:])
+	if l := b1.Label(); !strings.HasPrefix(l, "lock:") || len(l) != len("lock:")+16 || l == b2.Label() || b1.Version() != 5 {
+		t.Errorf("labels %s %s, version %d", l, b2.Label(), b1.Version())
+	}
 	// Events through the topic's encoding give the same lockfile.
 	var s Set
 	for i, e := range es {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -122,8 +124,11 @@ func decodeEntry(line []byte) (*Event, error) {
 }
 
 // LockBaseline is the baseline of a lockfile's events (ReadLock), for
-// deciding offline against a lockfile: its version is the number of
-// entries.
+// deciding against a lockfile: its version is the number of entries, and
+// its label (baseline_version) "lock:" and the first 16 hex digits of
+// the SHA-256 of the lockfile as WriteLock writes it, so that a decision
+// names the lockfile's content, not a number a topic's baseline could
+// also have.
 func LockBaseline(es []*Event) (*Baseline, error) {
 	var s Set
 	for i, e := range es {
@@ -131,7 +136,13 @@ func LockBaseline(es []*Event) (*Baseline, error) {
 			return nil, err
 		}
 	}
-	return s.Snapshot(), nil
+	b := s.Snapshot()
+	h := sha256.New()
+	if err := WriteLock(h, b); err != nil {
+		return nil, err
+	}
+	b.label = "lock:" + hex.EncodeToString(h.Sum(nil))[:16]
+	return b, nil
 }
 
 // Sync returns the events that make baseline cur's entries want's (a

@@ -263,7 +263,7 @@ func TestCheckApprovals(t *testing.T) {
 			t.Fatalf("warn changed %v: %v -> %v", d["event_id"], d["class"], w["class"])
 		}
 		resolved := d["current_digest"] != nil
-		if resolved != (w["approval"] != nil) || resolved != (w["baseline_version"] == fmt.Sprint(len(lines))) {
+		if resolved != (w["approval"] != nil) || resolved != strings.HasPrefix(fmt.Sprint(w["baseline_version"]), "lock:") {
 			t.Fatalf("warn's mark of %v: %v", d["event_id"], w)
 		}
 		isVictim := resolved && d["resolved_tool"] == victim
