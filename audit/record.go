@@ -39,7 +39,7 @@ type Record struct {
 var decisionColumns = []string{
 	"event_id", "verdict", "class", "reason", "path", "coercible",
 	"resolved_server", "resolved_tool", "registry_version", "drift",
-	"seen_digest", "current_digest",
+	"seen_digest", "current_digest", "approval", "baseline_version",
 	"suggested_tool", "resolver_build", "policy_version", "decided_at",
 }
 

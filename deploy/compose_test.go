@@ -148,6 +148,11 @@ func TestCompose(t *testing.T) {
 			t.Errorf("kafka-topics does not create %s", tp)
 		}
 	}
+	// The approvals topic: one order of events (the baseline version), the
+	// last verdict of each definition kept.
+	if a, ok := topics["tool-approvals"]; !ok || a.partitions != 1 || a.configs["cleanup.policy"] != "compact" {
+		t.Errorf("tool-approvals: %+v (created %v), want 1 partition, compacted", a, ok)
+	}
 	// The host's ingest reaches the broker through the EXTERNAL listener.
 	ingest := helpFlags(t, "ingest")
 	if _, ok := ingest["brokers"]; !ok || !strings.Contains(env(kafka)["KAFKA_ADVERTISED_LISTENERS"], "EXTERNAL://127.0.0.1:29092") {

@@ -107,6 +107,15 @@ func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints
 	}
 	switch d.Class {
 	case schema.M4:
+		if notApproved(d) {
+			// Relisting would not help: an operator must review it.
+			b.WriteString("The current definition of ")
+			b.WriteString(qualified)
+			b.WriteString(" (")
+			b.WriteString(d.CurrentDigest)
+			b.WriteString(") is not approved by the operators of this gateway, so it cannot be called until someone reviews and approves it. Do not retry it; tell the user.")
+			break
+		}
 		b.WriteString("The definition of ")
 		b.WriteString(qualified)
 		b.WriteString(" changed after this client was shown it (shown ")
@@ -268,4 +277,12 @@ func quoteAll(ss []string) string {
 
 func without(ss []string, x string) []string {
 	return slices.DeleteFunc(slices.Clone(ss), func(s string) bool { return s == x })
+}
+
+// notApproved reports whether an M4 is the approvals policy's (the
+// current definition is not approved) rather than a stale seen_digest.
+func notApproved(d *schema.Decision) bool {
+	a := d.Approval
+	return (a == schema.ApprovalUnapproved || a == schema.ApprovalRejected || a == schema.ApprovalNew) &&
+		(d.SeenDigest == "" || d.SeenDigest == d.CurrentDigest)
 }

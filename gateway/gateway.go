@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/internal/connsec"
@@ -41,6 +42,11 @@ type Options struct {
 	Auth Authorizer
 	// ResolverBuild stamps every decision (resolver_build).
 	ResolverBuild string
+	// Approvals checks every resolved call's current definition against
+	// the approved baseline (resolve.Resolver.Approvals): under block a
+	// definition not approved is M4 and never reaches the upstream. nil:
+	// no check. Its follower (approvals/topic) is the caller's.
+	Approvals *approvals.Gate
 	// Getenv reads the gateway's environment, for the upstream commands'
 	// inherited variables; nil: none is inherited.
 	Getenv func(string) string
@@ -116,7 +122,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, opts: opts, log: log,
-		resolver:  resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"},
+		resolver:  resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert", Approvals: opts.Approvals},
 		policy:    mode.String(),
 		action:    schema.ActionEnforced,
 		store:     registryversions.New(registryversions.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
@@ -133,6 +139,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if cfg.Observe {
 		g.action = schema.ActionObserved
+	}
+	if opts.Approvals != nil {
+		g.policy = g.resolver.Policy()
 	}
 	g.work.New = func() any { return new(callWork) }
 	g.cat.Store(newCatalogue(nil, time.Time{}, nil, cfg.Separator, nil, 0))

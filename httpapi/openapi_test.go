@@ -13,6 +13,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
+
+	"github.com/toolaudit/toolaudit/approvals"
+	"github.com/toolaudit/toolaudit/resolve"
 )
 
 // openAPI is api/openapi.yaml as JSON, and its schemas compiled.
@@ -127,6 +130,13 @@ func TestOpenAPIAgrees(t *testing.T) {
 			r := post(t, s.URL, q, l)
 			note(validate(t, o.decision, r.body))
 		}
+	}
+	// Under an approvals policy (warn: decided as without), answers carry
+	// approval and baseline_version.
+	warn, _ := approvals.ParsePolicy("warn")
+	sa, _ := server(t, Config{Audit: &recorder{}, Resolver: resolve.Resolver{Approvals: approvals.NewGate(warn, nil)}})
+	for _, l := range lines {
+		note(validate(t, o.decision, post(t, sa.URL, "", l).body))
 	}
 	r := post(t, s.URL, "?action=observed", "["+strings.Join(lines[:10], ",")+"]")
 	for _, v := range validate(t, o.batch, r.body).([]any) {

@@ -3,12 +3,10 @@ package offline
 import (
 	"log/slog"
 	"os"
-
-	"github.com/toolaudit/toolaudit/registryversions"
 )
 
 // LoadListingsFile is LoadListings of the file at path.
-func LoadListingsFile(path string, store *registryversions.Store, log *slog.Logger) (LoadStats, error) {
+func LoadListingsFile(path string, store Applier, log *slog.Logger) (LoadStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return LoadStats{}, err

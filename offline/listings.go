@@ -13,6 +13,12 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
+// Applier applies listings: *registryversions.Store, or anything that
+// keeps more of them (the review catalog of package approvals/review).
+type Applier interface {
+	Apply(ls ...*schema.Listing) []registryversions.Issue
+}
+
 // LoadStats counts what LoadListings read.
 type LoadStats struct {
 	Lines, Applied, Bad, Issues int
@@ -30,7 +36,7 @@ const loadBatchBytes = 8 << 20
 // usable listing, or longer than DefaultMaxLine) is logged with its line
 // number and skipped; an unreadable input is an error. A UTF-8 byte order
 // mark at the start is skipped.
-func LoadListings(r io.Reader, store *registryversions.Store, log *slog.Logger) (LoadStats, error) {
+func LoadListings(r io.Reader, store Applier, log *slog.Logger) (LoadStats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -7,7 +7,9 @@
 //
 //	MALFORMED (decoding, see schema)
 //	name: H1 (single registry) or M1, M2, M3 (named servers)
-//	M4    seen_digest differs from the current definition
+//	M4    seen_digest differs from the current definition, or (under an
+//	      approvals policy of block) the current definition is not
+//	      approved
 //	M5    arguments fail the resolved tool but fit the same name elsewhere
 //	H5    arguments fail the resolved tool, carry a key it does not
 //	      declare, and fit another tool

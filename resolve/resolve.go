@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
@@ -58,15 +59,26 @@ type Resolver struct {
 	// Formats). Resolution reads the signatures as compiled; this says so
 	// in the policy stamp, so that decisions under either are told apart.
 	Formats bool
+	// Approvals checks the resolved tool's current definition against the
+	// approved baseline (package approvals); nil: no check, no cost.
+	// Every decision with a resolved tool is marked (Decision.Approval,
+	// BaselineVersion) where the policy is not off; under block a
+	// definition not approved is M4.
+	Approvals *approvals.Gate
 }
 
-// Policy is the policy stamp of the decisions: the mode, and
-// "+formats" when formats are asserted.
+// Policy is the policy stamp of the decisions: the mode, "+formats"
+// when formats are asserted, and "+approvals(POLICY)" under an
+// approvals gate.
 func (r Resolver) Policy() string {
+	p := r.Mode.String()
 	if r.Formats {
-		return r.Mode.String() + "+formats"
+		p += "+formats"
 	}
-	return r.Mode.String()
+	if r.Approvals != nil {
+		p += "+approvals(" + r.Approvals.PolicyString() + ")"
+	}
+	return p
 }
 
 // Malformed fills d for an event that could not be decoded.
@@ -109,12 +121,22 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 	}
 	d.ResolvedServer, d.ResolvedTool, d.CurrentDigest = t.Server, t.Name, t.Digest
 	d.Drift = t.Drift()
+	var refused string // by the approvals gate
+	if r.Approvals != nil {
+		o := r.Approvals.Check(c.Registry, t.Server, t.Name, t.Digest)
+		d.Approval, d.BaselineVersion = o.Approval, o.Version
+		refused = o.Reason
+	}
 	if cls != schema.OK { // M3 after a pin-assisted tie-break
 		d.Set(cls, reason)
 		return
 	}
 	if c.SeenDigest != "" && c.SeenDigest != t.Digest {
 		d.Set(schema.M4, "seen_digest differs from the definition current at emission")
+		return
+	}
+	if refused != "" {
+		d.Set(schema.M4, refused)
 		return
 	}
 	if res := t.Sig.Check(c.Arguments); res.Kind != signature.Pass {

@@ -66,6 +66,8 @@ type Decision struct {
 	Drift           bool      `json:"drift"`
 	SeenDigest      string    `json:"seen_digest,omitempty"`
 	CurrentDigest   string    `json:"current_digest,omitempty"`
+	Approval        string    `json:"approval,omitempty"`         // under an approvals policy: approved, unapproved, rejected or new
+	BaselineVersion string    `json:"baseline_version,omitempty"` // the approved baseline's version that decided it
 	SuggestedTool   string    `json:"suggested_tool"`
 	ResolverBuild   string    `json:"resolver_build"`
 	PolicyVersion   string    `json:"policy_version"`

@@ -65,6 +65,8 @@ var columns = []Column{
 	boolean("drift", func(r *Row) *bool { return &r.Drift }),
 	str("seen_digest", TypeLowCardinality, func(r *Row) *string { return &r.SeenDigest }),
 	str("current_digest", TypeLowCardinality, func(r *Row) *string { return &r.CurrentDigest }),
+	str("approval", TypeLowCardinality, func(r *Row) *string { return (*string)(&r.Approval) }),
+	str("baseline_version", TypeLowCardinality, func(r *Row) *string { return &r.BaselineVersion }),
 
 	// identity and the versions that produced the decision
 	str("call_key", TypeString, func(r *Row) *string { return &r.CallKey }),

@@ -6,7 +6,8 @@ import (
 
 // AppendJSON appends d as one JSON object (no newline): the decision line of
 // `resolverd check`. The contract's fields are always present; coercible,
-// seen_digest and current_digest only when set.
+// seen_digest and current_digest only when set, approval and
+// baseline_version only under an approvals policy.
 func (d *Decision) AppendJSON(b []byte) []byte {
 	b = append(b, `{"event_id":`...)
 	b = AppendString(b, d.EventID)
@@ -39,6 +40,12 @@ func (d *Decision) AppendJSON(b []byte) []byte {
 	if d.CurrentDigest != "" {
 		b = append(b, `,"current_digest":`...)
 		b = AppendString(b, d.CurrentDigest)
+	}
+	if d.Approval != "" {
+		b = append(b, `,"approval":`...)
+		b = AppendString(b, string(d.Approval))
+		b = append(b, `,"baseline_version":`...)
+		b = AppendString(b, d.BaselineVersion)
 	}
 	return append(b, '}')
 }

@@ -130,7 +130,24 @@ type Decision struct {
 	Drift           bool
 	SeenDigest      string
 	CurrentDigest   string // digest of the resolved tool at emission
+	// Approval is how the resolved tool's current definition stands in
+	// the approved baseline (package approvals), "" when no approvals
+	// policy applies to it; BaselineVersion is the version of the
+	// baseline that decided it ("" likewise).
+	Approval        Approval
+	BaselineVersion string
 }
+
+// Approval is how a definition stands in the approved baseline.
+type Approval string
+
+// Approvals; the zero value is "not checked" (policy off).
+const (
+	ApprovalApproved   Approval = "approved"   // the current definition is approved
+	ApprovalUnapproved Approval = "unapproved" // another definition of the tool is approved, not this one
+	ApprovalRejected   Approval = "rejected"   // the current definition was reviewed and rejected
+	ApprovalNew        Approval = "new"        // no definition of the tool was ever approved
+)
 
 // Reset clears d for reuse without freeing anything.
 func (d *Decision) Reset() { *d = Decision{} }

@@ -30,6 +30,8 @@ func checkCommand(std stdio) *ffcli.Command {
 	calls := fs.String("calls", "", "call events, JSONL (`FILE`, - for stdin); required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict (same-trust collisions are M2) or pin-assisted (resolved deterministically)")
 	formats := formatsFlag(fs)
+	var gf gateFlags
+	gf.registerOffline(fs)
 	workers := fs.Int("workers", min(runtime.GOMAXPROCS(0), offline.MaxWorkers), "resolver goroutines (1 to "+strconv.Itoa(offline.MaxWorkers)+")")
 	quiet := fs.Bool("quiet", false, "no summary and no listing warnings on stderr")
 	keyFile := argsKeyFlag(fs)
@@ -47,6 +49,11 @@ A line that is not a usable call is a MALFORMED decision, not an error;
 a bad listing line is reported on stderr and skipped. The exit status is
 non-zero only when an input file cannot be read (1) or for a usage
 error (2). Flags may also be set as RESOLVERD_CHECK_<FLAG> variables.
+
+With --approvals (and the baseline, --approvals-lock FILE), each decision
+of a resolved call carries "approval" and "baseline_version", and under
+block a definition the lockfile does not approve is M4: what approvals
+would have stopped.
 
 With an args hash key (--args-hash-key-file, or RESOLVERD_ARGS_HASH_KEY),
 each decision of a decoded call also carries "args_hash", the keyed hash
@@ -79,7 +86,12 @@ lines over 1 MiB are decoded one at a time: the heap stays under about
 			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(*memLimit << 20)
 			}
-			return runCheck(ctx, std, checkArgs{*listings, *calls, resolve.Resolver{Mode: m, Formats: assertFormats}, *workers, *quiet, *keyFile})
+			gate, err := gf.gate()
+			if err != nil {
+				return err
+			}
+			r := resolve.Resolver{Mode: m, Formats: assertFormats, Approvals: gate}
+			return runCheck(ctx, std, checkArgs{*listings, *calls, r, *workers, *quiet, *keyFile})
 		},
 	}
 }

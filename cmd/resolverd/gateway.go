@@ -89,6 +89,7 @@ type gatewayFlags struct {
 	maxConns                                         int
 	memLimit                                         int64
 	gcPercent                                        int
+	approvals                                        gateFlags
 }
 
 func gatewayCommand(std stdio) *ffcli.Command {
@@ -99,6 +100,7 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8090", "HTTP listen `address`: the MCP endpoint /mcp, /metrics, /healthz, /readyz")
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (empty: no Kafka, no audit trail; development only)")
 	f.kafka.Register(fs)
+	f.approvals.registerLive(fs)
 	fs.StringVar(&f.listingsTopic, "listings-topic", "tool-listings", "listings `topic` the upstreams' listings are produced to")
 	fs.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
 	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
@@ -165,8 +167,16 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := gateway.Options{Config: cfg, Hints: suggest.New(), ResolverBuild: build(), Getenv: os.Getenv, Logger: log, Registerer: reg}
 	closeAudit := func() {}
+	var err error
+	if opts.Approvals, err = f.approvals.gate(); err != nil {
+		return err
+	}
+	followApprovals := func(context.Context) error { return nil }
 
 	brokers := splitList(f.brokers)
+	if len(brokers) == 0 && opts.Approvals != nil {
+		return usageError{errors.New("--approvals needs Kafka (--brokers): the baseline is the approvals topic")}
+	}
 	if len(brokers) == 0 {
 		log.Warn("no Kafka (--brokers is empty): listings are not produced and decisions are not audited; for development only")
 	} else {
@@ -187,6 +197,12 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 			topics = append(topics, f.auditTopic)
 		}
 		if err := checkTopics(ctx, log, f, cl, topics...); err != nil {
+			return err
+		}
+		// Caught up before the first call is decided.
+		followApprovals, err = f.approvals.follow(ctx, opts.Approvals,
+			append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("resolverd-gateway-approvals")}, kopts...), log, reg)
+		if err != nil {
 			return err
 		}
 		opts.Listings = gateway.NewKafkaPublisher(cl, f.listingsTopic)
@@ -249,6 +265,7 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", srv.TLS())
 	g.Go(func() error { return gw.Run(gctx) })
+	g.Go(func() error { return followApprovals(gctx) })
 	runServer(gctx, g, log, srv, ln, tokens, closeAudit)
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -11,7 +11,8 @@
 //	diff       the calls whose decision changed between two analyses
 //	migrate    create or upgrade the ClickHouse schema
 //	report     headline analytics of the decisions, on a terminal or as HTML
-//	registry   the registry history (registry diff)
+//	registry   the registry history (registry diff); approved definitions
+//	           (registry pending, approve, reject, revoke, lock)
 //	stack      run only the embedded Kafka broker and ClickHouse engine
 package main
 

@@ -108,6 +108,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
 	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
+	var gf gateFlags // approvalgate.go
+	gf.registerReanalysis(fs)
 	return &ffcli.Command{
 		Name:       "reanalyze",
 		ShortUsage: "resolverd reanalyze --from T1 --to T2 --analysis NAME [--mode M] [--source kafka|archive] [flags]",
@@ -177,6 +179,15 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 				return err
 			}
 			kafkaOpts = append([]kgo.Opt{kgo.SeedBrokers(bs...), kgo.ClientID("resolverd-reanalyze")}, kafkaOpts...)
+			if cfg.Resolver.Approvals, err = gf.gate(); err != nil {
+				return err
+			}
+			actx, cancel := context.WithTimeout(ctx, *connectTimeout)
+			err = gf.once(actx, cfg.Resolver.Approvals, kafkaOpts, log)
+			cancel()
+			if err != nil {
+				return err
+			}
 			return runReanalyze(ctx, std, log, reanalyzeArgs{cfg: cfg, ch: chCfg, kafka: kafka, brokers: bs, kafkaOpts: kafkaOpts,
 				connectTimeout: *connectTimeout, listingsTopic: *listingsTopic, source: *source, horizon: *horizon,
 				confirm: *confirm, accept: *accept, progress: *progress, every: *every})

@@ -35,9 +35,9 @@ func registryCommand(std stdio) *ffcli.Command {
 	c := &ffcli.Command{
 		Name:        "registry",
 		ShortUsage:  "resolverd registry <subcommand> [flags]",
-		ShortHelp:   "read the registry history from ClickHouse",
+		ShortHelp:   "the registry history (ClickHouse) and the approved definitions (Kafka)",
 		FlagSet:     fs,
-		Subcommands: []*ffcli.Command{registryDiffCommand(std)},
+		Subcommands: append([]*ffcli.Command{registryDiffCommand(std)}, approvalCommands(std)...),
 	}
 	c.Exec = commandGroup(c)
 	return c
@@ -136,18 +136,22 @@ func writeChanges(w io.Writer, cs []registrydiff.Change) {
 			fmt.Fprintf(w, "  %s", short(c.DigestBefore))
 		}
 		fmt.Fprintf(w, "  (listing %s)\n", c.EventID)
-		d := &c.Diff
-		for _, l := range []struct {
-			mark  string
-			items []string
-		}{
-			{"+ ", d.PropsAdded}, {"- ", d.PropsRemoved}, {"~ ", d.PropsRetyped},
-			{"required + ", d.RequiredAdded}, {"required - ", d.RequiredRemoved},
-			{"enum + ", d.EnumAdded}, {"enum - ", d.EnumRemoved}, {"", d.Other},
-		} {
-			for _, it := range l.items {
-				fmt.Fprintf(w, "    %s%s\n", l.mark, it)
-			}
+		writeDiff(w, &c.Diff)
+	}
+}
+
+// writeDiff prints a structured diff, a line per entry.
+func writeDiff(w io.Writer, d *registrydiff.SchemaDiff) {
+	for _, l := range []struct {
+		mark  string
+		items []string
+	}{
+		{"+ ", d.PropsAdded}, {"- ", d.PropsRemoved}, {"~ ", d.PropsRetyped},
+		{"required + ", d.RequiredAdded}, {"required - ", d.RequiredRemoved},
+		{"enum + ", d.EnumAdded}, {"enum - ", d.EnumRemoved}, {"", d.Other},
+	} {
+		for _, it := range l.items {
+			fmt.Fprintf(w, "    %s%s\n", l.mark, it)
 		}
 	}
 }

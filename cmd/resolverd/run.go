@@ -143,6 +143,9 @@ func runCommand(std stdio) *ffcli.Command {
 	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	formats := formatsFlag(fs)
+	var gf gateFlags
+	gf.registerLive(fs)
+	gf.registerApprovers(fs)
 	var hf httpFlags
 	hf.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
@@ -169,6 +172,9 @@ func runCommand(std stdio) *ffcli.Command {
 				return err
 			}
 			if err := hf.validate(); err != nil {
+				return err
+			}
+			if err := gf.validateHTTP(hf.addr); err != nil {
 				return err
 			}
 			sc.AuditTopic = hf.auditTopic
@@ -220,12 +226,15 @@ func runCommand(std stdio) *ffcli.Command {
 				debug.SetMemoryLimit(*memLimit << 20)
 			}
 			sc.Resolver = resolve.Resolver{Mode: m, Formats: assertFormats}
+			if sc.Resolver.Approvals, err = gf.gate(); err != nil {
+				return err
+			}
 			sc.Brokers = splitList(*brokers)
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
-				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -249,6 +258,7 @@ type daemonArgs struct {
 	ports          portFlags // of the embedded stack
 	migrate        bool
 	history        bool // registry history (registry.go)
+	approvals      gateFlags
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
@@ -284,6 +294,11 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		return usageError{err}
 	}
 	if err := checkKafka(ctx, log, a.stream.Brokers, a.stream.ClientID, a.kafka, a.kafkaOpts, a.connectTimeout); err != nil {
+		return err
+	}
+	followApprovals, err := a.approvals.follow(ctx, a.stream.Resolver.Approvals,
+		append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals")}, a.kafkaOpts...), log, reg)
+	if err != nil {
 		return err
 	}
 	opts := []sink.Option{sink.WithLogger(log), sink.WithRegisterer(reg)}
@@ -333,6 +348,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
+	g.Go(func() error { return followApprovals(gctx) })
 	if rec != nil {
 		g.Go(func() error { return rec.Run(gctx) })
 	}

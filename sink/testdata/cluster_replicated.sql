@@ -474,6 +474,11 @@ CREATE TABLE IF NOT EXISTS `toolaudit`.registry_changes_local ON CLUSTER `prod`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', recorded_at, deleted)
 ORDER BY (registry, server, tool, observed_at);
 
+-- 0008_decisions_approval.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
+    ADD COLUMN IF NOT EXISTS approval LowCardinality(String) DEFAULT '' AFTER current_digest,
+    ADD COLUMN IF NOT EXISTS baseline_version LowCardinality(String) DEFAULT '' AFTER approval;
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
