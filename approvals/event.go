@@ -29,7 +29,7 @@ type Event struct {
 	Server   string // "" is the single-registry case
 	Tool     string
 	// Digest is the contract digest of the definition (name and
-	// inputSchema, registryversions.Digest).
+	// inputSchema, schema.Digest).
 	Digest string
 	// DescriptionDigest optionally pins the description too
 	// (DescriptionDigest); "" when not reviewed. It is reported, not

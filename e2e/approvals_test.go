@@ -18,7 +18,6 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -49,8 +48,8 @@ func mailCall(id string) string {
 func TestApprovalsFleet(t *testing.T) {
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
-	v1, _ := registryversions.Digest("send", []byte(mailV1))
-	v2, _ := registryversions.Digest("send", []byte(mailV2))
+	v1, _ := schema.Digest("send", []byte(mailV1))
+	v2, _ := schema.Digest("send", []byte(mailV2))
 	e.produce("tool-listings", [][]byte{mailListing(time.Now().Add(-time.Hour).UTC(), mailV1)}, 0)
 	registry := func(args ...string) string {
 		t.Helper()

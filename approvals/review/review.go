@@ -39,7 +39,7 @@ func (c *Catalog) Apply(ls ...*schema.Listing) []registryversions.Issue {
 	for _, l := range ls {
 		c.regs[l.Registry] = true
 		for _, t := range l.Tools {
-			d, err := registryversions.Digest(t.Name, t.InputSchema)
+			d, err := schema.Digest(t.Name, t.InputSchema)
 			if err != nil {
 				continue // the store reports it
 			}

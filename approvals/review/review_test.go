@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -23,7 +22,7 @@ func listing(sec int, server string, tools ...schema.Tool) *schema.Listing {
 }
 
 func digest(t *testing.T, name, s string) string {
-	d, err := registryversions.Digest(name, []byte(s))
+	d, err := schema.Digest(name, []byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func produce(t *testing.T, opts []kgo.Opt, topic string, values ...[]byte) {
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 func ev(verb approvals.Verb, tool, digestOf string) *approvals.Event {
-	d, _ := registryversions.Digest(digestOf, []byte(`{}`))
+	d, _ := schema.Digest(digestOf, []byte(`{}`))
 	return &approvals.Event{EventID: "e", Registry: "prod", Server: "s", Tool: tool, Digest: d, Verb: verb, By: "alice", At: t0, Reason: "r"}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -56,7 +55,7 @@ func listingsBroker(t *testing.T) (string, func(...[]byte)) {
 }
 
 func mustDigest(t *testing.T, s string) string {
-	d, err := registryversions.Digest("send", []byte(s))
+	d, err := schema.Digest("send", []byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +335,7 @@ func TestRegistryPin(t *testing.T) {
 		t.Fatal("reject failed")
 	}
 	code, out, stderr := run("pin", "--by", "ci")
-	post, _ := registryversions.Digest("post", []byte(`{"type":"object"}`))
+	post, _ := schema.Digest("post", []byte(`{"type":"object"}`))
 	if code != 0 || !strings.Contains(out, "prod  chat  post  new  "+post) || strings.Contains(out, "send") || !strings.Contains(stderr, "1 definitions pinned: baseline version 2") {
 		t.Fatalf("pin: exit %d\n%s%s", code, out, stderr)
 	}
