@@ -14,9 +14,9 @@ build:
 
 # The test command of the README and of CI: go test's usual output, then
 # the list of tests that skipped (a package whose engine tests skipped
-# still prints ok); the exit status is go test's. See internal/testreport.
+# still prints ok); the exit status is go test's. See internal/testkit/testreport.
 test: fmt-check vet staticcheck tidy-check
-	@$(GO) build -o $(BIN)/testreport ./internal/testreport
+	@$(GO) build -o $(BIN)/testreport ./internal/testkit/testreport
 	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
 
 vet:

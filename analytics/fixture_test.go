@@ -6,7 +6,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
+	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
 )
 
 // The fixture's day 0 and analysis.
@@ -17,5 +17,5 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(analyticsfixture.Main(m)) }
 
-// fixture is the analytics fixture (internal/analyticsfixture).
+// fixture is the analytics fixture (internal/testkit/analyticsfixture).
 func fixture(t *testing.T) driver.Conn { return analyticsfixture.Conn(t) }

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/toolaudit/toolaudit/internal/kafkatest"
+	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/internal/connsec"
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

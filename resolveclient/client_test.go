@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/toolaudit/toolaudit/internal/helptext"
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
 func TestMain(m *testing.M) {

@@ -25,7 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway"
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 )

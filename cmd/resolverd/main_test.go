@@ -19,7 +19,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
 	"github.com/toolaudit/toolaudit/reanalyze"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
