@@ -17,10 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/toolaudit/toolaudit/analytics"
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) { os.Exit(analyticsfixture.Main(m)) }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close))
+}
 
 // loaded is a committed dashboard as Grafana reads it: panels with their
 // ClickHouse targets, variables in order.

@@ -20,9 +20,12 @@ import (
 	"github.com/toolaudit/toolaudit/analytics"
 	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
 	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) { os.Exit(analyticsfixture.Main(m)) }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close))
+}
 
 // fixture is the analytics fixture (internal/testkit/analyticsfixture).
 func fixture(t *testing.T) driver.Conn { return analyticsfixture.Conn(t) }
