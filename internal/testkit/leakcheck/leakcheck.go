@@ -24,7 +24,6 @@ type Option func(*config)
 
 type config struct {
 	run    func(*testing.M) int
-	before []func()
 	after  []func()
 	ignore []goleak.Option
 }
@@ -32,10 +31,6 @@ type config struct {
 // Run runs the tests through run instead of m.Run: chenginetest.Main, say,
 // which stops the binary's shared engine after them.
 func Run(run func(*testing.M) int) Option { return func(c *config) { c.run = run } }
-
-// Before runs f before the tests (a child process of the binary serving a
-// fixture, say, which exits in f).
-func Before(f func()) Option { return func(c *config) { c.before = append(c.before, f) } }
 
 // After runs f after the tests and before the check: closing what the
 // tests share (a connection of the package's fixture).
@@ -65,9 +60,6 @@ func run(m *testing.M, opts ...Option) int {
 	c := config{run: (*testing.M).Run}
 	for _, o := range opts {
 		o(&c)
-	}
-	for _, f := range c.before {
-		f()
 	}
 	code := c.run(m)
 	for _, f := range c.after {

@@ -7,7 +7,8 @@ import (
 func TestMain(m *testing.M) { Main(m) }
 
 // TestRun: a goroutine left running fails a passing run, unless an After
-// hook ends it first; a failing run keeps its status; Before runs first.
+// hook ends it first; a failing run keeps its status; After runs after
+// the tests.
 func TestRun(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -32,7 +33,7 @@ func TestRun(t *testing.T) {
 				}
 				return tc.code
 			}
-			opts := []Option{Run(tests), Before(func() { order = append(order, "before") })}
+			opts := []Option{Run(tests), After(func() { order = append(order, "after") })}
 			if tc.stopAfter {
 				opts = append(opts, After(func() { close(stop) }))
 			}
@@ -42,8 +43,8 @@ func TestRun(t *testing.T) {
 			if !tc.stopAfter {
 				close(stop)
 			}
-			if len(order) != 2 || order[0] != "before" {
-				t.Errorf("ran %v, want before then tests", order)
+			if len(order) != 2 || order[0] != "tests" || order[1] != "after" {
+				t.Errorf("ran %v, want tests then after", order)
 			}
 		})
 	}
