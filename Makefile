@@ -14,13 +14,17 @@ build:
 
 # The test command of the README and of CI: go test's usual output, then
 # the list of tests that skipped (a package whose engine tests skipped
-# still prints ok); the exit status is go test's. See internal/testreport.
+# still prints ok); the exit status is go test's. See internal/testkit/testreport.
+# resolveclient is a module of its own (see its doc): every check below
+# runs in it too (./... of this module stops at its go.mod).
 test: fmt-check vet staticcheck tidy-check
-	@$(GO) build -o $(BIN)/testreport ./internal/testreport
+	@$(GO) build -o $(BIN)/testreport ./internal/testkit/testreport
 	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
+	cd resolveclient && $(abspath $(BIN))/testreport -- $(GO) test -json -count=1 ./...
 
 vet:
 	$(GO) vet $(PKGS)
+	cd resolveclient && $(GO) vet ./...
 
 # staticcheck, pinned, with its default checks (dashboards/staticcheck.conf
 # says why that package leaves one out). go run fetches it from the module
@@ -28,10 +32,12 @@ vet:
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 staticcheck:
 	$(GO) run $(STATICCHECK) $(PKGS)
+	cd resolveclient && $(GO) run $(STATICCHECK) ./...
 
 # go.mod and go.sum say exactly what the code imports.
 tidy-check:
 	$(GO) mod tidy -diff
+	cd resolveclient && $(GO) mod tidy -diff
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
-	"github.com/toolaudit/toolaudit/internal/kafkatest"
+	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 func cluster(t *testing.T) *kfake.Cluster {
 	t.Helper()

@@ -14,25 +14,16 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
 // TestMain runs one shared engine for the binary, then checks that neither
 // the launcher nor the clickhouse-go connections (all closed by the tests)
 // left goroutines behind.
-func TestMain(m *testing.M) {
-	code := chenginetest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
 
 func open(t *testing.T, addr string) driver.Conn {
 	t.Helper()

@@ -17,10 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/toolaudit/toolaudit/analytics"
-	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) { os.Exit(analyticsfixture.Main(m)) }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close))
+}
 
 // loaded is a committed dashboard as Grafana reads it: panels with their
 // ClickHouse targets, variables in order.
@@ -439,7 +443,7 @@ func runAs(t *testing.T, ro driver.Conn, rawSQL string, p analytics.Params) int 
 
 // TestGrafanaUser: deploy/compose's SQL for Grafana's ClickHouse user
 // parses on the engine and grants what the read-only user of these tests
-// has (internal/analyticsfixture, the same name): readonly = 1 but for
+// has (internal/testkit/analyticsfixture, the same name): readonly = 1 but for
 // max_execution_time, SELECT on the database, nothing more. (The
 // embedded engine keeps no users created by SQL, so the tests' user is
 // defined in its configuration instead.)

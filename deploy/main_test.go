@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
 // bin holds resolverd and ingest built from this checkout.
@@ -26,9 +28,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	leakcheck.Main(m, leakcheck.After(func() { os.RemoveAll(dir) }))
 }
 
 // flagSet is what a command's --help says: each flag with its default

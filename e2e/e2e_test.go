@@ -23,6 +23,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/htb"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
@@ -41,9 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build resolverd: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := chenginetest.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(func() { os.RemoveAll(dir) }))
 }
 
 // corpus is the input of every test: the shared sample (every class) and a

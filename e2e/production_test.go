@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
 // TestClusterKill9: the exactly-once kill test through a two-shard

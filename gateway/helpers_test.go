@@ -13,23 +13,18 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 func TestMain(m *testing.M) {
 	gatewaytest.ServeFixtureIfChild()
-	goleak.VerifyTestMain(m,
-		// The SDK's HTTP client keeps idle keep-alive connections.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
+	leakcheck.Main(m, leakcheck.IgnoreIdleHTTP()) // the SDK's HTTP client keeps idle keep-alive connections
 }
 
 // fixtureUpstream is an upstream that runs this test binary as the

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/audit"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/internal/ratelog"
 	"github.com/toolaudit/toolaudit/registryversions"

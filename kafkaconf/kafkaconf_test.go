@@ -18,13 +18,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/internal/connsec"
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // broker is how a test's kfake cluster is secured.
 type broker struct {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/internal/fleet"
+	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/internal/fleet"
+	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/schema"
 )
 

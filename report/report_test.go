@@ -18,13 +18,17 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/toolaudit/toolaudit/analytics"
-	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
-	"github.com/toolaudit/toolaudit/internal/browsertest"
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
+	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) { os.Exit(analyticsfixture.Main(m)) }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close))
+}
 
-// fixture is the analytics fixture (internal/analyticsfixture).
+// fixture is the analytics fixture (internal/testkit/analyticsfixture).
 func fixture(t *testing.T) driver.Conn { return analyticsfixture.Conn(t) }
 
 var base = analyticsfixture.Base
@@ -138,7 +142,7 @@ func TestSpan(t *testing.T) {
 	}
 }
 
-// chromium runs headless Chromium (internal/browsertest).
+// chromium runs headless Chromium (internal/testkit/browsertest).
 func chromium(t *testing.T, args ...string) []byte { return browsertest.Run(t, args...) }
 
 var (

@@ -7,6 +7,18 @@
 // because its audit trail did not take the decision), the call does not
 // run and the error says why. A host that prefers to fail open handles
 // that error itself with Resolve.
+//
+// # Its own module
+//
+// resolveclient is the module github.com/toolaudit/toolaudit/resolveclient
+// (as franz-go's kadm and kfake are), which needs only the standard
+// library: a host that imports it pulls in none of resolverd's
+// dependencies (Kafka, ClickHouse, Kubernetes, compose-go). Its tests
+// against the real server live in the main module (package httpapi's
+// client_test.go and Example_resolveclientGuard), whose go.mod replaces
+// this module by its directory, so that the client and the server of one
+// commit are tested together; `make test` vets, checks (staticcheck, go
+// mod tidy -diff) and tests this module as well.
 package resolveclient
 
 import (

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/internal/oracle"
+	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
 	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // gen builds a random schema using every 2020-12 keyword the checker
 // enforces, and random instances for it, from a stream of bytes (a fuzz
 // input or a seeded generator). Patterns are ones that ECMA-262 and RE2
-// read alike, and no $ref sits under not (internal/oracle's rewrite does
+// read alike, and no $ref sits under not (internal/testkit/oracle's rewrite does
 // not compile those apart, as the checker does).
 type gen struct {
 	b []byte

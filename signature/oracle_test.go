@@ -12,13 +12,13 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolaudit/toolaudit/internal/oracle"
+	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
 	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // The differential oracle is a general JSON Schema validator run on the
 // schemas rewritten to the contract's closed world (package
-// internal/oracle says how). Schemas it cannot compile (type names that are
+// internal/testkit/oracle says how). Schemas it cannot compile (type names that are
 // not JSON Schema's, such as "dict") are excluded, and the checker must
 // report them as unsupported.
 

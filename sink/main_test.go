@@ -3,32 +3,21 @@ package sink
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 // TestMain runs every test against one shared engine (chenginetest), then
 // checks that no goroutine outlived its test: writers, pools and private
 // servers must all be closed by then.
-func TestMain(m *testing.M) {
-	code := chenginetest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
 
 var dbSeq atomic.Int32
 

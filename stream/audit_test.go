@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
-	"github.com/toolaudit/toolaudit/internal/kafkatest"
+	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/approvals/topic"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 )
 
 const (

@@ -9,7 +9,10 @@
 //
 // Typical use, one server per test binary (a start costs 0.3-1 s and ~210 MB):
 //
-//	func TestMain(m *testing.M) { os.Exit(chenginetest.Main(m)) }
+//	func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
+//
+// (package internal/testkit/leakcheck: Main runs the tests, then checks
+// that no goroutine outlived them; or os.Exit(chenginetest.Main(m)).)
 //
 //	func TestX(t *testing.T) {
 //		srv := chenginetest.Server(t)
@@ -31,7 +34,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine"
 )
@@ -68,15 +70,6 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
-
-// MainLeakChecked is Main, then goleak's check that no goroutine outlived
-// its test; it exits: func TestMain(m *testing.M) { chenginetest.MainLeakChecked(m) }.
-func MainLeakChecked(m *testing.M) { goleak.VerifyTestMain(mainRunner{m}) }
-
-// mainRunner runs the tests through Main for goleak.
-type mainRunner struct{ m *testing.M }
-
-func (r mainRunner) Run() int { return Main(r.m) }
 
 // Server returns the test binary's shared server, starting it on first use
 // with its data in a temporary directory. Without a library it skips tb, or

@@ -46,7 +46,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/internal/benchutil"
+	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 )

@@ -58,7 +58,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/gateway"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
-	"github.com/toolaudit/toolaudit/internal/benchutil"
+	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
 )
 
 func TestRunWritesFiles(t *testing.T) {

@@ -14,15 +14,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
-	"github.com/toolaudit/toolaudit/internal/helptext"
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 const (
 	openaiLine  = `{"emitted_at":"2026-11-29T10:00:05.250Z","session_id":"s-1","openai":{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"create_issue","arguments":"{\"owner\":\"o\"}"}},{"id":"call_2","type":"function","function":{"name":"x","arguments":"{bad"}}]}}]}}`

@@ -17,7 +17,7 @@ import (
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/approvals/approvalsapi"
 	"github.com/toolaudit/toolaudit/approvals/topic"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 )
 
 // gateFlags are the approvals policy flags of the commands that decide

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -83,9 +82,10 @@ lines over 1 MiB are decoded one at a time: the heap stays under about
 			if *workers < 1 || *workers > offline.MaxWorkers {
 				return usageError{fmt.Errorf("--workers %d: want 1 to %d (the work is CPU-bound)", *workers, offline.MaxWorkers)}
 			}
-			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(*memLimit << 20)
+			if *memLimit < 0 {
+				return usageError{fmt.Errorf("--memory-limit-mb %d: want 0 (no limit) or more", *memLimit)}
 			}
+			limitMemory(*memLimit)
 			gate, err := gf.gate()
 			if err != nil {
 				return err

@@ -25,7 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/dashboards"
-	"github.com/toolaudit/toolaudit/internal/browsertest"
+	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
 	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
 )

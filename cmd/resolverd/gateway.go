@@ -25,7 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/gateway"
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
@@ -80,16 +80,15 @@ Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 // gatewayFlags are the command's flags.
 type gatewayFlags struct {
-	config, listen, brokers, listingsTopic, logLevel string
-	kafka                                            kafkaconf.Config
-	connectTimeout                                   time.Duration
-	auditTopic                                       string
-	auditTimeout                                     time.Duration
-	tlsCert, tlsKey, tokensFile                      string
-	maxConns                                         int
-	memLimit                                         int64
-	gcPercent                                        int
-	approvals                                        gateFlags
+	commonFlags
+	config, listen, brokers, listingsTopic string
+	kafka                                  kafkaconf.Config
+	auditTopic                             string
+	auditTimeout                           time.Duration
+	tlsCert, tlsKey, tokensFile            string
+	maxConns                               int
+	gcPercent                              int
+	approvals                              gateFlags
 }
 
 func gatewayCommand(std stdio) *ffcli.Command {
@@ -102,15 +101,13 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	f.kafka.Register(fs)
 	f.approvals.registerLive(fs)
 	fs.StringVar(&f.listingsTopic, "listings-topic", "tool-listings", "listings `topic` the upstreams' listings are produced to")
-	fs.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
 	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
 	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the call is refused (at least 1s)")
 	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
 	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
 	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
 	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.Int64Var(&f.memLimit, "memory-limit-mb", 256, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
+	f.commonFlags.register(fs, 256, commonHelp{})
 	fs.IntVar(&f.gcPercent, "gc-percent", 400, "garbage collection target `percent` (GOGC) unless GOGC is set: the MCP SDK allocates much per message, and collecting less often spares CPU while the memory limit bounds the heap")
 	return &ffcli.Command{
 		Name:       "gateway",
@@ -126,13 +123,11 @@ func gatewayCommand(std stdio) *ffcli.Command {
 			if f.config == "" {
 				return usageError{errors.New("needs --config FILE")}
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			log, err := f.logger(std.err)
+			if err != nil {
+				return err
 			}
 			switch {
-			case f.connectTimeout <= 0:
-				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", f.connectTimeout)}
 			case f.auditTimeout < time.Second:
 				return usageError{fmt.Errorf("--audit-timeout %v: at least 1s", f.auditTimeout)}
 			case (f.tlsCert == "") != (f.tlsKey == ""):
@@ -140,14 +135,11 @@ func gatewayCommand(std stdio) *ffcli.Command {
 			case f.maxConns <= 0:
 				return usageError{errors.New("--http-max-conns must be positive")}
 			}
-			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
 			cfg, err := gateway.LoadConfig(f.config)
 			if err != nil {
 				return usageError{err}
 			}
-			if f.memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(f.memLimit << 20)
-			}
+			f.limitMemory()
 			if f.gcPercent > 0 && os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(f.gcPercent)
 			}

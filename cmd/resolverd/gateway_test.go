@@ -16,12 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 func TestMain(m *testing.M) {
 	gatewaytest.ServeFixtureIfChild()
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 // gatewayConfig writes a configuration with the fixture (this binary) as

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,7 +20,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/toolaudit/toolaudit/internal/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
 	"github.com/toolaudit/toolaudit/reanalyze"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -551,5 +552,36 @@ func TestDiffGate(t *testing.T) {
 		case tc.code == 0 && err != nil, tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code || !strings.Contains(err.Error(), tc.msg)):
 			t.Errorf("%+v: %v, want exit %d %q", tc.l, err, tc.code, tc.msg)
 		}
+	}
+}
+
+// TestCommonFlags: the long-running commands share --log-level,
+// --memory-limit-mb and --connect-timeout (commonFlags), and each refuses
+// a bad value with a usage error naming the flag, before connecting to
+// anything.
+func TestCommonFlags(t *testing.T) {
+	commands := map[string][]string{
+		"run":       {"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""},
+		"gateway":   {"gateway", "--config", "/nonexistent.yaml", "--brokers", "127.0.0.1:1"},
+		"reanalyze": {"reanalyze", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1"},
+	}
+	for name, base := range commands {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--log-level", "loud"}, "bad --log-level"},
+			{[]string{"--connect-timeout", "0s"}, "--connect-timeout 0s: want a positive duration"},
+			{[]string{"--memory-limit-mb", "-1"}, "--memory-limit-mb -1: want 0"},
+		} {
+			code, _, stderr := runCmd(t, "", append(slices.Clone(base), tc.args...)...)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s %v: exit %d, stderr %q; want 2 and %q", name, tc.args, code, stderr, tc.want)
+			}
+		}
+	}
+	code, _, stderr := runCmd(t, "", "check", "--listings", "x", "--calls", "y", "--memory-limit-mb", "-1")
+	if code != 2 || !strings.Contains(stderr, "--memory-limit-mb -1: want 0") {
+		t.Errorf("check --memory-limit-mb -1: exit %d, stderr %q", code, stderr)
 	}
 }

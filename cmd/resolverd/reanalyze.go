@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -105,9 +104,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	keyFile := argsKeyFlag(fs)
 	progress := fs.String("progress", "auto", "progress on stderr: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	every := fs.Duration("progress-every", 10*time.Second, "interval of the progress lines")
-	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker to answer")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
-	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none)")
+	var common commonFlags
+	common.register(fs, 384, commonHelp{})
 	var gf gateFlags // approvalgate.go
 	gf.registerReanalysis(fs)
 	return &ffcli.Command{
@@ -143,8 +141,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			default:
 				return usageError{fmt.Errorf("--progress %q: want auto, bar, lines or none", *progress)}
 			}
-			if *horizon < 0 || *confirm <= 0 || *every <= 0 || *connectTimeout <= 0 {
-				return usageError{errors.New("--horizon must not be negative, --confirm, --progress-every and --connect-timeout must be positive")}
+			if *horizon < 0 || *confirm <= 0 || *every <= 0 {
+				return usageError{errors.New("--horizon must not be negative, --confirm and --progress-every must be positive")}
 			}
 			cfg.BatchBytes = *batchMB << 20
 			cfg.ResolverBuild = build()
@@ -152,17 +150,14 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			log, err := common.logger(std.err)
+			if err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
 			if cfg.ArgsKey, err = loadArgsKey(*keyFile, log); err != nil {
 				return err
 			}
-			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(*memLimit << 20) // as run: the GC works harder instead of the heap growing
-			}
+			common.limitMemory()
 			chCfg, err := ch.config(os.Getenv, log)
 			if err != nil {
 				return usageError{err}
@@ -182,14 +177,14 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if cfg.Resolver.Approvals, err = gf.gate(); err != nil {
 				return err
 			}
-			actx, cancel := context.WithTimeout(ctx, *connectTimeout)
+			actx, cancel := context.WithTimeout(ctx, common.connectTimeout)
 			err = gf.once(actx, cfg.Resolver.Approvals, kafkaOpts, log)
 			cancel()
 			if err != nil {
 				return err
 			}
 			return runReanalyze(ctx, std, log, reanalyzeArgs{cfg: cfg, ch: chCfg, kafka: kafka, brokers: bs, kafkaOpts: kafkaOpts,
-				connectTimeout: *connectTimeout, listingsTopic: *listingsTopic, source: *source, horizon: *horizon,
+				connectTimeout: common.connectTimeout, listingsTopic: *listingsTopic, source: *source, horizon: *horizon,
 				confirm: *confirm, accept: *accept, progress: *progress, every: *every})
 		},
 	}

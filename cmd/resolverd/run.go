@@ -123,7 +123,12 @@ func runCommand(std stdio) *ffcli.Command {
 	kafka.Register(fs)
 	var cf clusterFlags
 	cf.register(fs)
-	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "how long to wait at start for a Kafka broker, and for ClickHouse, to answer (a refused TLS handshake, SASL authentication or ClickHouse login fails at once)")
+	var common commonFlags
+	common.register(fs, 384, commonHelp{
+		logLevel: "log `level`: debug (also the Kafka client's own logs), info, warn, error",
+		memLimit: "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none); fetch buffers are bounded separately",
+		connect:  "how long to wait at start for a Kafka broker, and for ClickHouse, to answer (a refused TLS handshake, SASL authentication or ClickHouse login fails at once)",
+	})
 	fs.StringVar(&sc.Group, "group", sc.Group, "consumer `group` of the calls topic")
 	fs.StringVar(&sc.CallsTopic, "calls-topic", sc.CallsTopic, "calls `topic`")
 	fs.StringVar(&sc.ListingsTopic, "listings-topic", sc.ListingsTopic, "listings `topic` (full history, never compacted)")
@@ -155,8 +160,6 @@ func runCommand(std stdio) *ffcli.Command {
 	history := fs.Bool("registry-history", false, "write the registry history (what each listing changed, table registry_changes, read by the dashboards and registry diff) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: turn it on in one instance of a fleet")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
-	logLevel := fs.String("log-level", "info", "log `level`: debug (also the Kafka client's own logs), info, warn, error")
-	memLimit := fs.Int64("memory-limit-mb", 384, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none); fetch buffers are bounded separately")
 	return &ffcli.Command{
 		Name:       "run",
 		ShortUsage: "resolverd run [--embedded DIR | --brokers B --clickhouse A] [flags]",
@@ -180,16 +183,12 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.AuditTopic = hf.auditTopic
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-				return usageError{fmt.Errorf("bad --log-level: %w", err)}
+			log, err := common.logger(std.err)
+			if err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: lvl}))
 			if *embed != "" && (kafka.Enabled() || ch.secured(os.Getenv)) {
 				return usageError{errors.New("--embedded runs a plaintext broker and engine on loopback: drop the --kafka-tls*, --kafka-sasl-*, --clickhouse-tls* and password settings")}
-			}
-			if *connectTimeout <= 0 {
-				return usageError{fmt.Errorf("--connect-timeout %s: want a positive duration", *connectTimeout)}
 			}
 			if *embed != "" && cf.name != "" {
 				return usageError{errors.New("--embedded runs one engine: drop --cluster")}
@@ -220,11 +219,7 @@ func runCommand(std stdio) *ffcli.Command {
 			if sc.ArgsKey == nil {
 				log.Info("args_hash is an unkeyed SHA-256: set --args-hash-key-file or " + argsKeyEnv + " to key it")
 			}
-			if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-				// A backlog must not grow the heap without bound: the GC works
-				// harder instead as the limit nears.
-				debug.SetMemoryLimit(*memLimit << 20)
-			}
+			common.limitMemory()
 			sc.Resolver = resolve.Resolver{Mode: m, Formats: assertFormats}
 			if sc.Resolver.Approvals, err = gf.gate(); err != nil {
 				return err
@@ -233,7 +228,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
-			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: *connectTimeout,
+			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: common.connectTimeout,
 				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a

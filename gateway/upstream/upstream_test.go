@@ -16,18 +16,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.IgnoreIdleHTTP()) }
 
 var fast = Config{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, KeepAlive: -1, TerminateWait: 200 * time.Millisecond, ListTimeout: 2 * time.Second}
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/internal/tlstest"
+	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
 func TestSecretRead(t *testing.T) {

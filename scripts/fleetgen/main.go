@@ -1,5 +1,5 @@
 // Command fleetgen writes the listing events of a generated fleet (package
-// internal/fleet) as JSONL, or produces them to Kafka at a steady rate:
+// internal/testkit/fleet) as JSONL, or produces them to Kafka at a steady rate:
 // host sessions relisting real manifests, a few changing a definition. It
 // is the input of the registry measurements (scripts/bench-registry.sh).
 //
@@ -17,7 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/internal/fleet"
+	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 )
 
 func main() {

@@ -2,7 +2,6 @@ package analyticsfixture
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"go.uber.org/goleak"
 
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
@@ -61,22 +59,6 @@ func Close() {
 	if conn != nil {
 		conn.Close()
 	}
-}
-
-// Main is the TestMain of a package whose tests read the fixture: it
-// runs them on the shared engine (chenginetest.Main), closes Conn's
-// connection, then fails the run on leaked goroutines. It returns the
-// exit code.
-func Main(m *testing.M) int {
-	code := chenginetest.Main(m)
-	Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	return code
 }
 
 // ReadOnlyUser is the read-only user of ReadOnlyConn's engine: profile

@@ -6,12 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // TestReport runs the real `go test -json` on the packages of
 // testdata/mod: one passing with a skipped test, one failing with a skipped

@@ -1,4 +1,7 @@
-package resolveclient
+// The resolve API's Go client (module resolveclient, which imports none
+// of this module) against this server: its own module cannot import the
+// server without requiring this module, so its tests live here.
+package httpapi_test
 
 import (
 	"bytes"
@@ -17,9 +20,10 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/httpapi/bearer"
+	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolveclient"
 )
 
 func sampleServer(t *testing.T, cfg httpapi.Config) *httptest.Server {
@@ -38,15 +42,15 @@ func sampleServer(t *testing.T, cfg httpapi.Config) *httptest.Server {
 	return s
 }
 
-func sampleCalls(t *testing.T) []Call {
+func sampleCalls(t *testing.T) []resolveclient.Call {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/corpus/sample/calls.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var calls []Call
+	var calls []resolveclient.Call
 	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var c Call
+		var c resolveclient.Call
 		if json.Unmarshal(l, &c) == nil && c.EventID != "" && !c.EmittedAt.IsZero() && c.Tool != "" && len(c.Arguments) > 0 {
 			calls = append(calls, c)
 		}
@@ -54,10 +58,10 @@ func sampleCalls(t *testing.T) []Call {
 	return calls
 }
 
-// TestFieldsAgree: the client's Decision and Hints read every member of
+// TestClientFieldsAgree: the client's Decision and Hints read every member of
 // real answers (unknown members refused), and name exactly the members
 // api/openapi.yaml documents.
-func TestFieldsAgree(t *testing.T) {
+func TestClientFieldsAgree(t *testing.T) {
 	s := sampleServer(t, httpapi.Config{})
 	calls := sampleCalls(t)
 	for _, c := range calls {
@@ -71,7 +75,7 @@ func TestFieldsAgree(t *testing.T) {
 		resp.Body.Close()
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
-		var d Decision
+		var d resolveclient.Decision
 		if err := dec.Decode(&d); err != nil {
 			t.Fatalf("%v: %s", err, raw)
 		}
@@ -93,7 +97,7 @@ func TestFieldsAgree(t *testing.T) {
 	if err := yaml.Unmarshal(y, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for name, typ := range map[string]reflect.Type{"Decision": reflect.TypeOf(Decision{}), "Hints": reflect.TypeOf(Hints{})} {
+	for name, typ := range map[string]reflect.Type{"Decision": reflect.TypeOf(resolveclient.Decision{}), "Hints": reflect.TypeOf(resolveclient.Hints{})} {
 		documented := doc.Components.Schemas[name].Properties
 		fields := map[string]bool{}
 		for i := range typ.NumField() {
@@ -111,9 +115,9 @@ func TestFieldsAgree(t *testing.T) {
 	}
 }
 
-// TestResolveBatchAndOptions: a batch comes back in order; mode, action
+// TestClientResolveBatchAndOptions: a batch comes back in order; mode, action
 // and the token reach the server.
-func TestResolveBatchAndOptions(t *testing.T) {
+func TestClientResolveBatchAndOptions(t *testing.T) {
 	tokens := t.TempDir() + "/tokens"
 	os.WriteFile(tokens, []byte("c:client-token-0123456789\n"), 0o600)
 	tk, err := bearerLoad(tokens)
@@ -122,10 +126,10 @@ func TestResolveBatchAndOptions(t *testing.T) {
 	}
 	s := sampleServer(t, httpapi.Config{Tokens: tk})
 	calls := sampleCalls(t)[:10]
-	if _, err := New(s.URL).ResolveBatch(context.Background(), calls); !isStatus(err, 401) {
+	if _, err := resolveclient.New(s.URL).ResolveBatch(context.Background(), calls); !isStatus(err, 401) {
 		t.Fatalf("without a token: %v", err)
 	}
-	c := New(s.URL, WithToken("client-token-0123456789"), WithMode("pin-assisted"), WithAction("observed"))
+	c := resolveclient.New(s.URL, resolveclient.WithToken("client-token-0123456789"), resolveclient.WithMode("pin-assisted"), resolveclient.WithAction("observed"))
 	ds, err := c.ResolveBatch(context.Background(), calls)
 	if err != nil {
 		t.Fatal(err)
@@ -138,20 +142,20 @@ func TestResolveBatchAndOptions(t *testing.T) {
 }
 
 func isStatus(err error, status int) bool {
-	var e *Error
+	var e *resolveclient.Error
 	return errors.As(err, &e) && e.Status == status
 }
 
-// TestGuardFailsClosed: when the audit trail is down the API answers 503,
+// TestClientGuardFailsClosed: when the audit trail is down the API answers 503,
 // and Guard does not run the call.
-func TestGuardFailsClosed(t *testing.T) {
+func TestClientGuardFailsClosed(t *testing.T) {
 	down := audit.ProducerFunc(func(context.Context, ...*audit.Record) error { return errors.New("no broker") })
 	s := sampleServer(t, httpapi.Config{Audit: down})
 	ran := false
-	run := New(s.URL).Guard(func(context.Context, Call) (json.RawMessage, error) { ran = true; return nil, nil })
+	run := resolveclient.New(s.URL).Guard(func(context.Context, resolveclient.Call) (json.RawMessage, error) { ran = true; return nil, nil })
 	_, err := run(context.Background(), sampleCalls(t)[0])
-	var e *Error
-	if !errors.As(err, &e) || e.Code != "audit_unavailable" || !e.Temporary() || e.RetryAfter != time.Second || ran || IsRejected(err) {
+	var e *resolveclient.Error
+	if !errors.As(err, &e) || e.Code != "audit_unavailable" || !e.Temporary() || e.RetryAfter != time.Second || ran || resolveclient.IsRejected(err) {
 		t.Fatalf("err %v (%+v), ran %v", err, e, ran)
 	}
 }

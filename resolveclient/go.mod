@@ -1,0 +1,3 @@
+module github.com/toolaudit/toolaudit/resolveclient
+
+go 1.22
