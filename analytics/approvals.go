@@ -84,7 +84,7 @@ const approvalsNote = " From table approval_events, the approvals topic's histor
 func ApprovalsPending() Query {
 	return Query{
 		ID: "approvals.pending", Title: "Definitions waiting for approval (newest 1,000)", Format: Table,
-		Description: "Tool definitions current at the end of the range that no verdict approved or rejected (none, or revoked), newest first: new (no definition of the tool is approved) or unapproved (another one is: approved), with the listing change that made it current. Under --approvals block, calls to them are refused (M4). Approve or reject with resolverd registry approve|reject or POST /v1/approvals." + approvalsNote,
+		Description: "Tool definitions current at the end of the range that no verdict decided up to then approved or rejected (none, or revoked), newest first: new (no definition of the tool is approved) or unapproved (another one is: approved), with the listing change that made it current. Under --approvals block, calls to them are refused (M4). Approve or reject with resolverd registry approve|reject or POST /v1/approvals." + approvalsNote,
 		SQL:         pendingSQL("", "1000"),
 	}
 }
