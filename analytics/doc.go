@@ -34,7 +34,9 @@
 // drill-down and the time-of-check/time-of-use view read decisions with
 // FINAL through its primary key (the call keys found in session_calls or
 // call_path_decisions): exact. The registry
-// history (registry_changes) is exact: every listing change, replayed.
+// history (registry_changes) is exact: every listing change, replayed;
+// so are the approved definitions' queries, which read it with the
+// approvals' history (approval_events), both with FINAL.
 //
 // Rates (Hallucination, UnknownTool, SchemaReject) are over the decisions
 // that are not MALFORMED; classes.go defines each group once. A

@@ -24,12 +24,15 @@ var totals = totalsOf("calls")
 // query per registry: a fleet of thousands of registries costs what ten
 // do), ranked by the calls affected (RankColumn), the top ReportTop
 // rows, each row ending with total_rows and total_calls (the sum of the
-// ranking column) of the whole ranking.
+// ranking column) of the whole ranking; then the approved definitions'
+// sections (the MCP servers dashboard's approvals.pending and
+// approvals.recent, newest first, cut to ReportTop rows, with
+// total_rows).
 func Report() []Query {
 	f := fleetFilters()
 	tf := and(toolDayFilters()...)
 	top := "\nLIMIT " + strconv.Itoa(ReportTop)
-	return []Query{
+	return append([]Query{
 		{
 			ID: "report.fabricated", Title: "Fabricated tool names", Format: Table,
 			Description: "Unknown names (H1, M1) by calls, with the nearest valid name and what separates them (as the fleet dashboard's table). Whole UTC days of fabricated_names_day; counts as delivered.",
@@ -95,13 +98,18 @@ ORDER BY rejected DESC, last DESC, session` + top,
 			Description: "The registries whose version in force (that of the last decided call up to the end of the range) came latest, with the decisions made under it and the versions that decided calls in the range (registry_versions_seen).",
 			SQL:         versionInForce("calls", totals) + "\nORDER BY since DESC, registry" + top,
 		},
-	}
+	}, reportApprovals()...)
 }
 
-// RankColumn is the column a report query ranks by: the calls affected.
+// RankColumn is the column a report query ranks by: the calls affected;
+// "" for the approved definitions' sections (report.pending,
+// report.approvals), newest first, which end with total_rows alone.
 func RankColumn(id string) string {
-	if id == "report.sessions" {
+	switch id {
+	case "report.sessions":
 		return "rejected"
+	case "report.pending", "report.approvals":
+		return ""
 	}
 	return "calls"
 }

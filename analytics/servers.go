@@ -145,6 +145,8 @@ LIMIT 50`,
 			SQL:         versionInForce("decisions_under_it", "") + "\nORDER BY registry",
 		},
 		RegistryChanges(),
+		ApprovalsPending(),
+		ApprovalsRecent(),
 	}
 }
 

@@ -243,6 +243,7 @@ func TestEveryQueryChecked(t *testing.T) {
 		"var.analysis", "var.registry", "var.model", "var.surface", "var.source", "var.agent",
 		"var.session", "var.mcp_registry", "malformed.over_time",
 		"report.fabricated", "report.collisions", "report.drift", "report.sessions", "report.versions",
+		"approvals.pending", "approvals.recent", "report.pending", "report.approvals",
 	}
 	for _, q := range allQueries() {
 		if !slices.Contains(checked, q.ID) {

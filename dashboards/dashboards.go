@@ -75,11 +75,12 @@ func fleet() *dashboard.DashboardBuilder {
 
 // servers is the MCP servers' review: collisions and shadowing, the
 // multi-server classes per server, drift and stale definitions with the
-// listing changes that caused them, and the registry version in force.
+// listing changes that caused them, the registry version in force, and
+// the approved definitions (what waits for a review, the verdicts).
 func servers() *dashboard.DashboardBuilder {
 	qs := analytics.Servers()
 	return base(UIDServers, "toolaudit: MCP servers",
-		"One MCP deployment (registry): which servers provide the same tool names (ties and shadowing) and who got the calls, M1-M5 by server, stale definitions (M4) and drift with the listing changes that caused them, and the registry version in force.",
+		"One MCP deployment (registry): which servers provide the same tool names (ties and shadowing) and who got the calls, M1-M5 by server, stale definitions (M4) and drift with the listing changes that caused them, the registry version in force, and the approved definitions: what waits for a review and who approved or rejected what.",
 		"now-7d").
 		WithVariable(clickHouseVariable()).
 		WithVariable(analysisVariable()).
@@ -97,7 +98,10 @@ func servers() *dashboard.DashboardBuilder {
 		WithPanel(seriesPanel(pick(qs, "servers.drift_by_server"), "short", 12, 8).Interval("1d")).
 		WithPanel(tablePanel(pick(qs, "servers.stale_tools"), 24, 8)).
 		WithRow(row("Registry history")).
-		WithPanel(tablePanel(pick(qs, "changes.in_range"), 24, 10))
+		WithPanel(tablePanel(pick(qs, "changes.in_range"), 24, 10)).
+		WithRow(row("Approved definitions")).
+		WithPanel(tablePanel(pick(qs, "approvals.pending"), 24, 8)).
+		WithPanel(tablePanel(pick(qs, "approvals.recent"), 24, 8))
 }
 
 // incident is the drill-down during an incident: what did this agent

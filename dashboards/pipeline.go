@@ -43,6 +43,11 @@ func pipeline() *dashboard.DashboardBuilder {
 		WithPanel(promPanel("Registry history", "Rows of the registry history written to table registry_changes and dropped because the queue was full (a restart writes them again), per second.", "ops", 12, 7,
 			"sum(rate(toolaudit_registry_history_changes_written_total"+rate+"))", "written",
 			"sum(rate(toolaudit_registry_history_changes_dropped_total"+rate+"))", "dropped")).
+		WithPanel(promPanel("Approval history", "Approval events copied from the approvals topic to table approval_events (again at every start: they collapse), dropped because the table cannot take them, skipped because they do not decode, and failed writes (retried), per second.", "ops", 12, 7,
+			"sum(rate(toolaudit_approval_history_events_written_total"+rate+"))", "written",
+			"sum(rate(toolaudit_approval_history_events_dropped_total"+rate+"))", "dropped",
+			"sum(rate(toolaudit_approval_history_bad_events_total"+rate+"))", "bad",
+			"sum(rate(toolaudit_approval_history_write_errors_total"+rate+"))", "write errors")).
 		WithRow(row("Listings")).
 		WithPanel(promPanel("Listing lateness", "Arrival minus observed_at of listings after the initial catch-up: --listing-hold must cover it.", "s", 12, 8,
 			quantile("0.5", "toolaudit_stream_listing_lateness_seconds"), "p50",

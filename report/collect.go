@@ -43,6 +43,9 @@ type Report struct {
 	ClassMix, ByModel, BySurface, ModelSeries, Malformed *analytics.Result
 	// The ranked sections (analytics.Report).
 	Fabricated, Collisions, Drift, Sessions, Versions *analytics.Result
+	// The approved definitions: those waiting for a review at the end of
+	// the range, and the verdicts of the range.
+	Pending, Approvals *analytics.Result
 	// Session is the incident timeline, with Options.Session.
 	Session *Session
 }
@@ -124,6 +127,7 @@ func Collect(ctx context.Context, conn driver.Conn, o Options) (*Report, error) 
 		{&r.Fabricated, pick(rep, "report.fabricated"), p}, {&r.Collisions, pick(rep, "report.collisions"), p},
 		{&r.Drift, pick(rep, "report.drift"), p}, {&r.Sessions, pick(rep, "report.sessions"), p},
 		{&r.Versions, pick(rep, "report.versions"), p},
+		{&r.Pending, pick(rep, "report.pending"), p}, {&r.Approvals, pick(rep, "report.approvals"), p},
 	}
 	if o.Session != "" {
 		inc := analytics.Incident()

@@ -67,6 +67,12 @@ func TestText(t *testing.T) {
 		"s-bad agent-1 (none) 2 2",
 		"== Session s-incident",
 		"c-i3 2026-11-20 03:00:30 s-incident agent-7 create_issue api: OK (enforced), stream: H2 rv-s-1",
+		// The approved definitions (analyticsfixture.Approvals).
+		"Definitions waiting for approval at the end of the range, newest first",
+		"2026-11-25 00:00:00 mcp github create_issue unapproved changed: +/labels",
+		"Approvals, rejections and revocations in the range, newest first",
+		"2026-11-25 03:00:00 mcp github search revoke cy to review again added: +/q",
+		"2026-11-20 02:00:00 mcp shadow search reject bo shadows github's search",
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
@@ -80,6 +86,24 @@ func TestText(t *testing.T) {
 	o.From, o.To = base.Add(-48*time.Hour), base.Add(-24*time.Hour)
 	if err := collect(t, o).WriteText(&empty); err != nil || !strings.Contains(empty.String(), "no decisions in this range") {
 		t.Errorf("empty range: %v\n%s", err, empty.String())
+	}
+	// Approvals wait whether or not calls were decided: the first
+	// listings (day 0 - 1h) are pending at the end of a range without
+	// decisions but for github's create_issue and search, which ana
+	// approved at its end.
+	o.From, o.To = base.Add(-90*time.Minute), base.Add(-30*time.Minute)
+	empty.Reset()
+	flat = ""
+	if err := collect(t, o).WriteText(&empty); err == nil {
+		flat = strings.Join(strings.Fields(empty.String()), " ")
+	}
+	for _, want := range []string{
+		"Definitions waiting for approval at the end of the range, newest first since registry server tool standing summary digest approved 2026-11-19 23:00:00 mcp github list_repos new",
+		"time registry server tool verb by reason listing_change digest baseline_version 2026-11-19 23:30:00 mcp github search approve ana reviewed added: +/q",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("a range without decisions lacks %q:\n%s", want, empty.String())
+		}
 	}
 }
 
@@ -396,7 +420,11 @@ func checkPage(t *testing.T, conn driver.Conn, r *Report, o Options, name string
 			}
 		}
 	}
-	for _, id := range []string{"report.fabricated", "report.sessions", "fleet.by_model", "fleet.by_surface", "report.versions"} {
+	ids := []string{"report.fabricated", "report.sessions", "fleet.by_model", "fleet.by_surface", "report.versions"}
+	if name == "fixture" { // the generated fleet has no approvals
+		ids = append(ids, "report.pending", "report.approvals")
+	}
+	for _, id := range ids {
 		if checked[id] == 0 {
 			t.Errorf("table %s: no cell checked", id)
 		}

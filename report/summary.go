@@ -186,7 +186,8 @@ func (r *Report) Problems() []Problem {
 }
 
 // cut is res's first n rows, and what was left out: rows and their calls
-// (from total_rows and total_calls when the query ranks, else counted).
+// (from total_rows and total_calls when the query ranks, total_rows
+// alone for the approvals' sections, else counted).
 type cutResult struct {
 	*analytics.Result
 	MoreRows, MoreCalls int64
@@ -201,11 +202,14 @@ func cut(res *analytics.Result, rank string, n int) cutResult {
 	tr, tc := res.Col("total_rows"), res.Col("total_calls")
 	if tr >= 0 && len(res.Rows) > 0 {
 		total, _ := analytics.Float(res.Rows[0][tr])
-		calls, _ := analytics.Float(res.Rows[0][tc])
-		out.MoreRows, out.MoreCalls = int64(total)-int64(len(shown.Rows)), int64(calls)
-		for _, row := range shown.Rows {
-			v, _ := analytics.Float(row[res.Col(rank)])
-			out.MoreCalls -= int64(v)
+		out.MoreRows = int64(total) - int64(len(shown.Rows))
+		if tc >= 0 { // a ranking by calls: what the rest count
+			calls, _ := analytics.Float(res.Rows[0][tc])
+			out.MoreCalls = int64(calls)
+			for _, row := range shown.Rows {
+				v, _ := analytics.Float(row[res.Col(rank)])
+				out.MoreCalls -= int64(v)
+			}
 		}
 		// The totals are the ranking's, not columns to show.
 		var cols []string

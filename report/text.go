@@ -21,6 +21,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	decisions, _ := num(r.Verdicts, "decisions")
 	if decisions == 0 {
 		fmt.Fprintln(ew, "\nno decisions in this range")
+		// Approvals wait whether or not calls were decided.
+		for _, s := range r.sections() {
+			if s.approvals {
+				cutSection(ew, s.title, s.res, s.rank)
+			}
+		}
 		return ew.err
 	}
 	fmt.Fprintf(ew, "\ndecisions %s (allowed %s, rejected %s)\n",
@@ -63,19 +69,22 @@ func (r *Report) WriteText(w io.Writer) error {
 type sectionSpec struct {
 	id, title, query, rank string
 	res                    *analytics.Result
+	approvals              bool // of the approved definitions
 }
 
 // sections are the report's tables after the answer, in order.
 func (r *Report) sections() []sectionSpec {
 	rank := analytics.RankColumn
 	return []sectionSpec{
-		{"fabricated", "Fabricated tool names (nearest real name)", "report.fabricated", rank("report.fabricated"), r.Fabricated},
-		{"collisions", "Colliding and shadowed names", "report.collisions", rank("report.collisions"), r.Collisions},
-		{"drift", "Drifting servers (stale definitions, tools changed after the call)", "report.drift", rank("report.drift"), r.Drift},
-		{"sessions", "Sessions with the most rejections", "report.sessions", rank("report.sessions"), r.Sessions},
-		{"models", "Models", "fleet.by_model", "decisions", r.ByModel},
-		{"surfaces", "Invocation surfaces", "fleet.by_surface", "decisions", r.BySurface},
-		{"versions", "Latest registry versions", "report.versions", rank("report.versions"), r.Versions},
+		{"fabricated", "Fabricated tool names (nearest real name)", "report.fabricated", rank("report.fabricated"), r.Fabricated, false},
+		{"collisions", "Colliding and shadowed names", "report.collisions", rank("report.collisions"), r.Collisions, false},
+		{"drift", "Drifting servers (stale definitions, tools changed after the call)", "report.drift", rank("report.drift"), r.Drift, false},
+		{"sessions", "Sessions with the most rejections", "report.sessions", rank("report.sessions"), r.Sessions, false},
+		{"models", "Models", "fleet.by_model", "decisions", r.ByModel, false},
+		{"surfaces", "Invocation surfaces", "fleet.by_surface", "decisions", r.BySurface, false},
+		{"versions", "Latest registry versions", "report.versions", rank("report.versions"), r.Versions, false},
+		{"pending", "Definitions waiting for approval at the end of the range, newest first", "report.pending", rank("report.pending"), r.Pending, true},
+		{"approvals", "Approvals, rejections and revocations in the range, newest first", "report.approvals", rank("report.approvals"), r.Approvals, true},
 	}
 }
 

@@ -64,13 +64,14 @@ func WithCluster(c Cluster) Option { return func(o *options) { o.cluster = &c } 
 
 // shardingKeys are the sharding expressions of the Distributed tables
 // that take inserts; the others (rollups fed by views) have none.
-// registry_changes: every version of a row on one shard, so that FINAL
-// per shard is exact. The archive is sharded by the record's position: a redelivered record
+// registry_changes and approval_events: every version of a row on one
+// shard, so that FINAL per shard is exact. The archive is sharded by the record's position: a redelivered record
 // meets its first copy on its shard, where FINAL collapses the two.
 var shardingKeys = map[string]string{
 	"decisions":        "cityHash64(call_key)",
 	"call_events":      "cityHash64(topic, partition, offset)",
 	"registry_changes": "cityHash64(registry, server, tool)",
+	"approval_events":  "cityHash64(registry, server, tool)",
 }
 
 // replicatedArgs are the ZooKeeper path and replica name of a replicated

@@ -62,13 +62,16 @@ func TestClusterDDL(t *testing.T) {
 		}
 	}
 	// schema_migrations, decisions_local, decisions_by_minute_local,
-	// call_events_local and the nine tables of 0007_analytics; each but
-	// schema_migrations behind a Distributed table.
-	if len(tables) != 13 || len(distributed) != 12 {
-		t.Fatalf("%d replicated and %d Distributed tables, want 13 and 12", len(tables), len(distributed))
+	// call_events_local, the nine tables of 0007_analytics and
+	// approval_events_local; each but schema_migrations behind a
+	// Distributed table.
+	if len(tables) != 14 || len(distributed) != 13 {
+		t.Fatalf("%d replicated and %d Distributed tables, want 14 and 13", len(tables), len(distributed))
 	}
-	if !strings.Contains(got, "Distributed(`prod`, `toolaudit`, `registry_changes_local`, cityHash64(registry, server, tool))") {
-		t.Errorf("registry_changes is not Distributed by cityHash64(registry, server, tool): every version of a row must land on one shard")
+	for _, tbl := range []string{"registry_changes", "approval_events"} {
+		if !strings.Contains(got, "Distributed(`prod`, `toolaudit`, `"+tbl+"_local`, cityHash64(registry, server, tool))") {
+			t.Errorf("%s is not Distributed by cityHash64(registry, server, tool): every copy of a row must land on one shard", tbl)
+		}
 	}
 	if !strings.Contains(distributed[0], "CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local") ||
 		!strings.Contains(distributed[0], "Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key))") {

@@ -14,7 +14,9 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/approvals/history"
 	"github.com/toolaudit/toolaudit/registrydiff"
 	"github.com/toolaudit/toolaudit/registryhistory"
 	"github.com/toolaudit/toolaudit/sink"
@@ -27,6 +29,17 @@ func registryHistory(a daemonArgs, ch *sink.ClickHouse, log *slog.Logger, reg pr
 		return nil, nil
 	}
 	return registryhistory.New(ch, registryhistory.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
+}
+
+// approvalHistory is run's copy of the approvals topic into table
+// approval_events (the history of the approved baseline beyond the
+// topic's compaction), with --registry-history: the one instance that
+// writes histories; nil when off.
+func approvalHistory(a daemonArgs, opts []kgo.Opt, ch *sink.ClickHouse, log *slog.Logger, reg prometheus.Registerer) (*history.Recorder, error) {
+	if !a.history {
+		return nil, nil
+	}
+	return history.New(opts, *a.approvals.topic, ch, history.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
 }
 
 func registryCommand(std stdio) *ffcli.Command {

@@ -157,7 +157,7 @@ func runCommand(std stdio) *ffcli.Command {
 	var ports portFlags
 	ports.register(fs, "embedded-")
 	migrate := fs.Bool("migrate", true, "create or upgrade the ClickHouse schema at start")
-	history := fs.Bool("registry-history", false, "write the registry history (what each listing changed, table registry_changes, read by the dashboards and registry diff) as listings are applied; it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: turn it on in one instance of a fleet")
+	history := fs.Bool("registry-history", false, "write the registry history (what each listing changed, table registry_changes, read by the dashboards and registry diff) as listings are applied, and every approval event of --approvals-topic (table approval_events, kept beyond the topic's compaction); it needs every listing, so the instance reads the listings topic from the start, not from a checkpoint: turn it on in one instance of a fleet")
 	session := fs.Duration("session-timeout", 45*time.Second, "consumer group session timeout: how long a dead instance keeps its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long a rebalance waits for members to rejoin")
 	return &ffcli.Command{
@@ -291,8 +291,8 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err := checkKafka(ctx, log, a.stream.Brokers, a.stream.ClientID, a.kafka, a.kafkaOpts, a.connectTimeout); err != nil {
 		return err
 	}
-	followApprovals, err := a.approvals.follow(ctx, a.stream.Resolver.Approvals,
-		append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals")}, a.kafkaOpts...), log, reg)
+	approvalsOpts := append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals")}, a.kafkaOpts...)
+	followApprovals, err := a.approvals.follow(ctx, a.stream.Resolver.Approvals, approvalsOpts, log, reg)
 	if err != nil {
 		return err
 	}
@@ -316,6 +316,10 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	log.Info("clickhouse connected", "addr", a.ch.Addr, "database", a.ch.Database, "archive_calls", a.stream.ArchiveCalls)
 
 	rec, err := registryHistory(a, ch, log, reg)
+	if err != nil {
+		return err
+	}
+	approvalRec, err := approvalHistory(a, approvalsOpts, ch, log, reg)
 	if err != nil {
 		return err
 	}
@@ -346,6 +350,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	g.Go(func() error { return followApprovals(gctx) })
 	if rec != nil {
 		g.Go(func() error { return rec.Run(gctx) })
+	}
+	if approvalRec != nil {
+		g.Go(func() error { return approvalRec.Run(gctx) })
 	}
 	if a.http.addr != "" {
 		ready := func() error {

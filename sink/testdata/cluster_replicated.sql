@@ -479,6 +479,25 @@ ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
     ADD COLUMN IF NOT EXISTS approval LowCardinality(String) DEFAULT '' AFTER current_digest,
     ADD COLUMN IF NOT EXISTS baseline_version LowCardinality(String) DEFAULT '' AFTER approval;
 
+-- 0009_approval_events.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.approval_events_local ON CLUSTER `prod`
+(
+    registry           LowCardinality(String),
+    server             LowCardinality(String),
+    tool               String                 CODEC(ZSTD(3)),
+    digest             String                 CODEC(ZSTD(1)),
+    description_digest String                 CODEC(ZSTD(1)),
+    verb               LowCardinality(String),
+    decided_by         String                 CODEC(ZSTD(3)),
+    decided_at         DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1)),
+    reason             String                 CODEC(ZSTD(3)),
+    event_id           String                 CODEC(ZSTD(1)),
+    baseline_version   UInt64,
+    recorded_at        DateTime64(3, 'UTC')   CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', recorded_at)
+ORDER BY (registry, server, tool, digest, decided_at, baseline_version);
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
@@ -514,3 +533,6 @@ ENGINE = Distributed(`prod`, `toolaudit`, `session_calls_local`);
 
 CREATE OR REPLACE TABLE `toolaudit`.registry_changes ON CLUSTER `prod` AS `toolaudit`.registry_changes_local
 ENGINE = Distributed(`prod`, `toolaudit`, `registry_changes_local`, cityHash64(registry, server, tool));
+
+CREATE OR REPLACE TABLE `toolaudit`.approval_events ON CLUSTER `prod` AS `toolaudit`.approval_events_local
+ENGINE = Distributed(`prod`, `toolaudit`, `approval_events_local`, cityHash64(registry, server, tool));

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/registryhistory"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -190,7 +191,8 @@ func Listings() []*schema.Listing {
 
 // Write stores the fixture through the real writer, as resolverd does:
 // the rows (their materialized views feed the rollups), the redelivered
-// rows in a second INSERT, and the registry history of Listings.
+// rows in a second INSERT, the registry history of Listings and the
+// approval history of Approvals.
 func Write(ctx context.Context, w *sink.ClickHouse) error {
 	first, again := Rows()
 	if err := w.Write(ctx, first); err != nil {
@@ -199,5 +201,38 @@ func Write(ctx context.Context, w *sink.ClickHouse) error {
 	if err := w.Write(ctx, again); err != nil {
 		return err
 	}
-	return w.WriteRegistryChanges(ctx, registryhistory.Rows(Listings()...))
+	if err := w.WriteRegistryChanges(ctx, registryhistory.Rows(Listings()...)); err != nil {
+		return err
+	}
+	return w.WriteApprovalEvents(ctx, Approvals())
+}
+
+// Approvals is the history of the MCP registry's approved baseline, at
+// versions 1 to 5: before day 0 ana approves github's create_issue and
+// search as listed; at 02:00 bo rejects shadow's search; on day 5 +
+// 3h cy revokes github's search; on day 10 + 1h cy approves github's
+// create_issue as changed on day 5.
+func Approvals() []approvals.Recorded {
+	const (
+		issue1 = `{"type":"object","properties":{"owner":{"type":"string"},"title":{"type":"string"}},"required":["owner","title"]}`
+		issue2 = `{"type":"object","properties":{"owner":{"type":"string"},"title":{"type":"string"},"labels":{"type":"array","items":{"type":"string"}}},"required":["owner","title"]}`
+		plain  = `{"type":"object","properties":{"q":{"type":"string"}}}`
+	)
+	var out []approvals.Recorded
+	add := func(at time.Duration, server, tool, inputSchema string, verb approvals.Verb, by, reason string) {
+		d, err := schema.Digest(tool, []byte(inputSchema))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, approvals.Recorded{Version: int64(len(out) + 1), Event: approvals.Event{
+			EventID: fmt.Sprintf("ap-%d", len(out)+1), Registry: "mcp", Server: server, Tool: tool, Digest: d,
+			Verb: verb, By: by, At: Base.Add(at), Reason: reason}})
+	}
+	day := 24 * time.Hour
+	add(-30*time.Minute, "github", "create_issue", issue1, approvals.Approve, "ana", "reviewed")
+	add(-30*time.Minute, "github", "search", plain, approvals.Approve, "ana", "reviewed")
+	add(2*time.Hour, "shadow", "search", plain, approvals.Reject, "bo", "shadows github's search")
+	add(5*day+3*time.Hour, "github", "search", plain, approvals.Revoke, "cy", "to review again")
+	add(10*day+time.Hour, "github", "create_issue", issue2, approvals.Approve, "cy", "labels are harmless")
+	return out
 }
