@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/internal/analyticsfixture"
+	"github.com/toolaudit/toolaudit/internal/testkit/analyticsfixture"
 	"github.com/toolaudit/toolaudit/schema"
 )
 

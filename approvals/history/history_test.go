@@ -17,11 +17,12 @@ import (
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/approvals/topic"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
 
-func TestMain(m *testing.M) { chenginetest.MainLeakChecked(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
