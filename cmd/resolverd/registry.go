@@ -26,7 +26,7 @@ func registryHistory(a daemonArgs, ch *sink.ClickHouse, log *slog.Logger, reg pr
 	if !a.history {
 		return nil, nil
 	}
-	return registryhistory.New(ch, registryhistory.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
+	return registryhistory.New(ch, registryhistory.Options{Logger: log, Registerer: reg})
 }
 
 func registryCommand(std stdio) *ffcli.Command {
