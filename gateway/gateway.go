@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/internal/connsec"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -34,8 +35,9 @@ type Options struct {
 	// nil: decisions are not audited (no Kafka).
 	Audit audit.Producer
 	// Hints computes the hints of rejections (*suggest.Suggester); nil:
-	// none.
-	Hints Hinter
+	// none but the tool the arguments fit (H5, M5). The gateway names
+	// the tools of both as its clients call them.
+	Hints callpath.Hinter
 	// Auth authenticates clients (*bearer.Tokens); nil: every client is
 	// let in.
 	Auth Authorizer
@@ -60,12 +62,10 @@ type Options struct {
 // merges the tools of its upstreams, decides every call, and forwards
 // the calls that resolve. Run supervises the upstreams.
 type Gateway struct {
-	cfg      Config
-	opts     Options
-	log      *slog.Logger
-	resolver resolve.Resolver
-	policy   string
-	action   schema.Action
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+	step callpath.Step // decide, record, answer
 
 	store     *registryversions.Store
 	upstreams map[string]*upstream.Upstream
@@ -116,9 +116,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, opts: opts, log: log,
-		resolver:  resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"},
-		policy:    mode.String(),
-		action:    schema.ActionEnforced,
+		step: callpath.Step{Resolver: resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"},
+			Audit: opts.Audit, Source: schema.SourceGateway, Action: schema.ActionEnforced,
+			ResolverBuild: opts.ResolverBuild, PolicyVersion: mode.String()},
 		store:     registryversions.New(registryversions.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
 		upstreams: map[string]*upstream.Upstream{},
 		trust:     map[string]int{},
@@ -131,8 +131,9 @@ func New(opts Options) (*Gateway, error) {
 		last:      map[string][]byte{},
 		listed:    map[string]bool{},
 	}
+	g.step.Hints = clientHints{g}
 	if cfg.Observe {
-		g.action = schema.ActionObserved
+		g.step.Action = schema.ActionObserved
 	}
 	g.work.New = func() any { return new(callWork) }
 	g.cat.Store(newCatalogue(nil, time.Time{}, nil, cfg.Separator, nil, 0))
