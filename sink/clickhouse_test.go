@@ -359,16 +359,34 @@ func TestServerDown(t *testing.T) {
 }
 
 // TestPermanent: a column the writer needs was dropped behind its back: the
-// server's NO_SUCH_COLUMN_IN_TABLE is permanent.
+// server's NO_SUCH_COLUMN_IN_TABLE is permanent (appender.IsPermanent,
+// the one rule its callers ask), through Write, through the Appender's
+// batches, and for the registry history's table.
 func TestPermanent(t *testing.T) {
 	w := newWriter(t)
-	if err := w.Conn().Exec(context.Background(), "ALTER TABLE `"+w.Database()+"`.decisions DROP COLUMN args_raw"); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	for _, q := range []string{"decisions DROP COLUMN args_raw", "registry_changes DROP COLUMN summary"} {
+		if err := w.Conn().Exec(ctx, "ALTER TABLE `"+w.Database()+"`."+q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	err := w.Write(context.Background(), mkRows("p", 0, 10, base))
+	err := w.Write(ctx, mkRows("p", 0, 10, base))
 	t.Logf("kind %s: %v", Kind(err), err)
 	if !appender.IsPermanent(err) || IsRetryable(err) {
 		t.Fatalf("IsPermanent = %v, IsRetryable = %v for %v", appender.IsPermanent(err), IsRetryable(err), err)
+	}
+	b := appender.NewBatch(w.Appender())
+	if _, ok := b.(*Batch); !ok {
+		t.Fatalf("the Appender's batch is a %T, want a *Batch", b)
+	}
+	b.Append(mkRows("p", 0, 10, base))
+	if err := b.Write(ctx); !appender.IsPermanent(err) || Kind(err) != KindSchema {
+		t.Fatalf("the Appender's batch: kind %s, permanent %v: %v", Kind(err), appender.IsPermanent(err), err)
+	}
+	cs := storeRows()(&schema.Listing{EventID: "l1", ObservedAt: base, Registry: "fleet", Server: "github", Op: schema.OpSnapshot,
+		Tools: []schema.Tool{{Name: "search", InputSchema: []byte(`{"type":"object"}`)}}})
+	if err := w.WriteRegistryChanges(ctx, cs); !appender.IsPermanent(err) || Kind(err) != KindSchema {
+		t.Fatalf("WriteRegistryChanges: kind %s, permanent %v: %v", Kind(err), appender.IsPermanent(err), err)
 	}
 	// And a new writer refuses to start on that table.
 	_, err = NewClickHouse(context.Background(), Config{Addr: []string{chenginetest.Server(t).Addr()}, Database: w.Database()})
