@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -62,8 +61,8 @@ var columns = func() map[string]schema.Column {
 
 // AppendDecision appends the record's decision object: the members of
 // schema.Decision.AppendJSON, then suggested_tool, resolver_build,
-// policy_version and decided_at. The HTTP API answers the same object
-// with source, action and hints added.
+// policy_version and decided_at. The call path answers the same object
+// with source, action and hints added (callpath.AppendAnswer).
 func (r *Record) AppendDecision(b []byte) []byte {
 	b = r.Decision.AppendJSON(b)
 	b = b[:len(b)-1] // reopen the object
@@ -76,22 +75,6 @@ func (r *Record) AppendDecision(b []byte) []byte {
 	b = append(b, `,"decided_at":"`...)
 	b = schema.AppendTime(b, r.DecidedAt)
 	return append(b, `"}`...)
-}
-
-// AppendAnswer appends the decision as the call path answers it (POST
-// /v1/resolve's answer; the MCP gateway's rejection: a JSON-RPC error's
-// data, or the _meta of a result with isError): the object of
-// AppendDecision, then "source", "action" and "hints" (h; {} when empty).
-func (r *Record) AppendAnswer(b []byte, h *suggest.Hints) []byte {
-	b = r.AppendDecision(b)
-	b = b[:len(b)-1] // reopen the object
-	b = append(b, `,"source":`...)
-	b = schema.AppendString(b, string(r.Source))
-	b = append(b, `,"action":`...)
-	b = schema.AppendString(b, string(r.Action))
-	b = append(b, `,"hints":`...)
-	b = h.AppendJSON(b)
-	return append(b, '}')
 }
 
 // AppendJSON appends the record as one JSON object (no newline).

@@ -41,7 +41,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/schema"
-	"github.com/toolaudit/toolaudit/stream"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // DefaultTopic is a suggested name; the topic is off unless configured.
@@ -102,7 +102,7 @@ type Config struct {
 	Opts []kgo.Opt
 }
 
-// Kafka is the pipeline's sink for the decisions topic (stream.Batcher).
+// Kafka is the pipeline's sink for the decisions topic (appender.Batcher).
 // Use it through stream.Tee after the store.
 type Kafka struct {
 	cl       *kgo.Client
@@ -111,7 +111,7 @@ type Kafka struct {
 	retries  prometheus.Counter
 }
 
-var _ stream.Batcher = (*Kafka)(nil)
+var _ appender.Batcher = (*Kafka)(nil)
 
 // NewKafka returns the sink; it connects lazily. A nil reg registers no
 // metrics.
@@ -151,16 +151,16 @@ func NewKafka(cfg Config, reg prometheus.Registerer) (*Kafka, error) {
 // Close closes the client.
 func (k *Kafka) Close() { k.cl.Close() }
 
-// Write produces rows and waits for every ack (stream.Sink).
+// Write produces rows and waits for every ack (appender.Sink).
 func (k *Kafka) Write(ctx context.Context, rows []schema.Row) error {
 	b := k.NewBatch()
 	b.Append(rows)
 	return b.Write(ctx)
 }
 
-// NewBatch returns an empty batch (stream.Batcher): rows are encoded as
+// NewBatch returns an empty batch (appender.Batcher): rows are encoded as
 // they are appended.
-func (k *Kafka) NewBatch() stream.Batch { return &batch{k: k} }
+func (k *Kafka) NewBatch() appender.Batch { return &batch{k: k} }
 
 // batch holds the records of a write: values in one buffer, and which
 // records are still to be acknowledged.

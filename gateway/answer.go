@@ -16,7 +16,7 @@ import (
 )
 
 // MetaDecision is the _meta member of a rejected call's result: the
-// decision as the gateway answers it (audit.Record.AppendAnswer: the
+// decision as the gateway answers it (callpath.AppendAnswer: the
 // decision, source, action and hints), for programs; the text is for
 // the model.
 const MetaDecision = "io.toolaudit/decision"

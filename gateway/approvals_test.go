@@ -74,8 +74,8 @@ func TestApprovals(t *testing.T) {
 			if n := fx.Calls() - calls; n != 0 {
 				t.Fatalf("the upstream received %d calls", n)
 			}
-			if last.Approval != schema.ApprovalUnapproved || !strings.Contains(st.gw.policy, "+approvals(block+tofu)") {
-				t.Fatalf("audit record %+v, policy %s", last, st.gw.policy)
+			if last.Approval != schema.ApprovalUnapproved || !strings.Contains(st.gw.step.PolicyVersion, "+approvals(block+tofu)") {
+				t.Fatalf("audit record %+v, policy %s", last, st.gw.step.PolicyVersion)
 			}
 			gate.Publish(approveAll(t, st, set.Version(), &set))
 			if got, je := c.call(t, "fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`); je != nil || got != "sent 5 to bob" {

@@ -405,7 +405,7 @@ func TestRugPullSpellings(t *testing.T) {
 			t.Errorf("record %d (%s): seen_digest %q, want the one shown", i, r.Decision.Class, r.Decision.SeenDigest)
 		}
 		var again schema.Decision
-		st.gw.resolver.Decide(vs, &dec, r.Call, &call, &again)
+		st.gw.step.Resolver.Decide(vs, &dec, r.Call, &call, &again)
 		want := r.Decision
 		again.Drift, want.Drift = false, false
 		if again != want {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -88,7 +89,7 @@ func BenchmarkDecide(b *testing.B) {
 				args, _ := gw.arguments(w, json.RawMessage(tc.args))
 				rec := gw.decide(w, tc.s, "", tc.tool, "", args, gw.store.Snapshot())
 				if rec.Decision.Verdict == schema.Reject {
-					w.data = rec.AppendAnswer(w.data[:0], &suggest.Hints{})
+					w.data = callpath.AppendAnswer(w.data[:0], rec, &suggest.Hints{})
 				}
 			}
 		})

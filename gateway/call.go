@@ -13,8 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -73,17 +75,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	vs := g.store.Snapshot()
 	rec := g.decide(w, s, principalFrom(ctx), p.Name, claimedDigest(s, p.Meta), args, vs)
 	d := &rec.Decision
-	var hints suggest.Hints
-	if d.Verdict == schema.Reject {
-		hints = g.hints(vs, w, d)
-		rec.SuggestedTool = hints.SuggestedTool(d.Class)
-	}
-	if g.opts.Audit != nil {
-		if err := g.opts.Audit.Produce(ctx, rec); err != nil {
-			g.m.calls.WithLabelValues(string(d.Class), "audit_unavailable").Inc()
-			g.log.Warn("call refused: the audit trail did not take its decision", "event_id", d.EventID, "err", err)
-			return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: "the decision could not be recorded in the audit trail, so the call was not acted on (fail closed): retry"}
-		}
+	hints := g.step.Hint(vs, &w.call, rec)
+	if err := g.step.Record(ctx, rec); err != nil {
+		g.m.calls.WithLabelValues(string(d.Class), "audit_unavailable").Inc()
+		g.log.Warn("call refused: the audit trail did not take its decision", "event_id", d.EventID, "err", err)
+		return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: "the decision could not be recorded in the audit trail, so the call was not acted on (fail closed): retry"}
 	}
 	g.m.decided.Observe(time.Since(start).Seconds())
 
@@ -91,7 +87,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	if d.Verdict == schema.Reject {
 		if !g.cfg.Observe || server == "" {
 			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
-			w.data = rec.AppendAnswer(w.data[:0], &hints)
+			w.data = callpath.AppendAnswer(w.data[:0], rec, &hints)
 			return rejectionResult(p.Name, server+g.cfg.Separator+tool, d, &hints, w.data)
 		}
 	}
@@ -217,14 +213,12 @@ func sessionShown(s *session) *catalogue {
 // decideEvent encodes call c with args and decides it into w.rec.
 func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registryversions.Snapshot) *audit.Record {
 	w.event = schema.AppendCall(w.event[:0], c, schema.CallArgs{JSON: args})
-	rec := &w.rec
-	*rec = audit.Record{
-		Source: schema.SourceGateway, Action: g.action, Call: w.event, Key: c.Key(),
-		ResolverBuild: g.opts.ResolverBuild, PolicyVersion: g.policy,
-	}
-	g.resolver.Decide(vs, &w.dec, w.event, &w.call, &rec.Decision)
-	rec.DecidedAt = time.Now().UTC()
-	return rec
+	g.step.Decide(vs, &w.dec, w.event, &w.call, &w.rec)
+	// The gateway made the event: its key is c's even when the event
+	// does not decode (arguments that repeat a key are MALFORMED, and
+	// the decoder then reads no session).
+	w.rec.Key = c.Key()
+	return &w.rec
 }
 
 // target reads the name a client called: a name of the catalogue the
@@ -279,21 +273,29 @@ func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.
 	return e.digest
 }
 
-// hints are the hints of rejected decision d, in the names clients
-// call: suggest's (H1, M1: the nearest names; M2, M3: the names to pin;
-// H2, H3: keys and expectations) and, for H5 and M5, the tool the
-// arguments fit.
-func (g *Gateway) hints(vs *registryversions.Snapshot, w *callWork, d *schema.Decision) suggest.Hints {
+// clientHints are the hints of the gateway's rejections (the step's
+// Hinter): Gateway.hints.
+type clientHints struct{ g *Gateway }
+
+func (h clientHints) Hints(vs resolve.Versions, c *schema.Call, d *schema.Decision) suggest.Hints {
+	return h.g.hints(vs, c, d)
+}
+
+// hints are the hints of rejected decision d of call c, in the names
+// clients call: Options.Hints' (H1, M1: the nearest names; M2, M3: the
+// names to pin; H2, H3: keys and expectations) and, for H5 and M5, the
+// tool the arguments fit.
+func (g *Gateway) hints(vs resolve.Versions, c *schema.Call, d *schema.Decision) suggest.Hints {
 	var h suggest.Hints
 	if g.opts.Hints != nil {
-		h = g.opts.Hints.Hints(vs, &w.call, d)
+		h = g.opts.Hints.Hints(vs, c, d)
 	}
-	v := vs.At(g.cfg.Registry, w.call.EmittedAt)
+	v := vs.At(g.cfg.Registry, c.EmittedAt)
 	switch d.Class {
 	case schema.H5, schema.M5:
 		h.Tools = g.fitting(v, d)
 	default:
-		h.Tools = g.clientNames(v, w.call.Server, h.Tools)
+		h.Tools = g.clientNames(v, c.Server, h.Tools)
 	}
 	return h
 }

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/toolaudit/toolaudit/internal/bearer"
-	"github.com/toolaudit/toolaudit/resolve"
-	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -25,11 +23,6 @@ func (f PublisherFunc) Publish(ctx context.Context, l *schema.Listing, event []b
 	return f(ctx, l, event)
 }
 
-// Hinter computes the hints of a rejected call (*suggest.Suggester).
-type Hinter interface {
-	Hints(vs resolve.Versions, c *schema.Call, d *schema.Decision) suggest.Hints
-}
-
 // Authorizer authenticates a client's HTTP request and names it (the
 // name becomes the agent_id of its calls): *bearer.Tokens. Its errors are
 // answered 401, bearer.ErrNoTokens 403.
@@ -38,7 +31,6 @@ type Authorizer interface {
 }
 
 var (
-	_ Hinter     = (*suggest.Suggester)(nil)
 	_ Authorizer = (*bearer.Tokens)(nil)
 )
 

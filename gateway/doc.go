@@ -105,9 +105,10 @@
 //
 // Absent or null arguments are {} (MCP lets a client omit them). The
 // event has no "visible" frontier (H4 is not applied): it would repeat the
-// whole catalogue in every event. The event is decided as every front end
-// decides one (resolve.Resolver.Decide), the decision is produced to the
-// audit trail (Auditor, acknowledged) and only then acted on. A rejected
+// whole catalogue in every event. The event is decided, recorded and
+// answered by the call path's one step, the resolve API's too (package
+// callpath): decided (resolve.Resolver.Decide), produced to the audit
+// trail (Options.Audit, acknowledged) and only then acted on. A rejected
 // call never reaches an upstream, and is answered as the MCP
 // specification (2025-11-25 and 2026-07-28, Tools / Error Handling)
 // separates errors:
@@ -131,7 +132,7 @@
 //     (clients check that against the tool's outputSchema).
 //
 // The answer object is the decision, source, action and hints
-// (audit.Record.AppendAnswer). Hints and suggested_tool name tools as
+// (callpath.AppendAnswer). Hints and suggested_tool name tools as
 // clients call them (server + Separator + tool), in the answer and in
 // the audit record; the resolver's reasons keep its own server/tool.
 // An accepted call is forwarded, its arguments byte for byte as decided,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/internal/connsec"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -35,8 +36,9 @@ type Options struct {
 	// nil: decisions are not audited (no Kafka).
 	Audit audit.Producer
 	// Hints computes the hints of rejections (*suggest.Suggester); nil:
-	// none.
-	Hints Hinter
+	// none but the tool the arguments fit (H5, M5). The gateway names
+	// the tools of both as its clients call them.
+	Hints callpath.Hinter
 	// Auth authenticates clients (*bearer.Tokens); nil: every client is
 	// let in.
 	Auth Authorizer
@@ -66,12 +68,10 @@ type Options struct {
 // merges the tools of its upstreams, decides every call, and forwards
 // the calls that resolve. Run supervises the upstreams.
 type Gateway struct {
-	cfg      Config
-	opts     Options
-	log      *slog.Logger
-	resolver resolve.Resolver
-	policy   string
-	action   schema.Action
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+	step callpath.Step // decide, record, answer
 
 	store     *registryversions.Store
 	upstreams map[string]*upstream.Upstream
@@ -110,6 +110,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	mode, _ := resolve.ParseMode(cfg.Mode)
+	resolver := resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert", Approvals: opts.Approvals}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -122,9 +123,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, opts: opts, log: log,
-		resolver:  resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert", Approvals: opts.Approvals},
-		policy:    mode.String(),
-		action:    schema.ActionEnforced,
+		step: callpath.Step{Resolver: resolver,
+			Audit: opts.Audit, Source: schema.SourceGateway, Action: schema.ActionEnforced,
+			ResolverBuild: opts.ResolverBuild, PolicyVersion: resolver.Policy()},
 		store:     registryversions.New(registryversions.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
 		upstreams: map[string]*upstream.Upstream{},
 		trust:     map[string]int{},
@@ -137,11 +138,9 @@ func New(opts Options) (*Gateway, error) {
 		last:      map[string][]byte{},
 		listed:    map[string]bool{},
 	}
+	g.step.Hints = clientHints{g}
 	if cfg.Observe {
-		g.action = schema.ActionObserved
-	}
-	if opts.Approvals != nil {
-		g.policy = g.resolver.Policy()
+		g.step.Action = schema.ActionObserved
 	}
 	g.work.New = func() any { return new(callWork) }
 	g.cat.Store(newCatalogue(nil, time.Time{}, nil, cfg.Separator, nil, 0))

@@ -20,11 +20,12 @@
 // parameter. Errors are JSON, {"error": code, "message": text}, with
 // stable codes (errors.go).
 //
-// An answer is the decision of the wire contract (schema.Decision's
-// members) plus suggested_tool, resolver_build, policy_version and
-// decided_at (audit.Record.AppendDecision: the audit record holds the
-// same object), then "source" ("api"), "action" and "hints" (package
-// resolve/suggest; {} when there is none). ?mode=pin-assisted resolves
+// A call is decided, recorded and answered by the call path's one step
+// (package callpath, the gateway's too). An answer is the decision of the
+// wire contract (schema.Decision's members) plus suggested_tool,
+// resolver_build, policy_version and decided_at (the audit record holds
+// the same object), then "source" ("api"), "action" and "hints" (package
+// resolve/suggest; {} when there is none): callpath.AppendAnswer. ?mode=pin-assisted resolves
 // that request's same-trust ties (policy_version says which mode
 // decided); ?action=enforced|observed is what the caller reports it does
 // with the verdict, recorded with it (one value for every call of the

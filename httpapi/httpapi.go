@@ -15,12 +15,14 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/internal/ratelog"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Defaults of Config's limits.
@@ -106,6 +108,7 @@ func (c *Config) defaults() {
 
 type handler struct {
 	cfg      Config
+	step     callpath.Step       // a request's copy takes its mode and action
 	requests *semaphore.Weighted // MaxInFlight
 	bytes    *semaphore.Weighted // MaxInFlightBytes
 	work     sync.Pool           // *work
@@ -128,6 +131,8 @@ func New(cfg Config) (http.Handler, error) {
 		requests: semaphore.NewWeighted(int64(cfg.MaxInFlight)),
 		bytes:    semaphore.NewWeighted(cfg.MaxInFlightBytes),
 		logEvery: ratelog.Every{Interval: 10 * time.Second},
+		step: callpath.Step{Resolver: cfg.Resolver, Hints: cfg.Suggester, Audit: cfg.Audit,
+			Source: schema.SourceAPI, ResolverBuild: cfg.ResolverBuild},
 	}
 	h.work.New = func() any { return newWork() }
 	h.decided = prometheus.NewCounterVec(prometheus.CounterOpts{

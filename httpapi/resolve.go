@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -170,14 +171,12 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	}
 
 	h.decide(wk, p)
-	if h.cfg.Audit != nil {
-		if err := h.cfg.Audit.Produce(r.Context(), wk.ptrs...); err != nil {
-			if ok, n := h.logEvery.Allow(); ok {
-				h.cfg.Logger.Warn("decisions not answered: the audit trail did not take them", "calls", len(wk.ptrs), "err", err, "suppressed", n)
-			}
-			return fail(w, http.StatusServiceUnavailable, codeAuditDown,
-				"the decision could not be recorded in the audit trail, so it is not answered (fail closed); retry")
+	if err := h.step.Record(r.Context(), wk.ptrs...); err != nil {
+		if ok, n := h.logEvery.Allow(); ok {
+			h.cfg.Logger.Warn("decisions not answered: the audit trail did not take them", "calls", len(wk.ptrs), "err", err, "suppressed", n)
 		}
+		return fail(w, http.StatusServiceUnavailable, codeAuditDown,
+			"the decision could not be recorded in the audit trail, so it is not answered (fail closed); retry")
 	}
 	out := wk.out[:0]
 	if batch {
@@ -187,7 +186,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = wk.ptrs[i].AppendAnswer(out, &wk.hints[i])
+		out = callpath.AppendAnswer(out, wk.ptrs[i], &wk.hints[i])
 	}
 	if batch {
 		out = append(out, ']')
@@ -202,7 +201,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	return http.StatusOK, ""
 }
 
-// decide decides every call of the request into wk.recs, with hints.
+// decide decides every call of the request into wk.recs, with hints,
+// under the request's mode and action.
 func (h *handler) decide(wk *work, p params) {
 	n := len(wk.elems)
 	if cap(wk.recs) < n {
@@ -212,21 +212,13 @@ func (h *handler) decide(wk *work, p params) {
 	wk.recs, wk.hints = wk.recs[:n], wk.hints[:n]
 	wk.ptrs = wk.ptrs[:0]
 	vs := h.cfg.Store.Snapshot()
-	res := h.cfg.Resolver
-	res.Mode = p.mode
-	policy := p.mode.String()
+	st := h.step
+	st.Resolver.Mode, st.PolicyVersion, st.Action = p.mode, p.mode.String(), p.action
 	for i, e := range wk.elems {
 		rec := &wk.recs[i]
-		*rec = audit.Record{Source: schema.SourceAPI, Action: p.action, Call: e, ResolverBuild: h.cfg.ResolverBuild, PolicyVersion: policy}
-		res.Decide(vs, &wk.dec, e, &wk.call, &rec.Decision)
-		rec.Key = wk.call.Key()
-		rec.DecidedAt = time.Now()
-		wk.hints[i] = suggest.Hints{}
-		if rec.Decision.Verdict == schema.Reject {
-			// Hints read the call, which the next Decode replaces.
-			wk.hints[i] = h.cfg.Suggester.Hints(vs, &wk.call, &rec.Decision)
-			rec.SuggestedTool = wk.hints[i].SuggestedTool(rec.Decision.Class)
-		}
+		st.Decide(vs, &wk.dec, e, &wk.call, rec)
+		// Hints read the call, which the next Decide replaces.
+		wk.hints[i] = st.Hint(vs, &wk.call, rec)
 		wk.ptrs = append(wk.ptrs, rec)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // discard is a Batch that keeps the count and size of its rows, as the
@@ -55,7 +56,7 @@ func BenchmarkRunKafka(b *testing.B) {
 	cfg.Window.From = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	b.ReportAllocs()
 	b.ResetTimer()
-	r, err := New(cfg, vs, kafkaSource(c, cfg.Window, 0), func() Batch { return &discard{} }, nil)
+	r, err := New(cfg, vs, kafkaSource(c, cfg.Window, 0), func() appender.Batch { return &discard{} }, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,11 +47,9 @@ type Config struct {
 	BatchRows, BatchBytes int
 	// RetryMin and RetryMax bound the exponential backoff between attempts
 	// to write a batch; RetryFor is how long a batch is retried before
-	// the run fails. Defaults 100ms, 5s and 2m.
+	// the run fails. Defaults 100ms, 5s and 2m. An error that retrying
+	// cannot fix (appender.IsPermanent) fails the run at once.
 	RetryMin, RetryMax, RetryFor time.Duration
-	// Permanent reports an error of Batch.Write that retrying cannot fix
-	// (sink.IsPermanent), which fails the run at once. Nil: none.
-	Permanent func(error) bool
 }
 
 // DefaultConfig returns the defaults, without window or analysis.

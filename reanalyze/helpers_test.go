@@ -25,6 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/sink/appender"
 	"github.com/toolaudit/toolaudit/stream"
 )
 
@@ -183,12 +184,13 @@ func testConfig(analysis string, w schema.Window) Config {
 	cfg := DefaultConfig()
 	cfg.Window, cfg.AnalysisID, cfg.ResolverBuild = w, analysis, "test"
 	cfg.RetryMin, cfg.RetryMax, cfg.RetryFor = 5*time.Millisecond, 20*time.Millisecond, 10*time.Second
-	cfg.Permanent = sink.IsPermanent
 	return cfg
 }
 
 // batches are the store's batches as the Runner writes them.
-func batches(ch *sink.ClickHouse) func() Batch { return func() Batch { return ch.NewBatch() } }
+func batches(ch *sink.ClickHouse) func() appender.Batch {
+	return func() appender.Batch { return ch.NewBatch() }
+}
 
 // reanalyze runs one re-analysis of src into ch.
 func reanalyze(t testing.TB, cfg Config, vs resolve.Versions, src Source, ch *sink.ClickHouse) Summary {
@@ -263,12 +265,6 @@ func admin(t testing.TB, c *kfake.Cluster) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-// chSink is the store as the pipeline's sink (cmd/resolverd's adapter
-// also marks permanent errors).
-type chSink struct{ *sink.ClickHouse }
-
-func (s chSink) NewBatch() stream.Batch { return s.ClickHouse.NewBatch() }
-
 // live runs the pipeline over the cluster's calls, archiving them or not,
 // until every call is decided under analysis id.
 func live(t testing.TB, c *kfake.Cluster, ch *sink.ClickHouse, analysis string, archive bool) {
@@ -283,7 +279,7 @@ func live(t testing.TB, c *kfake.Cluster, ch *sink.ClickHouse, analysis string, 
 	cfg := stream.DefaultConfig()
 	cfg.Brokers, cfg.AnalysisID, cfg.Group, cfg.ArchiveCalls = c.ListenAddrs(), analysis, analysis, archive
 	cfg.ListingHold, cfg.ListingsPoll, cfg.BatchWait = 0, 20*time.Millisecond, 20*time.Millisecond
-	p, err := stream.New(cfg, registryversions.New(), chSink{ch}, nil, nil)
+	p, err := stream.New(cfg, registryversions.New(), ch.Appender(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

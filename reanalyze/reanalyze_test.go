@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 var day = schema.Window{Topic: callsTopic, From: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
@@ -281,7 +282,7 @@ func TestArchiveAfterTruncation(t *testing.T) {
 
 // flaky fails its first writes, retryably or for good.
 type flaky struct {
-	Batch
+	appender.Batch
 	fails     *int
 	permanent bool
 }
@@ -295,7 +296,7 @@ func (f flaky) Write(ctx context.Context) error {
 	if *f.fails > 0 {
 		*f.fails--
 		if f.permanent {
-			return errBad
+			return appender.Permanent(errBad)
 		}
 		return errDown
 	}
@@ -323,9 +324,8 @@ func TestWriteFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(strings.ReplaceAll(tc.name, " ", "-"), day)
 			cfg.RetryFor = tc.retryFor
-			cfg.Permanent = func(err error) bool { return errors.Is(err, errBad) }
 			fails := tc.fails
-			r, err := New(cfg, vs, kafkaSource(c, day, 0), func() Batch { return flaky{ch.NewBatch(), &fails, tc.permanent} }, nil)
+			r, err := New(cfg, vs, kafkaSource(c, day, 0), func() appender.Batch { return flaky{ch.NewBatch(), &fails, tc.permanent} }, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

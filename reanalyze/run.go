@@ -13,6 +13,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Source reads the call records of a window for a Runner.
@@ -34,26 +35,6 @@ type Chunk struct {
 	Done   func()
 }
 
-// Batch is one write of rows, gathered as they are appended; sink.Batch
-// is one.
-type Batch interface {
-	// Append adds rows, copying what it keeps: rows are reused after.
-	Append(rows []schema.Row)
-	// Len is the number of rows appended since the last Reset.
-	Len() int
-	// Size is about how many bytes they take in the batch.
-	Size() int
-	// Write stores the batch; it returns nil only when every row is
-	// stored, and is called again on the same batch after an error.
-	Write(ctx context.Context) error
-	// Reset empties the batch for reuse.
-	Reset()
-}
-
-// reserver is a Batch that can size its buffers for what it will hold
-// (sink.Batch).
-type reserver interface{ Reserve(rows, bytes int) }
-
 // handOff is how many rows a worker decides before it appends them to the
 // batch, under its lock (at most BatchRows: a batch holds less than two
 // BatchRows).
@@ -66,16 +47,17 @@ type Runner struct {
 	policy   string
 	vs       resolve.Versions
 	src      Source
-	newBatch func() Batch
+	newBatch func() appender.Batch
 	log      *slog.Logger
 
 	total, read, decided, written atomic.Int64
 }
 
 // New checks cfg and returns a Runner that decides the records src reads
-// against vs and writes their rows through batches of newBatch. A nil log
+// against vs and writes their rows through batches of newBatch (with
+// package appender's contract: sink.ClickHouse.NewBatch). A nil log
 // logs nothing.
-func New(cfg Config, vs resolve.Versions, src Source, newBatch func() Batch, log *slog.Logger) (*Runner, error) {
+func New(cfg Config, vs resolve.Versions, src Source, newBatch func() appender.Batch, log *slog.Logger) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -260,15 +242,15 @@ func (w *worker) flush(ctx context.Context) error {
 type gatherer struct {
 	rows, bytes int
 	mu          sync.Mutex
-	cur         Batch
-	free, full  chan Batch
+	cur         appender.Batch
+	free, full  chan appender.Batch
 }
 
 func (r *Runner) newGatherer() *gatherer {
-	gt := &gatherer{rows: r.cfg.BatchRows, bytes: r.cfg.BatchBytes, free: make(chan Batch, 2), full: make(chan Batch, 2)}
+	gt := &gatherer{rows: r.cfg.BatchRows, bytes: r.cfg.BatchBytes, free: make(chan appender.Batch, 2), full: make(chan appender.Batch, 2)}
 	for range 2 {
 		b := r.newBatch()
-		if rs, ok := b.(reserver); ok {
+		if rs, ok := b.(appender.Reserver); ok {
 			rs.Reserve(r.cfg.BatchRows, r.cfg.BatchBytes)
 		}
 		gt.free <- b
@@ -323,8 +305,9 @@ func (r *Runner) writeBatches(ctx context.Context, gt *gatherer, sum *Summary) e
 	return nil
 }
 
-// write stores b, retrying with backoff for up to RetryFor.
-func (r *Runner) write(ctx context.Context, b Batch) error {
+// write stores b, retrying with backoff for up to RetryFor; an error that
+// retrying cannot fix (appender.IsPermanent) fails at once.
+func (r *Runner) write(ctx context.Context, b appender.Batch) error {
 	start, wait := time.Now(), r.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := b.Write(ctx)
@@ -333,7 +316,7 @@ func (r *Runner) write(ctx context.Context, b Batch) error {
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case r.cfg.Permanent != nil && r.cfg.Permanent(err):
+		case appender.IsPermanent(err):
 			return fmt.Errorf("write of %d rows refused: %w", b.Len(), err)
 		case time.Since(start) >= r.cfg.RetryFor:
 			return fmt.Errorf("write of %d rows still failing after %d attempts in %s: %w", b.Len(), attempt, time.Since(start).Round(time.Millisecond), err)

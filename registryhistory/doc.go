@@ -13,7 +13,7 @@
 // when it is full, new rows are dropped and counted
 // (toolaudit_registry_history_changes_dropped_total): the listings path
 // does not block. Failed writes are retried with backoff; a write the
-// table can never take (Options.Permanent) is dropped and counted.
+// table can never take (appender.IsPermanent) is dropped and counted.
 // Nothing is lost for good: every instance reads the whole listings topic
 // at start and writes the whole history again, which the table collapses
 // (one row per change, the last written). Rows still queued at shutdown

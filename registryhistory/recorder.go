@@ -12,6 +12,7 @@ import (
 	"github.com/toolaudit/toolaudit/registrydiff"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Writer stores rows of the registry history: sink.ClickHouse's
@@ -40,10 +41,6 @@ type Options struct {
 	// RetryMin and RetryMax bound the backoff between failed writes.
 	// Defaults 100ms and 10s.
 	RetryMin, RetryMax time.Duration
-	// Permanent reports a write error that retrying cannot fix (for
-	// ClickHouse: sink.IsPermanent): the batch is dropped. Default: none
-	// is.
-	Permanent func(error) bool
 	// Logger and Registerer: nil means none.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -61,9 +58,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(10*time.Second, o.RetryMin)
-	}
-	if o.Permanent == nil {
-		o.Permanent = func(error) bool { return false }
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -219,7 +213,7 @@ func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error
 			return ctx.Err()
 		}
 		r.m.writeErrors.Inc()
-		if r.o.Permanent(err) {
+		if appender.IsPermanent(err) {
 			r.m.dropped.Add(float64(len(batch)))
 			r.o.Logger.Error("registry history: rows the store cannot take, dropped", "rows", len(batch), "err", err)
 			return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
@@ -193,15 +194,14 @@ func TestRecorderRetries(t *testing.T) {
 		case 1, 2:
 			return errors.New("connection refused")
 		case 3:
-			return errPermanent
+			return appender.Permanent(errRefused)
 		}
 		for _, c := range cs {
 			stored.Store(c.Key(), c)
 		}
 		return nil
 	})
-	rec, err := New(w, Options{RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond, BatchRows: 1000,
-		Permanent: func(err error) bool { return errors.Is(err, errPermanent) }})
+	rec, err := New(w, Options{RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond, BatchRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestRecorderRetries(t *testing.T) {
 	}
 }
 
-var errPermanent = errors.New("permanent")
+var errRefused = errors.New("rows refused (test)")
 
 // TestRecorderQueueFull: with the store stuck, ObserveChanges does not
 // block; rows beyond MaxQueued are dropped and counted; cancelling Run

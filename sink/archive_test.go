@@ -13,6 +13,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // mkEvents returns n call records of topic, emitted one second apart from
@@ -170,7 +171,7 @@ func TestArchiveMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := w.CheckArchive(ctx)
-	if !errors.Is(err, ErrSchemaMismatch) || !IsPermanent(err) {
+	if !errors.Is(err, ErrSchemaMismatch) || !appender.IsPermanent(err) {
 		t.Fatalf("CheckArchive = %v, want a permanent ErrSchemaMismatch", err)
 	}
 }

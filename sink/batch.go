@@ -14,6 +14,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Batch is the rows of one INSERT, gathered in ClickHouse's column form as
@@ -48,6 +49,21 @@ type Batch struct {
 	hash    xxh3.Hasher128
 	scratch proto.Buffer
 }
+
+// Appender returns c as a batch appender (appender.Batcher): its batches
+// are Batches, rows encoded into the INSERT's columns as they are
+// appended, and its errors are marked permanent as the contract says.
+func (c *ClickHouse) Appender() appender.Batcher { return chAppender{c} }
+
+type chAppender struct{ c *ClickHouse }
+
+func (a chAppender) Write(ctx context.Context, rows []schema.Row) error { return a.c.Write(ctx, rows) }
+func (a chAppender) NewBatch() appender.Batch                           { return a.c.NewBatch() }
+
+var (
+	_ appender.Archiver = (*Batch)(nil)
+	_ appender.Reserver = (*Batch)(nil)
+)
 
 // NewBatch returns an empty batch for c.
 func (c *ClickHouse) NewBatch() *Batch {
@@ -210,7 +226,7 @@ func (c *ClickHouse) WriteBatch(ctx context.Context, b *Batch) error {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		err = fmt.Errorf("sink: clickhouse write of %d rows: %w", b.rows, err)
+		err = markPermanent(fmt.Errorf("sink: clickhouse write of %d rows: %w", b.rows, err))
 		c.log.Warn("sink: write failed", "rows", b.rows, "kind", Kind(err), "retryable", IsRetryable(err), "err", err)
 	} else if cl := b.clamped + b.events.clampedTimes(); cl > 0 {
 		c.m.clamped.Add(float64(cl))

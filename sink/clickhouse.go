@@ -255,7 +255,7 @@ func (c *ClickHouse) Close() error {
 // Write stores rows as one INSERT and returns nil only when ClickHouse has
 // acknowledged it (the rows are in a committed part). On error the rows may
 // or may not have been stored; see the package doc for what to do
-// (IsRetryable, IsPermanent). An empty batch is a no-op.
+// (appender.IsPermanent, IsRetryable). An empty batch is a no-op.
 //
 // Times are stored in milliseconds; a zero EmittedAt (no usable time) as
 // 1970-01-01 00:00:00 (the readers here turn it back into the zero time), a

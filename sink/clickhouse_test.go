@@ -16,6 +16,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // fields lists the leaf fields of schema.Row (Decision's promoted).
@@ -331,8 +332,8 @@ func TestServerDown(t *testing.T) {
 		t.Fatal("Write succeeded with the server stopped")
 	}
 	t.Logf("server down: kind %s: %v", Kind(err), err)
-	if !IsRetryable(err) || IsPermanent(err) {
-		t.Fatalf("IsRetryable = %v, IsPermanent = %v for %v", IsRetryable(err), IsPermanent(err), err)
+	if !IsRetryable(err) || appender.IsPermanent(err) {
+		t.Fatalf("IsRetryable = %v, IsPermanent = %v for %v", IsRetryable(err), appender.IsPermanent(err), err)
 	}
 	if gauge(t, reg, "toolaudit_sink_write_errors_total", Kind(err)) != 1 {
 		t.Errorf("write_errors_total{kind=%q} != 1", Kind(err))
@@ -358,20 +359,38 @@ func TestServerDown(t *testing.T) {
 }
 
 // TestPermanent: a column the writer needs was dropped behind its back: the
-// server's NO_SUCH_COLUMN_IN_TABLE is permanent.
+// server's NO_SUCH_COLUMN_IN_TABLE is permanent (appender.IsPermanent,
+// the one rule its callers ask), through Write, through the Appender's
+// batches, and for the registry history's table.
 func TestPermanent(t *testing.T) {
 	w := newWriter(t)
-	if err := w.Conn().Exec(context.Background(), "ALTER TABLE `"+w.Database()+"`.decisions DROP COLUMN args_raw"); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	for _, q := range []string{"decisions DROP COLUMN args_raw", "registry_changes DROP COLUMN summary"} {
+		if err := w.Conn().Exec(ctx, "ALTER TABLE `"+w.Database()+"`."+q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	err := w.Write(context.Background(), mkRows("p", 0, 10, base))
+	err := w.Write(ctx, mkRows("p", 0, 10, base))
 	t.Logf("kind %s: %v", Kind(err), err)
-	if !IsPermanent(err) || IsRetryable(err) {
-		t.Fatalf("IsPermanent = %v, IsRetryable = %v for %v", IsPermanent(err), IsRetryable(err), err)
+	if !appender.IsPermanent(err) || IsRetryable(err) {
+		t.Fatalf("IsPermanent = %v, IsRetryable = %v for %v", appender.IsPermanent(err), IsRetryable(err), err)
+	}
+	b := appender.NewBatch(w.Appender())
+	if _, ok := b.(*Batch); !ok {
+		t.Fatalf("the Appender's batch is a %T, want a *Batch", b)
+	}
+	b.Append(mkRows("p", 0, 10, base))
+	if err := b.Write(ctx); !appender.IsPermanent(err) || Kind(err) != KindSchema {
+		t.Fatalf("the Appender's batch: kind %s, permanent %v: %v", Kind(err), appender.IsPermanent(err), err)
+	}
+	cs := storeRows()(&schema.Listing{EventID: "l1", ObservedAt: base, Registry: "fleet", Server: "github", Op: schema.OpSnapshot,
+		Tools: []schema.Tool{{Name: "search", InputSchema: []byte(`{"type":"object"}`)}}})
+	if err := w.WriteRegistryChanges(ctx, cs); !appender.IsPermanent(err) || Kind(err) != KindSchema {
+		t.Fatalf("WriteRegistryChanges: kind %s, permanent %v: %v", Kind(err), appender.IsPermanent(err), err)
 	}
 	// And a new writer refuses to start on that table.
 	_, err = NewClickHouse(context.Background(), Config{Addr: []string{chenginetest.Server(t).Addr()}, Database: w.Database()})
-	if !errors.Is(err, ErrSchemaMismatch) || !IsPermanent(err) {
+	if !errors.Is(err, ErrSchemaMismatch) || !appender.IsPermanent(err) {
 		t.Fatalf("NewClickHouse on a mismatched table: %v; want ErrSchemaMismatch", err)
 	}
 }
@@ -391,7 +410,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := w.Write(context.Background(), mkRows("c", 0, 1, base))
-	if !errors.Is(err, ErrClosed) || IsRetryable(err) || IsPermanent(err) {
+	if !errors.Is(err, ErrClosed) || IsRetryable(err) || appender.IsPermanent(err) {
 		t.Fatalf("Write after Close: %v", err)
 	}
 }
@@ -401,7 +420,7 @@ func TestCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := w.Write(ctx, mkRows("x", 0, 10, base))
-	if err == nil || Kind(err) != KindCanceled || IsRetryable(err) || IsPermanent(err) {
+	if err == nil || Kind(err) != KindCanceled || IsRetryable(err) || appender.IsPermanent(err) {
 		t.Fatalf("Write with a canceled context: kind %q: %v", Kind(err), err)
 	}
 }

@@ -2,13 +2,12 @@
 // of the pipeline, the schema migrations of the store, and the reads that
 // tests, the demo and `resolverd report` make.
 //
-// The writer is a batch appender with one method, Write(ctx, rows): it
-// stores the whole batch and returns nil only once the store has
-// acknowledged it, so the caller may then commit the Kafka offsets of
-// those rows (acks travel with the data). The consumer defines its own
-// one-method interface. ClickHouse writes each batch as one native-protocol
-// INSERT into table decisions (see schema/ddl) and is safe for concurrent
-// use. A caller that gathers rows over time (the pipeline) appends them to
+// The writer is a batch appender (package appender, the contract of a
+// store of decisions): Write(ctx, rows) stores the whole batch and returns
+// nil only once the store has acknowledged it, so the caller may then
+// commit the Kafka offsets of those rows (acks travel with the data).
+// ClickHouse writes each batch as one native-protocol INSERT into table
+// decisions (see schema/ddl) and is safe for concurrent use. A caller that gathers rows over time (the pipeline) appends them to
 // a Batch, which holds them already encoded as the INSERT's columns, and
 // writes that (batch.go): the same INSERT without a slice of rows held in
 // between. The columns, their types and the Row fields they store come
@@ -21,10 +20,15 @@
 //
 // # Errors and retries
 //
-// A failed Write says whether to retry (errors.go):
+// The contract every writer of decisions keeps, and every caller writes
+// through, is package appender's: a Batcher (ClickHouse.Appender), and
+// the one rule for an error that retrying cannot fix,
+// appender.IsPermanent. A failed Write says whether to retry (errors.go):
 //
-//   - IsPermanent: the batch can never be written as it is (schema mismatch,
-//     bad data). The caller dead-letters it; retrying cannot help.
+//   - appender.IsPermanent: the batch can never be written as it is
+//     (schema mismatch, bad data; the write marks it as a *Permanent).
+//     Retrying cannot help: the pipeline stops, the re-analysis fails, the
+//     registry history drops the batch.
 //   - IsRetryable: the store did not take the batch this time (network,
 //     timeouts, server overload, too many parts, connection refused, and any
 //     error not known to be permanent). Back off and write the same rows

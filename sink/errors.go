@@ -11,6 +11,8 @@ import (
 	"github.com/ClickHouse/ch-go"
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Sentinel errors.
@@ -28,7 +30,9 @@ var (
 )
 
 // Permanent marks an error that retrying cannot fix: the batch is bad for
-// this store (schema mismatch, bad data). A consumer dead-letters the batch.
+// this store (schema mismatch, bad data). It is permanent in the sense of
+// package appender (errors.Is(err, appender.ErrPermanent)), which is how
+// callers ask: the writes mark every error that Kind finds permanent.
 type Permanent struct {
 	Err  error
 	Kind string // what kind of failure, as in the errors_total metric
@@ -46,6 +50,9 @@ func (e *Permanent) Error() string { return "permanent: " + e.Err.Error() }
 
 func (e *Permanent) Unwrap() error { return e.Err }
 
+// Is makes a *Permanent an appender.ErrPermanent.
+func (e *Permanent) Is(target error) bool { return target == appender.ErrPermanent }
+
 // The kinds of failure, the label values of metric
 // toolaudit_sink_write_errors_total.
 const (
@@ -60,12 +67,16 @@ const (
 	KindClosed   = "closed"   // Write after Close: neither
 )
 
-// IsPermanent reports whether err means the batch can never be written as it
-// is: a *Permanent in its chain, or a ClickHouse exception about the schema
-// or the data. The caller should dead-letter the batch.
-func IsPermanent(err error) bool {
-	k := Kind(err)
-	return k == KindSchema || k == KindData
+// markPermanent returns err as a *Permanent when Kind finds it permanent (a
+// ClickHouse exception about the schema or the data, a column that does
+// not fit), so that callers of the writes need appender.IsPermanent alone.
+func markPermanent(err error) error {
+	switch k := Kind(err); {
+	case k != KindSchema && k != KindData, appender.IsPermanent(err):
+		return err
+	default:
+		return &Permanent{Kind: k, Err: err}
+	}
 }
 
 // IsRetryable reports whether writing the same rows again may succeed:

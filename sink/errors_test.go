@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 func TestKind(t *testing.T) {
@@ -54,8 +56,14 @@ func TestKind(t *testing.T) {
 			if got := IsRetryable(tt.err); got != tt.retryable {
 				t.Errorf("IsRetryable = %v, want %v", got, tt.retryable)
 			}
-			if got := IsPermanent(tt.err); got != tt.permanent {
+			// What the writes return: marked for appender.IsPermanent,
+			// of the same Kind.
+			marked := markPermanent(tt.err)
+			if got := appender.IsPermanent(marked); got != tt.permanent {
 				t.Errorf("IsPermanent = %v, want %v", got, tt.permanent)
+			}
+			if got := Kind(marked); got != tt.kind || !errors.Is(marked, tt.err) {
+				t.Errorf("marked: Kind = %q, want %q; lost the cause: %v", got, tt.kind, !errors.Is(marked, tt.err))
 			}
 		})
 	}

@@ -23,9 +23,13 @@ const registryColumns = "registry, server, tool, observed_at, event_id, change, 
 // acknowledged it. The table keeps, per (registry, server, tool,
 // observed_at), the row with the greatest RecordedAt (a zero RecordedAt
 // is stored as the time of the write), and FINAL drops the deleted ones:
-// writing the same rows again is harmless. Errors are classified as
-// Write's (IsRetryable, IsPermanent).
+// writing the same rows again is harmless. Errors are as Write's
+// (appender.IsPermanent, IsRetryable).
 func (c *ClickHouse) WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
+	return markPermanent(c.writeRegistryChanges(ctx, cs))
+}
+
+func (c *ClickHouse) writeRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {

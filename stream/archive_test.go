@@ -87,7 +87,7 @@ func TestArchiveCalls(t *testing.T) {
 	adm := admin(t, c)
 	for _, group := range []string{"resolverd", "again"} {
 		cfg.Group, cfg.AnalysisID = group, group
-		r := start(t, cfg, nil, chSink{ch}, nil)
+		r := start(t, cfg, nil, ch.Appender(), nil)
 		eventually(t, time.Minute, "every record decided", func() bool {
 			_, n, err := ch.Counts(ctx, group)
 			return err == nil && n == len(rs)
@@ -111,5 +111,3 @@ func TestArchiveCalls(t *testing.T) {
 		}
 	}
 }
-
-var _ Archiver = (*sink.Batch)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // BenchmarkPipeline: calls per second from an in-process Kafka, through
@@ -43,7 +44,7 @@ func benchPipeline(b *testing.B, passthrough bool) {
 	var n atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
-	sink := SinkFunc(func(_ context.Context, rows []schema.Row) error {
+	sink := appender.SinkFunc(func(_ context.Context, rows []schema.Row) error {
 		if n.Add(int64(len(rows))) >= int64(b.N) {
 			once.Do(func() { close(done) })
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -53,7 +54,7 @@ func TestConfigValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Validate = %v, want %q", err, tc.wantErr)
 			}
-			if _, err := New(cfg, registryversions.New(), SinkFunc(nil), nil, nil); !errors.Is(err, ErrConfig) {
+			if _, err := New(cfg, registryversions.New(), appender.SinkFunc(nil), nil, nil); !errors.Is(err, ErrConfig) {
 				t.Fatalf("New = %v, want ErrConfig", err)
 			}
 		})
@@ -85,16 +86,5 @@ func TestBackoff(t *testing.T) {
 	}
 	if got := backoff(1000, min, max); got != max {
 		t.Errorf("backoff(1000) = %v", got)
-	}
-}
-
-func TestPermanent(t *testing.T) {
-	base := errors.New("bad row")
-	err := Permanent(base)
-	if !IsPermanent(err) || !errors.Is(err, base) {
-		t.Fatalf("Permanent(%v) = %v", base, err)
-	}
-	if IsPermanent(base) || Permanent(nil) != nil {
-		t.Fatal("plain errors are retryable; Permanent(nil) is nil")
 	}
 }

@@ -52,7 +52,7 @@
 // gathers the rows of every partition into a batch (Config.BatchRows
 // rows, or what it has after Config.BatchWait) and writes it in three
 // steps: the batch's bad records to the DLQ, the rows to the
-// Sink, then one commit of the offset after the last record of each
+// sink (an appender.Sink), then one commit of the offset after the last record of each
 // partition in the batch. Each step is retried with exponential backoff
 // (RetryMin to RetryMax) until it succeeds: a failing sink stalls the
 // pipeline, never drops or skips a record. One batch is written while the
@@ -60,7 +60,7 @@
 // worker is behind its partition's fetching is paused
 // (Config.MaxPartitionBuffer), so memory stays bounded. Batches are written
 // one at a time, so a partition's committed offset only grows. A sink that
-// implements Batcher receives the rows as they are gathered (the
+// implements appender.Batcher receives the rows as they are gathered (the
 // ClickHouse sink encodes them into the INSERT's columns at once). Delivery
 // is at least once: a batch written but not committed (crash, lost
 // partition) is decided again, with the same CallKeys, by the partition's
@@ -79,7 +79,7 @@
 // value (copied into its hand-off's buffer: the client reuses a record's
 // memory) as a schema.CallEvent at its window time (schema.WindowTime),
 // and the writer appends them to the batch that holds their rows
-// (Archiver): the sink stores them (table call_events) in the same Write
+// (appender.Archiver): the sink stores them (table call_events) in the same Write
 // as the rows, so a committed record is archived. A redelivered record is
 // archived again, and the table keeps one per position under FINAL.
 //

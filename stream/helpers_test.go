@@ -25,6 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.Run(chenginetest.Main)) }
@@ -272,7 +273,7 @@ type running struct {
 }
 
 // start runs a pipeline until stop (or the test's end).
-func start(t testing.TB, cfg Config, store *registryversions.Store, sink Sink, reg prometheus.Registerer) *running {
+func start(t testing.TB, cfg Config, store *registryversions.Store, sink appender.Sink, reg prometheus.Registerer) *running {
 	t.Helper()
 	if store == nil {
 		store = registryversions.New()

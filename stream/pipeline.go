@@ -19,13 +19,15 @@ import (
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Pipeline is the engine of `resolverd run`: it reads the listings topic
 // whole into a registry store, consumes the calls topic in a consumer
 // group with one worker goroutine per assigned partition, and writes one
-// decision row per call record to a Sink, committing offsets only after
-// the sink has stored them. See the package documentation.
+// decision row per call record to a sink (appender.Sink), committing
+// offsets only after the sink has stored them. See the package
+// documentation.
 type Pipeline struct {
 	cfg    Config
 	policy string
@@ -61,7 +63,17 @@ type Pipeline struct {
 // Registerer: a second pipeline on the same one fails). It connects to
 // nothing: Run does, and registers the Kafka clients' metrics too. A nil
 // log logs nothing; a nil reg registers nowhere.
-func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
+//
+// The pipeline writes to sink with package appender's contract: an error
+// that is not appender.IsPermanent is retried with the same rows, with
+// backoff, until it succeeds or the pipeline stops (the partition stalls,
+// nothing is dropped or skipped); a permanent one stops the pipeline and
+// Run returns it. It writes from one goroutine, its writer, which gathers
+// the rows of every assigned partition, through the sink's own batches
+// when it is an appender.Batcher. A write must return soon after its ctx
+// is done: revocation and shutdown wait for it (up to
+// Config.DrainTimeout, after which ctx is canceled).
+func New(cfg Config, store *registryversions.Store, sink appender.Sink, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -69,7 +81,7 @@ func New(cfg Config, store *registryversions.Store, sink Sink, log *slog.Logger,
 		return nil, fmt.Errorf("%w: nil store or sink", ErrConfig)
 	}
 	if cfg.ArchiveCalls {
-		if _, ok := newBatch(sink).(Archiver); !ok {
+		if _, ok := appender.NewBatch(sink).(appender.Archiver); !ok {
 			return nil, fmt.Errorf("%w: archiving calls needs a sink whose batches are Archivers", ErrConfig)
 		}
 	}

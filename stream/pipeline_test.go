@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // TestCorpus: every call of the corpus, produced to Kafka, reaches the sink
@@ -266,14 +267,14 @@ func TestPermanentSinkError(t *testing.T) {
 	prod := newProducer(t, c)
 	produce(t, prod, listingsTopic, readLines(t, corpus("sample", "listings.jsonl")))
 	produce(t, prod, callsTopic, readLines(t, corpus("sample", "calls.jsonl")))
-	sink := SinkFunc(func(context.Context, []schema.Row) error {
-		return Permanent(fmt.Errorf("column mismatch"))
+	sink := appender.SinkFunc(func(context.Context, []schema.Row) error {
+		return appender.Permanent(fmt.Errorf("column mismatch"))
 	})
 	r := start(t, testConfig(c), nil, sink, nil)
 	select {
 	case err := <-r.done:
 		close(r.done)
-		if !IsPermanent(err) || !strings.Contains(err.Error(), "column mismatch") {
+		if !appender.IsPermanent(err) || !strings.Contains(err.Error(), "column mismatch") {
 			t.Fatalf("Run = %v, want the permanent error", err)
 		}
 	case <-time.After(15 * time.Second):
@@ -365,7 +366,7 @@ func TestBacklogHoldOnce(t *testing.T) {
 	sink := newRecSink()
 	reg := prometheus.NewRegistry()
 	begin := time.Now()
-	start(t, cfg, nil, SinkFunc(func(ctx context.Context, rows []schema.Row) error {
+	start(t, cfg, nil, appender.SinkFunc(func(ctx context.Context, rows []schema.Row) error {
 		time.Sleep(30 * time.Millisecond)
 		return sink.Write(ctx, rows)
 	}), reg)
@@ -471,8 +472,8 @@ func TestTwoPipelines(t *testing.T) {
 			// (a bounded sleep, never a wait on the rebalance, which
 			// itself waits for the first pipeline's writes to drain).
 			var joining atomic.Bool
-			slow := func(s *recSink) Sink { // about 1000 rows/s per partition
-				return SinkFunc(func(ctx context.Context, rows []schema.Row) error {
+			slow := func(s *recSink) appender.Sink { // about 1000 rows/s per partition
+				return appender.SinkFunc(func(ctx context.Context, rows []schema.Row) error {
 					d := 20 * time.Millisecond
 					if joining.Load() {
 						d = 200 * time.Millisecond

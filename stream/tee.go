@@ -4,17 +4,18 @@ import (
 	"context"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Tee returns a Sink that stores every write in first, then in second,
 // and acknowledges it only when both have: the pipeline commits offsets
 // behind both (the decisions topic after ClickHouse). A retried write
 // skips the sink that already stored it, so first does not take the rows
-// twice because second failed. Both are written through their Batcher
+// twice because second failed. Both are written through their appender.Batcher
 // form when they have one.
-func Tee(first, second Sink) Sink { return tee{first, second} }
+func Tee(first, second appender.Sink) appender.Sink { return tee{first, second} }
 
-type tee struct{ first, second Sink }
+type tee struct{ first, second appender.Sink }
 
 func (t tee) Write(ctx context.Context, rows []schema.Row) error {
 	// Without batches there is no state between attempts: a retry
@@ -26,16 +27,16 @@ func (t tee) Write(ctx context.Context, rows []schema.Row) error {
 	return t.second.Write(ctx, rows)
 }
 
-func (t tee) NewBatch() Batch {
-	return &teeBatch{first: newBatch(t.first), second: newBatch(t.second)}
+func (t tee) NewBatch() appender.Batch {
+	return &teeBatch{first: appender.NewBatch(t.first), second: appender.NewBatch(t.second)}
 }
 
-var _ Batcher = tee{}
+var _ appender.Batcher = tee{}
 
 // teeBatch is a write to both sinks; firstDone remembers, between
 // attempts, that first has stored it.
 type teeBatch struct {
-	first, second Batch
+	first, second appender.Batch
 	firstDone     bool
 }
 
@@ -65,8 +66,8 @@ func (b *teeBatch) Reset() {
 
 // Reserve passes the sizes on to the batches that take them.
 func (b *teeBatch) Reserve(rows, bytes int) {
-	for _, x := range []Batch{b.first, b.second} {
-		if r, ok := x.(reserver); ok {
+	for _, x := range []appender.Batch{b.first, b.second} {
+		if r, ok := x.(appender.Reserver); ok {
 			r.Reserve(rows, bytes)
 		}
 	}

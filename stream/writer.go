@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // errWriterStopped is what a worker gets when it hands rows to a writer
@@ -98,7 +99,7 @@ var _ kafkaClient = (*kgo.Client)(nil)
 // DLQ records among them, and, per lease, the last record whose row it
 // holds (the offset to commit once the batch is stored).
 type batch struct {
-	enc        Batch // the rows, in the sink's form
+	enc        appender.Batch // the rows, in the sink's form
 	dlq        []*kgo.Record
 	last       map[*lease]position
 	counts     [schema.NumClasses]int
@@ -130,15 +131,15 @@ type batch struct {
 // called once, and only its goroutine uses the Kafka client.
 type writer struct {
 	cfg  Config
-	sink Sink
+	sink appender.Sink
 	log  *slog.Logger
 	m    *metrics
 
 	mu      sync.Mutex
 	cur     *batch
-	changed chan struct{} // closed and replaced on every change of cur
-	free    []Batch       // written batches' encoders, for reuse
-	stopped error         // why add no longer accepts rows
+	changed chan struct{}    // closed and replaced on every change of cur
+	free    []appender.Batch // written batches' encoders, for reuse
+	stopped error            // why add no longer accepts rows
 
 	// commitMu orders commits with leases being released: once release
 	// has returned, no commit for the lease's partition is issued or in
@@ -151,7 +152,7 @@ type writer struct {
 // newWriter returns a writer of batches of cfg's Batch* settings to sink,
 // retried with cfg's Retry* backoff. A nil log logs nothing; nil m counts
 // nowhere.
-func newWriter(cfg Config, sink Sink, log *slog.Logger, m *metrics) *writer {
+func newWriter(cfg Config, sink appender.Sink, log *slog.Logger, m *metrics) *writer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -204,8 +205,8 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 			if n := len(wr.free); n > 0 {
 				b.enc, wr.free = wr.free[n-1], wr.free[:n-1]
 			} else {
-				b.enc = newBatch(wr.sink)
-				if r, ok := b.enc.(reserver); ok {
+				b.enc = appender.NewBatch(wr.sink)
+				if r, ok := b.enc.(appender.Reserver); ok {
 					r.Reserve(wr.cfg.BatchRows, wr.cfg.BatchBytes)
 				}
 			}
@@ -217,7 +218,7 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 			}
 			b.enc.Append(h.rows)
 			if len(h.events) > 0 {
-				b.enc.(Archiver).AppendEvents(h.events) // checked by New
+				b.enc.(appender.Archiver).AppendEvents(h.events) // checked by New
 			}
 			b.dlq = append(b.dlq, h.dlq...)
 			if b.last == nil {
@@ -290,7 +291,7 @@ func (wr *writer) run(ctx context.Context, cl kafkaClient) error {
 		wr.finish(b, err)
 		if err != nil {
 			wr.stop(err)
-			if IsPermanent(err) {
+			if appender.IsPermanent(err) {
 				return err
 			}
 			return nil
@@ -422,7 +423,7 @@ func (wr *writer) write(ctx context.Context, b *batch) error {
 		if err == nil {
 			return nil
 		}
-		if IsPermanent(err) {
+		if appender.IsPermanent(err) {
 			return fmt.Errorf("sink refused %d rows: %w", b.enc.Len(), err)
 		}
 		if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // partSink records, per write, the partitions its rows came from.
@@ -84,7 +85,7 @@ type countingBatcher struct {
 	dirty  bool // a written batch was appended to without a Reset
 }
 
-func (s *countingBatcher) NewBatch() Batch {
+func (s *countingBatcher) NewBatch() appender.Batch {
 	s.mu.Lock()
 	s.made++
 	s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // The tests in this file drive the writer alone: hand-offs made by the
@@ -38,7 +39,7 @@ type writerEnv struct {
 // startWriter makes a consumer group client of the calls topic (joined, so
 // that its commits count), a writer on it, and runs the writer until the
 // test ends (or env.stop).
-func startWriter(t *testing.T, cfg Config, s Sink) *writerEnv {
+func startWriter(t *testing.T, cfg Config, s appender.Sink) *writerEnv {
 	t.Helper()
 	c := newCluster(t, 3)
 	joined := make(chan struct{})
@@ -287,7 +288,7 @@ func TestWriterSinkErrors(t *testing.T) {
 	})
 	t.Run("permanent", func(t *testing.T) {
 		refused := errors.New("column mismatch")
-		e := startWriter(t, writerConfig(), SinkFunc(func(context.Context, []schema.Row) error { return Permanent(refused) }))
+		e := startWriter(t, writerConfig(), appender.SinkFunc(func(context.Context, []schema.Row) error { return appender.Permanent(refused) }))
 		l := e.wr.lease(callsTopic, 0)
 		b := e.add(t, handoffOf(l, 0, 20))
 		if err := e.wr.await(testContext(t, 10*time.Second), b); !errors.Is(err, refused) {
@@ -296,7 +297,7 @@ func TestWriterSinkErrors(t *testing.T) {
 		select {
 		case err := <-e.done:
 			e.done <- err // for the cleanup
-			if !IsPermanent(err) || !errors.Is(err, refused) {
+			if !appender.IsPermanent(err) || !errors.Is(err, refused) {
 				t.Errorf("run = %v, want the permanent error", err)
 			}
 		case <-time.After(10 * time.Second):
@@ -363,14 +364,6 @@ func TestWriterBackpressure(t *testing.T) {
 	close(s.release)
 }
 
-// chSink is the ClickHouse sink as the pipeline's Batcher (cmd/resolverd
-// has the same adapter, which also marks permanent errors).
-type chSink struct{ *sink.ClickHouse }
-
-func (s chSink) NewBatch() Batch { return s.ClickHouse.NewBatch() }
-
-var _ Batcher = chSink{}
-
 // TestWriterClickHouse: through the real ClickHouse sink, with rows
 // encoded into the INSERT's columns as they are handed off: every row is
 // stored once, read back with FINAL as handed off, and committed after.
@@ -384,7 +377,7 @@ func TestWriterClickHouse(t *testing.T) {
 	defer ch.Close()
 	cfg := writerConfig()
 	cfg.BatchRows = 300 // three batches
-	e := startWriter(t, cfg, chSink{ch})
+	e := startWriter(t, cfg, ch.Appender())
 	var want []schema.Row
 	var last *batch
 	for p := range int32(3) {

@@ -13,7 +13,7 @@
 // a start, whatever the last run managed to write. A failed write is
 // retried with backoff, and the topic is not read further meanwhile (the
 // events are a person's actions: thousands, not millions); a write the
-// table can never take (Options.Permanent) is dropped, counted and logged.
+// table can never take (appender.IsPermanent) is dropped, counted and logged.
 // An event that does not decode or validate is skipped, counted and
 // logged, as the followers skip it. Events written to the topic and
 // compacted away before any start read them are lost to the history: one
@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolaudit/toolaudit/sink/appender"
 	"log/slog"
 	"slices"
 	"time"
@@ -46,10 +47,6 @@ type Options struct {
 	// RetryMin and RetryMax bound the backoff between failed writes.
 	// Defaults 100ms and 10s.
 	RetryMin, RetryMax time.Duration
-	// Permanent reports a write error that retrying cannot fix (for
-	// ClickHouse: sink.IsPermanent): the events are dropped. Default:
-	// none is.
-	Permanent func(error) bool
 	// Logger and Registerer: nil means none.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -75,9 +72,6 @@ func New(opts []kgo.Opt, topic string, w Writer, o Options) (*Recorder, error) {
 	}
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(10*time.Second, o.RetryMin)
-	}
-	if o.Permanent == nil {
-		o.Permanent = func(error) bool { return false }
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -163,7 +157,7 @@ func (r *Recorder) write(ctx context.Context, batch []approvals.Recorded) error 
 			return ctx.Err()
 		}
 		r.writeErrors.Inc()
-		if r.o.Permanent(err) {
+		if appender.IsPermanent(err) { // the storage contract's one rule
 			r.dropped.Add(float64(len(batch)))
 			r.o.Logger.Error("approval history: events the table cannot take, dropped", "events", len(batch), "err", err)
 			return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 const reanalyzeHelp = `Decides every call emitted in [--from, --to) again, against the registry
@@ -146,7 +147,6 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			}
 			cfg.BatchBytes = *batchMB << 20
 			cfg.ResolverBuild = build()
-			cfg.Permanent = sink.IsPermanent
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -243,7 +243,7 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 	log.Info("listings applied", "topic", a.listingsTopic, "records", ls.Records, "applied", ls.Applied, "bad", ls.Bad,
 		"issues", ls.Issues, "registries", snap.Registries(), "took", time.Since(start).Round(time.Millisecond))
 
-	r, err := reanalyze.New(a.cfg, snap, src, func() reanalyze.Batch { return store.NewBatch() }, log)
+	r, err := reanalyze.New(a.cfg, snap, src, func() appender.Batch { return store.NewBatch() }, log)
 	if err != nil {
 		return err
 	}

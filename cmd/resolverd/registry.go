@@ -28,7 +28,7 @@ func registryHistory(a daemonArgs, ch *sink.ClickHouse, log *slog.Logger, reg pr
 	if !a.history {
 		return nil, nil
 	}
-	return registryhistory.New(ch, registryhistory.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
+	return registryhistory.New(ch, registryhistory.Options{Logger: log, Registerer: reg})
 }
 
 // approvalHistory is run's copy of the approvals topic into table
@@ -39,7 +39,7 @@ func approvalHistory(a daemonArgs, opts []kgo.Opt, ch *sink.ClickHouse, log *slo
 	if !a.history {
 		return nil, nil
 	}
-	return history.New(opts, *a.approvals.topic, ch, history.Options{Permanent: sink.IsPermanent, Logger: log, Registerer: reg})
+	return history.New(opts, *a.approvals.topic, ch, history.Options{Logger: log, Registerer: reg})
 }
 
 func registryCommand(std stdio) *ffcli.Command {

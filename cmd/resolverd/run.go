@@ -25,8 +25,8 @@ import (
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
-	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
+	"github.com/toolaudit/toolaudit/sink/appender"
 	"github.com/toolaudit/toolaudit/stream"
 )
 
@@ -331,7 +331,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	store := newStore(a.stream.Resolver, storeOpts...)
 	a.stream.Suggester = suggest.New()
-	var out stream.Sink = chSink{ch}
+	out := appender.Sink(ch.Appender())
 	if a.http.decisionsTopic != "" {
 		dk, err := decisions.NewKafka(decisions.Config{Brokers: a.stream.Brokers, Topic: a.http.decisionsTopic, Opts: a.stream.KafkaOpts}, reg)
 		if err != nil {
@@ -396,29 +396,6 @@ func checkKafka(ctx context.Context, log *slog.Logger, brokers []string, clientI
 	}
 	log.Info("kafka connected", append([]any{"brokers", brokers}, kafka.Describe()...)...)
 	return nil
-}
-
-// chSink is the ClickHouse writer as the pipeline's sink: rows are encoded
-// into the insert's columns as they are gathered (stream.Batcher), and the
-// sink's permanent errors are marked for the pipeline, which stops on
-// them rather than retrying them forever.
-type chSink struct{ *sink.ClickHouse }
-
-func (s chSink) Write(ctx context.Context, rows []schema.Row) error {
-	return markPermanent(s.ClickHouse.Write(ctx, rows))
-}
-
-func (s chSink) NewBatch() stream.Batch { return chBatch{s.ClickHouse.NewBatch()} }
-
-type chBatch struct{ *sink.Batch }
-
-func (b chBatch) Write(ctx context.Context) error { return markPermanent(b.Batch.Write(ctx)) }
-
-func markPermanent(err error) error {
-	if sink.IsPermanent(err) {
-		return stream.Permanent(err)
-	}
-	return err
 }
 
 // connectClickHouse opens the sink, retrying while ClickHouse cannot be

@@ -1,0 +1,90 @@
+package appender_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
+)
+
+// kindError is a store's own error type that is permanent through its Is
+// method, as sink.Permanent is.
+type kindError struct{ err error }
+
+func (e kindError) Error() string        { return e.err.Error() }
+func (e kindError) Unwrap() error        { return e.err }
+func (e kindError) Is(target error) bool { return target == appender.ErrPermanent }
+
+func TestIsPermanent(t *testing.T) {
+	base := errors.New("column mismatch")
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"plain", base, false},
+		{"context", context.Canceled, false},
+		{"Permanent", appender.Permanent(base), true},
+		{"wrapped Permanent", fmt.Errorf("write of 3 rows: %w", appender.Permanent(base)), true},
+		{"error type with Is", fmt.Errorf("x: %w", kindError{base}), true},
+		{"joined", errors.Join(base, appender.Permanent(base)), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := appender.IsPermanent(tt.err); got != tt.want {
+				t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	if err := appender.Permanent(base); !errors.Is(err, base) {
+		t.Errorf("Permanent(%v) = %v: lost the cause", base, err)
+	}
+	if appender.Permanent(nil) != nil {
+		t.Error("Permanent(nil) != nil")
+	}
+}
+
+// batcher is a Batcher whose batches are its own.
+type batcher struct{ appender.SinkFunc }
+
+type ownBatch struct{ appender.Batch }
+
+func (b batcher) NewBatch() appender.Batch { return ownBatch{} }
+
+// TestNewBatch: a Batcher's own batch, else one that holds the rows,
+// counts them, sizes them, writes them through Write and drops them on
+// Reset.
+func TestNewBatch(t *testing.T) {
+	if _, ok := appender.NewBatch(batcher{}).(ownBatch); !ok {
+		t.Fatal("NewBatch of a Batcher is not its own batch")
+	}
+	var got [][]schema.Row
+	s := appender.SinkFunc(func(_ context.Context, rows []schema.Row) error {
+		got = append(got, append([]schema.Row(nil), rows...))
+		return nil
+	})
+	b := appender.NewBatch(s)
+	b.Append([]schema.Row{{Tool: "a"}, {Tool: "b", ArgsRaw: "0123456789"}})
+	b.Append([]schema.Row{{Tool: "c"}})
+	if b.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", b.Len())
+	}
+	small := appender.NewBatch(s)
+	small.Append([]schema.Row{{Tool: "a"}, {Tool: "b"}, {Tool: "c"}})
+	if b.Size() != small.Size()+10 || small.Size() <= 0 {
+		t.Fatalf("Size = %d, want %d (the same rows without 10 bytes of arguments) + 10", b.Size(), small.Size())
+	}
+	if err := b.Write(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0]) != 3 || got[0][2].Tool != "c" {
+		t.Fatalf("written %v, want one write of a, b, c", got)
+	}
+	b.Reset()
+	if b.Len() != 0 || b.Size() != 0 {
+		t.Fatalf("after Reset: Len %d, Size %d", b.Len(), b.Size())
+	}
+}
