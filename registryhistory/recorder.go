@@ -2,7 +2,6 @@ package registryhistory
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -202,32 +201,23 @@ func (r *Recorder) take() []registrydiff.Change {
 // write stores batch, retrying with backoff; it returns an error only
 // when ctx is done.
 func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error {
-	wait := r.o.RetryMin
-	for {
-		err := r.w.WriteRegistryChanges(ctx, batch)
-		if err == nil {
-			r.m.written.Add(float64(len(batch)))
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r.m.writeErrors.Inc()
-		if appender.IsPermanent(err) {
-			r.m.dropped.Add(float64(len(batch)))
-			r.o.Logger.Error("registry history: rows the store cannot take, dropped", "rows", len(batch), "err", err)
-			return nil
-		}
-		r.o.Logger.Warn("registry history: write failed, retrying", "rows", len(batch), "in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(2*wait, r.o.RetryMax)
+	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteRegistryChanges(ctx, batch) },
+		func(err error, wait time.Duration) {
+			r.m.writeErrors.Inc()
+			if wait > 0 {
+				r.o.Logger.Warn("registry history: write failed, retrying", "rows", len(batch), "in", wait, "err", err)
+			}
+		})
+	switch {
+	case err == nil:
+		r.m.written.Add(float64(len(batch)))
+	case appender.IsPermanent(err):
+		r.m.dropped.Add(float64(len(batch)))
+		r.o.Logger.Error("registry history: rows the store cannot take, dropped", "rows", len(batch), "err", err)
+	default:
+		return err
 	}
+	return nil
 }
 
 // Rows is the registry history of ls applied in one call to an empty

@@ -145,31 +145,22 @@ func (r *Recorder) write(ctx context.Context, batch []approvals.Recorded) error 
 	if len(batch) == 0 {
 		return nil
 	}
-	wait := r.o.RetryMin
-	for {
-		err := r.w.WriteApprovalEvents(ctx, batch)
-		if err == nil {
-			r.written.Add(float64(len(batch)))
-			r.o.Logger.Info("approval history written", "events", len(batch), "baseline_version", batch[len(batch)-1].Version)
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r.writeErrors.Inc()
-		if appender.IsPermanent(err) { // the storage contract's one rule
-			r.dropped.Add(float64(len(batch)))
-			r.o.Logger.Error("approval history: events the table cannot take, dropped", "events", len(batch), "err", err)
-			return nil
-		}
-		r.o.Logger.Warn("approval history: write failed, retrying", "events", len(batch), "in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(2*wait, r.o.RetryMax)
+	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteApprovalEvents(ctx, batch) },
+		func(err error, wait time.Duration) {
+			r.writeErrors.Inc()
+			if wait > 0 {
+				r.o.Logger.Warn("approval history: write failed, retrying", "events", len(batch), "in", wait, "err", err)
+			}
+		})
+	switch {
+	case err == nil:
+		r.written.Add(float64(len(batch)))
+		r.o.Logger.Info("approval history written", "events", len(batch), "baseline_version", batch[len(batch)-1].Version)
+	case appender.IsPermanent(err): // the storage contract's one rule
+		r.dropped.Add(float64(len(batch)))
+		r.o.Logger.Error("approval history: events the table cannot take, dropped", "events", len(batch), "err", err)
+	default:
+		return err
 	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
@@ -86,5 +87,35 @@ func TestNewBatch(t *testing.T) {
 	b.Reset()
 	if b.Len() != 0 || b.Size() != 0 {
 		t.Fatalf("after Reset: Len %d, Size %d", b.Len(), b.Size())
+	}
+}
+
+// TestRetry: a write that fails is tried again, waits doubling up to the
+// bound, until it succeeds; a permanent failure ends it at once; ctx's
+// end is reported without a failure.
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	var waits []time.Duration
+	failed := func(_ error, w time.Duration) { waits = append(waits, w) }
+	n := 0
+	err := appender.Retry(ctx, time.Millisecond, 3*time.Millisecond, func(context.Context) error {
+		if n++; n < 5 {
+			return errors.New("busy")
+		}
+		return nil
+	}, failed)
+	if err != nil || n != 5 || fmt.Sprint(waits) != "[1ms 2ms 3ms 3ms]" {
+		t.Fatalf("err %v after %d writes, waits %v", err, n, waits)
+	}
+	waits = nil
+	bad := appender.Permanent(errors.New("no such column"))
+	if err := appender.Retry(ctx, time.Millisecond, time.Second, func(context.Context) error { return bad }, failed); !appender.IsPermanent(err) || fmt.Sprint(waits) != "[0s]" {
+		t.Fatalf("permanent: %v, waits %v", err, waits)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	waits = nil
+	err = appender.Retry(cctx, time.Hour, time.Hour, func(context.Context) error { cancel(); return errors.New("down") }, failed)
+	if !errors.Is(err, context.Canceled) || len(waits) != 0 {
+		t.Fatalf("cancelled: %v, waits %v", err, waits)
 	}
 }
