@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,10 +64,11 @@ type KafkaConfig struct {
 // order on one partition), no linger (records produced while a request is
 // in flight share the next one).
 type Kafka struct {
-	cl    *kgo.Client
-	topic string
-	log   *slog.Logger
-	bufs  sync.Pool
+	cl      *kgo.Client
+	topic   string
+	log     *slog.Logger
+	bufs    sync.Pool
+	timeout time.Duration // KafkaConfig.Timeout
 
 	produced *prometheus.CounterVec
 	latency  prometheus.Histogram
@@ -107,7 +109,7 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger, reg prometheus.Registerer) (*Ka
 	if err != nil {
 		return nil, fmt.Errorf("audit: kafka client: %w", err)
 	}
-	k := &Kafka{cl: cl, topic: cfg.Topic, log: log}
+	k := &Kafka{cl: cl, topic: cfg.Topic, log: log, timeout: cfg.Timeout}
 	k.bufs.New = func() any { b := make([]byte, 0, 2048); return &b }
 	k.produced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolaudit_audit_records_total",
@@ -164,13 +166,13 @@ func (k *Kafka) Produce(ctx context.Context, recs ...*Record) error {
 		krs = append(krs, kr)
 		ptrs[i] = &krs[i]
 	}
-	err := k.cl.ProduceSync(ctx, ptrs...).FirstErr()
-	// ProduceSync has waited for every record: the buffers are free.
-	for _, bp := range bufs {
-		if cap(*bp) <= 64<<10 {
-			k.bufs.Put(bp)
+	err := k.wait(ctx, ptrs, func() {
+		for _, bp := range bufs {
+			if cap(*bp) <= 64<<10 {
+				k.bufs.Put(bp)
+			}
 		}
-	}
+	})
 	if err != nil {
 		k.produced.WithLabelValues("failed").Add(float64(len(recs)))
 		return fmt.Errorf("%w: produce to %s: %w", ErrUnavailable, k.topic, err)
@@ -178,6 +180,46 @@ func (k *Kafka) Produce(ctx context.Context, recs ...*Record) error {
 	k.produced.WithLabelValues("acked").Add(float64(len(recs)))
 	k.latency.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// wait produces the records and waits for every acknowledgement, for as
+// long as the caller's context allows and at most the delivery timeout
+// plus a second. A record the client has sent is not failed while its
+// broker stays silent (the idempotent producer keeps it in flight until
+// it hears back: ProduceSync outlived both deadlines when the broker
+// vanished after a first produce), so the wait gives up on its own and
+// the call is refused. release runs once the client is done with every
+// record, which may be after wait returns.
+func (k *Kafka) wait(ctx context.Context, recs []*kgo.Record, release func()) error {
+	done := make(chan error, len(recs))
+	for _, r := range recs {
+		k.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	}
+	timer := time.NewTimer(k.timeout + time.Second)
+	defer timer.Stop()
+	var first error
+	for left := len(recs); left > 0; left-- {
+		select {
+		case err := <-done:
+			if first == nil {
+				first = err
+			}
+			continue
+		case <-ctx.Done():
+			first = cmp.Or(first, ctx.Err())
+		case <-timer.C:
+			first = cmp.Or(first, fmt.Errorf("no acknowledgement within %v", k.timeout+time.Second))
+		}
+		go func() { // the records still in flight keep their buffers until the client lets them go (Close fails them)
+			for range left {
+				<-done
+			}
+			release()
+		}()
+		return first
+	}
+	release()
+	return first
 }
 
 // Close flushes nothing (every Produce has waited) and closes the client.

@@ -98,6 +98,7 @@ func TestKafkaUnavailable(t *testing.T) {
 		down  bool
 	}{
 		{"missing topic", "absent", false},
+		{"broker gone after a produce", DefaultTopic, true}, // its own cluster: the next case closes the shared one
 		{"broker down", DefaultTopic, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,8 +109,21 @@ func TestKafkaUnavailable(t *testing.T) {
 			}
 			defer k.Close()
 			ctx := context.Background()
+			down := c
+			if tc.name == "broker gone after a produce" {
+				down = cluster(t)
+				k.Close()
+				if k, err = NewKafka(KafkaConfig{Brokers: down.ListenAddrs(), Topic: tc.topic, Timeout: time.Second}, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				defer k.Close()
+				r := sampleRecord(`{}`)
+				if err := k.Produce(ctx, &r); err != nil {
+					t.Fatalf("first Produce: %v", err)
+				}
+			}
 			if tc.down {
-				c.Close()
+				down.Close()
 			} else if err := k.Check(ctx); err == nil {
 				t.Fatal("Check: no error for a missing topic")
 			}
