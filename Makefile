@@ -16,11 +16,12 @@ build:
 # the list of tests that skipped (a package whose engine tests skipped
 # still prints ok); the exit status is go test's. See internal/testkit/testreport.
 # resolveclient is a module of its own (see its doc): every check below
-# runs in it too (./... of this module stops at its go.mod).
+# runs in it too (./... of this module stops at its go.mod). Its tests
+# run first: the run's last lines are then the whole module's.
 test: fmt-check vet staticcheck tidy-check
 	@$(GO) build -o $(BIN)/testreport ./internal/testkit/testreport
-	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
 	cd resolveclient && $(abspath $(BIN))/testreport -- $(GO) test -json -count=1 ./...
+	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
