@@ -51,10 +51,6 @@ func (c *Catalog) Apply(ls ...*schema.Listing) []registryversions.Issue {
 	return c.store.Apply(ls...)
 }
 
-// ObserveListings is Apply, for a listings reader that tells its
-// observers (stream.ListingObserver).
-func (c *Catalog) ObserveListings(ls []*schema.Listing) { c.Apply(ls...) }
-
 // Registries returns the registries listed, sorted.
 func (c *Catalog) Registries() []string {
 	out := make([]string, 0, len(c.regs))

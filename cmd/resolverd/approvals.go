@@ -100,17 +100,23 @@ func (l *listingSource) load(ctx context.Context, opts []kgo.Opt, log *slog.Logg
 	return cat, nil
 }
 
+// approvalFlagSet is the flag set of an approvals subcommand that reads
+// the current listings: the approvals topic's flags and the listings'.
+func approvalFlagSet(std stdio, name string) (*flag.FlagSet, *approvalFlags, *listingSource) {
+	fs := flag.NewFlagSet("resolverd registry "+name, flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	a, src := new(approvalFlags), new(listingSource)
+	a.register(fs)
+	src.register(fs)
+	return fs, a, src
+}
+
 func commandLog(std stdio) *slog.Logger {
 	return slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 func registryLockCommand(std stdio) *ffcli.Command {
-	fs := flag.NewFlagSet("resolverd registry lock", flag.ContinueOnError)
-	fs.SetOutput(std.err)
-	var a approvalFlags
-	a.register(fs)
-	var src listingSource
-	src.register(fs)
+	fs, a, src := approvalFlagSet(std, "lock")
 	out := fs.String("out", "", "write the approved baseline to this lockfile `FILE` (- for stdout)")
 	check := fs.String("check", "", "exit 3 when a current definition is not approved by this lockfile `FILE`")
 	imp := fs.String("import", "", "make the approvals topic's baseline this lockfile `FILE`'s")
@@ -157,7 +163,7 @@ a revocation (by --by) of every definition the file does not name.`,
 			case *out != "":
 				return lockOut(ctx, std, opts, *a.topic, *out, log)
 			case *check != "":
-				return lockCheck(ctx, std, opts, &src, *check, *allowNew, log)
+				return lockCheck(ctx, std, opts, src, *check, *allowNew, log)
 			}
 			return lockImport(ctx, std, opts, *a.topic, *imp, *by, log)
 		},
@@ -358,12 +364,7 @@ func writeItemJSON(enc *json.Encoder, it *review.Item) error {
 }
 
 func registryPendingCommand(std stdio) *ffcli.Command {
-	fs := flag.NewFlagSet("resolverd registry pending", flag.ContinueOnError)
-	fs.SetOutput(std.err)
-	var a approvalFlags
-	a.register(fs)
-	var src listingSource
-	src.register(fs)
+	fs, a, src := approvalFlagSet(std, "pending")
 	all := fs.Bool("all", false, "every current definition, approved and rejected ones too")
 	asJSON := fs.Bool("json", false, "one JSON object per definition instead of text")
 	return &ffcli.Command{
@@ -387,7 +388,7 @@ reject one with resolverd registry approve|reject --digest D.`,
 				return err
 			}
 			defer cancel()
-			b, items, err := loadReview(ctx, opts, *a.topic, &src, commandLog(std))
+			b, items, err := loadReview(ctx, opts, *a.topic, src, commandLog(std))
 			if err != nil {
 				return err
 			}
@@ -473,12 +474,7 @@ that reads the topic decides with it. Prints the new baseline version.`,
 }
 
 func registryPinCommand(std stdio) *ffcli.Command {
-	fs := flag.NewFlagSet("resolverd registry pin", flag.ContinueOnError)
-	fs.SetOutput(std.err)
-	var a approvalFlags
-	a.register(fs)
-	var src listingSource
-	src.register(fs)
+	fs, a, src := approvalFlagSet(std, "pin")
 	by := fs.String("by", "", "`WHO` pins (required)")
 	reason := fs.String("reason", "pinned on first use", "why: a `TEXT` the audit keeps")
 	return &ffcli.Command{
@@ -504,7 +500,7 @@ them is unapproved. Prints each and the new baseline version.`,
 			if err := topic.Ensure(ctx, opts, *a.topic); err != nil {
 				return err
 			}
-			b, items, err := loadReview(ctx, opts, *a.topic, &src, commandLog(std))
+			b, items, err := loadReview(ctx, opts, *a.topic, src, commandLog(std))
 			if err != nil {
 				return err
 			}
