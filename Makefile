@@ -57,6 +57,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDifferentialOracle -fuzztime $(FUZZTIME) ./signature/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./audit/
 	$(GO) test -run '^$$' -fuzz FuzzLoadCheckpoint -fuzztime $(FUZZTIME) ./registryversions/
+	$(GO) test -run '^$$' -fuzz FuzzDifferentialGenerated -fuzztime $(FUZZTIME) ./signature/
+	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime $(FUZZTIME) ./signature/ecmare/
+	$(GO) test -run '^$$' -fuzz FuzzFormats -fuzztime $(FUZZTIME) ./signature/format/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./approvals/
+	$(GO) test -run '^$$' -fuzz FuzzReadLock -fuzztime $(FUZZTIME) ./approvals/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./resolve/
