@@ -50,7 +50,10 @@ type Options struct {
 	ClickHouseHTTP int    // default DefaultClickHouseHTTP; -1 picks
 	CallPartitions int32  // partitions of tool-calls when created; default 6
 	Lib            string // libchdb.so; default: chengine.Find
-	Logger         *slog.Logger
+	// ClickHouseConfig is a server configuration file merged over the
+	// engine's (chengine.Options.ConfigFile); "" for none.
+	ClickHouseConfig string
+	Logger           *slog.Logger
 	// Registerer receives the engine supervisor's metrics
 	// (toolaudit_engine_up, toolaudit_engine_restarts_total, ...); nil
 	// registers none.
@@ -121,11 +124,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	sup := append([]chengine.SuperviseOption{chengine.WithRegisterer(o.Registerer)}, o.Supervise...)
 	ch, err := chengine.Supervise(ctx, chengine.Options{
-		Dir:      filepath.Join(o.Dir, "clickhouse"),
-		TCPPort:  port(o.ClickHouseTCP, DefaultClickHouseTCP),
-		HTTPPort: port(o.ClickHouseHTTP, DefaultClickHouseHTTP),
-		Lib:      lib,
-		Logger:   o.Logger,
+		Dir:        filepath.Join(o.Dir, "clickhouse"),
+		TCPPort:    port(o.ClickHouseTCP, DefaultClickHouseTCP),
+		HTTPPort:   port(o.ClickHouseHTTP, DefaultClickHouseHTTP),
+		Lib:        lib,
+		Logger:     o.Logger,
+		ConfigFile: o.ClickHouseConfig,
 	}, sup...)
 	if err != nil {
 		k.Close()

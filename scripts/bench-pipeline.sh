@@ -17,7 +17,9 @@
 # its Kafka position and the keyed-hash-free args_hash (SHA-256 of the
 # arguments' text), no class. Its CPU is the engine's alone (the broker is
 # not counted for any mode).
-# Usage: [ROUNDS=2] [PEER=1] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
+# PROFILE=1 adds, after each run, the engine's CPU per stage (the
+# INSERTs, each materialized view, merges) and the INSERTs' own timers.
+# Usage: [ROUNDS=2] [PEER=1] [PROFILE=0] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
 # (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run;
 # PEER=0 leaves the peer out)
 set -euo pipefail
@@ -37,6 +39,7 @@ run() { # name, extra flags...
   local name=$1; shift
   settle decisions decisions_by_minute
   local e0; e0=$(cpu "$engine")
+  local since; since=$(q "SELECT now64(6)")
   "$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" \
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
@@ -50,6 +53,7 @@ run() { # name, extra flags...
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   python3 -c "import sys; n,s,e,r,c=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call); resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), r, r/n*1e6, c, c/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss"
   rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
+  profile "$since" "$N"
 }
 
 # peer NAME: the engine's own Kafka ingestion of the whole backlog into
@@ -71,6 +75,7 @@ peer() {
        kafka_flush_interval_ms = 1000, kafka_skip_broken_messages = 1000000,
        input_format_skip_unknown_fields = 1"
   local e0; e0=$(cpu "$engine")
+  local since; since=$(q "SELECT now64(6)")
   local start=$(date +%s.%N)
   q "CREATE MATERIALIZED VIEW toolaudit.calls_peer_mv TO toolaudit.decisions_peer AS
      SELECT event_id, event_id AS call_key, 'bench-$name' AS analysis_id, registry, agent_id, session_id,
@@ -91,6 +96,7 @@ peer() {
   q "DROP VIEW toolaudit.calls_peer_mv"; q "DROP TABLE toolaudit.calls_peer_queue"
   python3 -c "import sys; n,s,e,c=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included' % (sys.argv[4], n, e-s, n/(e-s), c, c/n*1e6))" "$n" "$start" "$end" "$name" "$((e1-e0))"
   peerrate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$n" "$start" "$end")
+  profile "$since" "$n"
 }
 
 # Alternating rounds: the machine's speed drifts within minutes, so one

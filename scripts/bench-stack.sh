@@ -4,7 +4,12 @@
 # stack` on free ports, migrates, ingests the backlog, and defines KAFKA,
 # CH, CH_HTTP, stackpid, engine (the stack's engine process), cpu PID (its
 # user+system clock ticks), q SQL (a query over HTTP) and settle TABLE...
-# (truncate them, then wait until no merge runs). Its EXIT trap stops the
+# (truncate them, then wait until no merge runs). With PROFILE=1 the
+# engine keeps its system logs (scripts/engine-profile.xml) and
+# profile SINCE ROWS prints where its CPU went from SINCE (a time from
+# `now64(6)`): INSERTs, each materialized view, merges, and the INSERTs'
+# own timers.
+# Its EXIT trap stops the
 # stack and the run whose pid is in $work/pid, and removes $work.
 export PATH="/usr/local/go/bin:$PATH"
 work=$(mktemp -d)
@@ -25,7 +30,9 @@ PY
 
 # Free ports, so that the bench runs beside a demo or another stack; the
 # stack prints the addresses it chose.
-"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" > "$work/stack.log" 2>&1 &
+profcfg=()
+[ "${PROFILE:-0}" = 1 ] && profcfg=(--clickhouse-config scripts/engine-profile.xml)
+"$work/resolverd" stack --dir "$work/data" --kafka-port 0 --clickhouse-port 0 --clickhouse-http-port 0 --http "" "${profcfg[@]}" > "$work/stack.log" 2>&1 &
 stackpid=$!
 echo $stackpid > "$work/stackpid"
 trap 'kill -INT $(cat "$work/pid" "$work/stackpid" 2>/dev/null) 2>/dev/null; sleep 2; rm -rf "$work"' EXIT
@@ -54,4 +61,33 @@ settle() { # tables to truncate...
   done
   echo "bench: background merges still running after 120 s" >&2
   exit 1
+}
+
+# profile SINCE ROWS: the engine's CPU since SINCE (PROFILE=1), per stage,
+# per row of ROWS.
+profile() {
+  [ "${PROFILE:-0}" = 1 ] || return 0
+  local since=$1 rows=$2 db=${3:-toolaudit} cpu="ProfileEvents['UserTimeMicroseconds'] + ProfileEvents['SystemTimeMicroseconds']"
+  q "SYSTEM FLUSH LOGS"
+  echo "  engine CPU by stage (us per row of decisions; query_log, query_views_log, part_log):"
+  q "SELECT '    ' || rpad(kind, 44) || leftPad(toString(n), 6) || ' x, ' || leftPad(toString(round(us / $rows, 2)), 6) || ' us/row'
+     FROM (
+       SELECT 'INSERT INTO decisions (views included)' AS kind, count() AS n, sum($cpu) AS us
+       FROM system.query_log WHERE event_time_microseconds >= toDateTime64('$since', 6) AND type = 'QueryFinish' AND query_kind = 'Insert' AND has(tables, '${db:-toolaudit}.decisions')
+       UNION ALL
+       SELECT 'view ' || view_name, count(), sum($cpu)
+       FROM system.query_views_log WHERE event_time_microseconds >= toDateTime64('$since', 6) GROUP BY view_name
+       UNION ALL
+       SELECT 'merges of ' || table, count(), sum($cpu)
+       FROM system.part_log WHERE event_time_microseconds >= toDateTime64('$since', 6) AND event_type = 'MergeParts' GROUP BY table
+     ) ORDER BY kind FORMAT TSVRaw"
+  # The engine's query profiler does not run in the embedded engine (no
+  # trace_log rows) and libchdb.so has no symbols for perf: its own timers
+  # are what splits an INSERT's time by stage.
+  echo "  the INSERTs' timed stages (ProfileEvents *Microseconds, us per row; they overlap):"
+  q "SELECT '    ' || rpad(k, 56) || leftPad(toString(round(sum(v) / $rows, 3)), 7)
+     FROM system.query_log ARRAY JOIN mapKeys(ProfileEvents) AS k, mapValues(ProfileEvents) AS v
+     WHERE event_time_microseconds >= toDateTime64('$since', 6) AND type = 'QueryFinish' AND query_kind = 'Insert'
+       AND has(tables, '${db:-toolaudit}.decisions') AND k LIKE '%Microseconds' AND k NOT IN ('RealTimeMicroseconds', 'OSCPUWaitMicroseconds')
+     GROUP BY k HAVING sum(v) / $rows >= 0.02 ORDER BY sum(v) DESC LIMIT 20 FORMAT TSVRaw"
 }

@@ -254,15 +254,22 @@ func TestRedelivery(t *testing.T) {
 	}
 
 	// An exact retry of the same batch (ack lost) is dropped at insert, in
-	// the table and in the rollup.
+	// the table and in every rollup, those fed through decisions_groups
+	// (migration 0010) included.
+	rollups := []string{"decisions_by_minute", "decisions_rollup_minute", "decisions_rollup_hour", "decisions_by_tool_day", "registry_versions_seen", "sessions_by_hour"}
 	rawBefore := count(t, w, "SELECT count() FROM {db}.decisions")
-	rollupBefore := count(t, w, "SELECT sum(rows) FROM {db}.decisions_by_minute")
+	rollupBefore := map[string]uint64{}
+	for _, r := range rollups {
+		rollupBefore[r] = count(t, w, "SELECT sum(rows) FROM {db}."+r)
+	}
 	mustWrite(t, w, again)
 	if raw := count(t, w, "SELECT count() FROM {db}.decisions"); raw != rawBefore {
 		t.Errorf("exact retry inserted again: %d rows, had %d", raw, rawBefore)
 	}
-	if r := count(t, w, "SELECT sum(rows) FROM {db}.decisions_by_minute"); r != rollupBefore {
-		t.Errorf("exact retry counted again in the rollup: %d, had %d", r, rollupBefore)
+	for _, r := range rollups {
+		if c := count(t, w, "SELECT sum(rows) FROM {db}."+r); c != rollupBefore[r] || c == 0 {
+			t.Errorf("exact retry counted again in %s: %d, had %d", r, c, rollupBefore[r])
+		}
 	}
 	// The rollup: rows counts the redelivery, calls does not.
 	if r := count(t, w, "SELECT sum(rows) FROM {db}.decisions_by_minute WHERE analysis_id = 'a1'"); r != 2*n {

@@ -44,8 +44,8 @@ import (
 // Migrations are written for one server; the cluster form of each
 // statement is derived (ClusterStatements): tables renamed to _local, ON
 // CLUSTER added after the object's name, engines replaced. A statement of
-// another kind than CREATE TABLE, CREATE MATERIALIZED VIEW and ALTER TABLE
-// has no derived form and fails the migration (and TestClusterDDL) until
+// another kind than CREATE TABLE, CREATE MATERIALIZED VIEW, ALTER TABLE and
+// DROP VIEW has no derived form and fails the migration (and TestClusterDDL) until
 // this file learns it. The Distributed tables are created after the
 // migrations, AS their local tables, and re-created (CREATE OR REPLACE)
 // whenever a migration was applied, so that an ALTER of a local table
@@ -93,6 +93,7 @@ var (
 	createTable  = regexp.MustCompile(`(?is)^CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+\{db\}\.([A-Za-z_][A-Za-z0-9_]*)`)
 	createView   = regexp.MustCompile(`(?is)^CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+\{db\}\.([A-Za-z_][A-Za-z0-9_]*)`)
 	alterTable   = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+\{db\}\.([A-Za-z_][A-Za-z0-9_]*)`)
+	dropView     = regexp.MustCompile(`(?is)^DROP\s+VIEW\s+IF\s+EXISTS\s+\{db\}\.([A-Za-z_][A-Za-z0-9_]*)`)
 	mergeTree    = regexp.MustCompile(`(?s)ENGINE\s*=\s*(Replacing|Aggregating|Summing|Collapsing|VersionedCollapsing|Graphite|)MergeTree\b(\s*\(([^()]*)\))?`)
 	anyMergeTree = regexp.MustCompile(`(?s)ENGINE\s*=\s*\w*MergeTree\b`)
 	errNoCluster = errors.New("no cluster form")
@@ -178,14 +179,14 @@ func (l *clusterLayout) statement(s string) (string, error) {
 		s = regexp.MustCompile(`\{db\}\.`+regexp.QuoteMeta(t)+`\b`).ReplaceAllString(s, "{db}."+t+localSuffix)
 	}
 	var loc []int
-	for _, re := range []*regexp.Regexp{createTable, createView, alterTable} {
+	for _, re := range []*regexp.Regexp{createTable, createView, alterTable, dropView} {
 		if loc = re.FindStringIndex(s); loc != nil {
 			break
 		}
 	}
 	if loc == nil {
 		first, _, _ := strings.Cut(s, "\n")
-		return "", fmt.Errorf("%w for %q: sink/cluster.go derives CREATE TABLE, CREATE MATERIALIZED VIEW and ALTER TABLE only", errNoCluster, first)
+		return "", fmt.Errorf("%w for %q: sink/cluster.go derives CREATE TABLE, CREATE MATERIALIZED VIEW, ALTER TABLE and DROP VIEW only", errNoCluster, first)
 	}
 	s = s[:loc[1]] + l.onCluster() + s[loc[1]:]
 	if !l.c.Replicated {

@@ -44,7 +44,7 @@ func TestClusterDDL(t *testing.T) {
 	}
 
 	engine := regexp.MustCompile(`ENGINE = (\w+)`)
-	var tables, distributed []string
+	var tables, distributed, null []string
 	for _, s := range stmts {
 		body := strings.TrimSpace(regexp.MustCompile(`(?m)^--.*$`).ReplaceAllString(s, ""))
 		if !strings.Contains(strings.SplitN(body, "\n", 2)[0], "ON CLUSTER `prod`") {
@@ -54,6 +54,8 @@ func TestClusterDDL(t *testing.T) {
 			switch e := m[1]; {
 			case e == "Distributed":
 				distributed = append(distributed, body)
+			case e == "Null":
+				null = append(null, body)
 			case strings.HasSuffix(e, "MergeTree") && !strings.HasPrefix(e, "Replicated"):
 				t.Errorf("engine %s is not replicated:\n%s", e, body)
 			default:
@@ -64,9 +66,11 @@ func TestClusterDDL(t *testing.T) {
 	// schema_migrations, decisions_local, decisions_by_minute_local,
 	// call_events_local, the nine tables of 0007_analytics and
 	// approval_events_local; each but schema_migrations behind a
-	// Distributed table.
-	if len(tables) != 14 || len(distributed) != 13 {
-		t.Fatalf("%d replicated and %d Distributed tables, want 14 and 13", len(tables), len(distributed))
+	// Distributed table. decisions_groups (0010) stores nothing: a Null
+	// table on every server, between decisions_local's view and the
+	// rollups' views.
+	if len(tables) != 14 || len(distributed) != 13 || len(null) != 1 {
+		t.Fatalf("%d replicated, %d Distributed and %d Null tables, want 14, 13 and 1", len(tables), len(distributed), len(null))
 	}
 	for _, tbl := range []string{"registry_changes", "approval_events"} {
 		if !strings.Contains(got, "Distributed(`prod`, `toolaudit`, `"+tbl+"_local`, cityHash64(registry, server, tool))") {

@@ -314,9 +314,10 @@ func stackCommand(std stdio) *ffcli.Command {
 	var ports portFlags
 	ports.register(fs, "")
 	httpAddr := fs.String("http", "127.0.0.1:19080", "listen `address` of /metrics, /healthz and /readyz (empty: none)")
+	chConfig := fs.String("clickhouse-config", "", "a ClickHouse server configuration `FILE` merged over the engine's own (e.g. to turn on system.query_log)")
 	return &ffcli.Command{
 		Name:       "stack",
-		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N] [--http ADDR]",
+		ShortUsage: "resolverd stack --dir DIR [--kafka-port N] [--clickhouse-port N] [--clickhouse-http-port N] [--clickhouse-config FILE] [--http ADDR]",
 		ShortHelp:  "run only the embedded Kafka broker and ClickHouse engine",
 		LongHelp: `Runs the embedded stack of run --embedded (Kafka-protocol broker on
 127.0.0.1:19092, ClickHouse engine on 127.0.0.1:19000 and HTTP 18123
@@ -331,7 +332,13 @@ engine's last output and log lines; its log is
 DIR/clickhouse/log/engine.log), restarts it on its data and ports after a
 backoff (0.5 s doubling to 30 s while it keeps failing), counts it in
 toolaudit_engine_restarts_total (--http serves /metrics), and answers 503
-on /readyz until the new engine answers.`,
+on /readyz until the new engine answers.
+
+--clickhouse-config FILE is merged over the engine's configuration at
+every start, as a server's config.d file is: the embedded engine keeps
+no system logs, and this is how to turn on system.query_log,
+system.query_views_log, part_log or trace_log, for instance to see where
+its time goes (scripts/bench-pipeline.sh does with PROFILE=1).`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -357,6 +364,7 @@ on /readyz until the new engine answers.`,
 			}
 			opts := ports.options(*dir, log)
 			opts.Registerer = reg
+			opts.ClickHouseConfig = *chConfig
 			st, err := embedded.Start(ctx, opts)
 			if err != nil {
 				return err

@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -56,9 +59,15 @@ func TestStackCommand(t *testing.T) {
 	defer cancel()
 	var out, errb lockedBuffer
 	done := make(chan int, 1)
+	// --clickhouse-config reaches the engine: the embedded engine keeps
+	// no query_log unless a configuration asks for one.
+	cfg := filepath.Join(t.TempDir(), "querylog.xml")
+	if err := os.WriteFile(cfg, []byte("<clickhouse><query_log><database>system</database><table>query_log</table></query_log></clickhouse>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		done <- run(ctx, []string{"stack", "--dir", t.TempDir(), "--kafka-port", "0", "--clickhouse-port", "0",
-			"--clickhouse-http-port", "0", "--http", "127.0.0.1:0"}, stdio{strings.NewReader(""), &out, &errb})
+			"--clickhouse-http-port", "0", "--http", "127.0.0.1:0", "--clickhouse-config", cfg}, stdio{strings.NewReader(""), &out, &errb})
 	}()
 	up := regexp.MustCompile(`metrics and readyz http://(\S+); Ctrl-C stops`)
 	var status string
@@ -80,6 +89,19 @@ func TestStackCommand(t *testing.T) {
 	}
 	if code, body := httpGet(t, "http://"+status+"/readyz"); code != 200 || body != "ready\n" {
 		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	chHTTP := regexp.MustCompile(`\(http (\S+)\)`).FindStringSubmatch(out.String())
+	if chHTTP == nil {
+		t.Fatalf("no engine HTTP address in %q", out.String())
+	}
+	if resp, err := http.Post("http://"+chHTTP[1]+"/", "text/plain", strings.NewReader("SYSTEM FLUSH LOGS")); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	q := "http://" + chHTTP[1] + "/?query=" + url.QueryEscape("SELECT count() FROM system.tables WHERE database = 'system' AND name = 'query_log'")
+	if code, body := httpGet(t, q); code != 200 || body != "1\n" {
+		t.Errorf("--clickhouse-config: system.query_log: %d %q, want it present", code, body)
 	}
 	_, metrics := httpGet(t, "http://"+status+"/metrics")
 	for _, want := range []string{"toolaudit_engine_up 1", "toolaudit_engine_restarts_total 0", "toolaudit_engine_start_failures_total 0"} {

@@ -498,6 +498,145 @@ CREATE TABLE IF NOT EXISTS `toolaudit`.approval_events_local ON CLUSTER `prod`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', recorded_at)
 ORDER BY (registry, server, tool, digest, decided_at, baseline_version);
 
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.decisions_by_minute_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.decisions_rollup_minute_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.decisions_rollup_hour_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.decisions_by_tool_day_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.fabricated_names_day_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+DROP VIEW IF EXISTS `toolaudit`.registry_versions_seen_mv ON CLUSTER `prod`;
+
+-- 0010_rollups_from_groups.sql
+CREATE TABLE IF NOT EXISTS `toolaudit`.decisions_groups ON CLUSTER `prod`
+(
+    minute           DateTime('UTC'),
+    analysis_id      LowCardinality(String),
+    registry         LowCardinality(String),
+    registry_version LowCardinality(String),
+    model            LowCardinality(String),
+    provider         LowCardinality(String),
+    surface          LowCardinality(String),
+    source           LowCardinality(String),
+    class            LowCardinality(String),
+    verdict          LowCardinality(String),
+    resolved_server  LowCardinality(String),
+    resolved_tool    LowCardinality(String),
+    server           LowCardinality(String),
+    tool             LowCardinality(String),
+    suggested_tool   LowCardinality(String),
+    rows             UInt64,
+    coercible        UInt64,
+    drift            UInt64,
+    suggested        UInt64,
+    calls            AggregateFunction(uniq, String),
+    timed            UInt64,
+    first_emitted    DateTime64(3, 'UTC'),
+    last_emitted     DateTime64(3, 'UTC')
+)
+ENGINE = Null;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_by_minute_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_by_minute_local
+AS SELECT
+    minute, analysis_id, registry, class, verdict, model, provider,
+    sum(rows) AS rows,
+    uniqMergeState(calls) AS calls,
+    sum(drift) AS drift,
+    sum(coercible) AS coercible
+FROM `toolaudit`.decisions_groups
+GROUP BY minute, analysis_id, registry, class, verdict, model, provider;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_rollup_minute_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_rollup_minute_local
+AS SELECT
+    minute, analysis_id, registry, model, provider, surface, source, class, verdict,
+    sum(rows) AS rows,
+    sum(coercible) AS coercible,
+    sum(drift) AS drift,
+    sum(suggested) AS suggested
+FROM `toolaudit`.decisions_groups
+GROUP BY minute, analysis_id, registry, model, provider, surface, source, class, verdict;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_rollup_hour_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_rollup_hour_local
+AS SELECT
+    toStartOfHour(minute) AS hour,
+    analysis_id, registry, model, provider, surface, source, class, verdict,
+    sum(rows) AS rows,
+    sum(coercible) AS coercible,
+    sum(drift) AS drift,
+    sum(suggested) AS suggested
+FROM `toolaudit`.decisions_groups
+GROUP BY hour, analysis_id, registry, model, provider, surface, source, class, verdict;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_by_tool_day_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_by_tool_day_local
+AS SELECT
+    toDate(minute, 'UTC') AS day,
+    analysis_id, registry, source, resolved_server, resolved_tool, server, tool, class,
+    sum(rows) AS rows,
+    sum(drift) AS drift
+FROM `toolaudit`.decisions_groups
+GROUP BY day, analysis_id, registry, source, resolved_server, resolved_tool, server, tool, class;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.fabricated_names_day_mv ON CLUSTER `prod`
+TO `toolaudit`.fabricated_names_day_local
+AS SELECT
+    toDate(minute, 'UTC') AS day,
+    analysis_id, registry, source, model, surface, class, tool, suggested_tool,
+    sum(rows) AS rows
+FROM `toolaudit`.decisions_groups
+WHERE class IN ('H1', 'M1')
+GROUP BY day, analysis_id, registry, source, model, surface, class, tool, suggested_tool;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.registry_versions_seen_mv ON CLUSTER `prod`
+TO `toolaudit`.registry_versions_seen_local
+AS SELECT
+    analysis_id, registry, registry_version,
+    min(first_emitted) AS first_emitted,
+    max(last_emitted) AS last_emitted,
+    sum(timed) AS rows
+FROM `toolaudit`.decisions_groups
+WHERE registry_version != '' AND timed > 0
+GROUP BY analysis_id, registry, registry_version;
+
+-- 0010_rollups_from_groups.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.decisions_groups_mv ON CLUSTER `prod`
+TO `toolaudit`.decisions_groups
+AS SELECT
+    toStartOfMinute(toDateTime(
+        if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+           emitted_at, decided_at), 'UTC')) AS minute,
+    analysis_id, registry, registry_version, model, provider, surface, source, class, verdict,
+    resolved_server, resolved_tool, server, tool, suggested_tool,
+    count() AS rows,
+    countIf(coercible) AS coercible,
+    countIf(drift) AS drift,
+    countIf(suggested_tool != '') AS suggested,
+    uniqState(call_key) AS calls,
+    countIf(emitted_at > toDateTime64(0, 3, 'UTC')) AS timed,
+    minIf(emitted_at, emitted_at > toDateTime64(0, 3, 'UTC')) AS first_emitted,
+    maxIf(emitted_at, emitted_at > toDateTime64(0, 3, 'UTC')) AS last_emitted
+FROM `toolaudit`.decisions_local
+GROUP BY minute, analysis_id, registry, registry_version, model, provider, surface, source, class, verdict,
+    resolved_server, resolved_tool, server, tool, suggested_tool;
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 

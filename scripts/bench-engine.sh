@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The ClickHouse engine's cost of storing decided calls, per table and per
+# materialized view: what issue 25 asks to split before changing the
+# schema. A resolve run on `resolverd stack` decides N corpus calls into
+# toolaudit.decisions; the rows are copied into a Memory table; then, in
+# alternated rounds, each variant is a fresh database made by `resolverd
+# migrate --database` (the whole schema) with all of decisions'
+# materialized views dropped but the variant's, and the rows are inserted
+# into its decisions with one INSERT ... SELECT per block of 100,000 (the
+# writer's batch), with the writer's settings, after a first INSERT that is
+# not measured. A variant's cost is the engine's
+# CPU from the INSERT's start until its background merges have settled,
+# per row; "insert" is the INSERT alone. Native-protocol parsing is not in
+# it (the rows come from memory): it is the same for every variant.
+# PROFILE=1: each variant's cost per stage too (scripts/bench-stack.sh).
+# A variant named by a file is the whole schema and then the file's
+# statements (one a line) on database bench_v: a table's variant.
+# BLOCK sets the rows per block (default 100000).
+# Usage: [ROUNDS=3] [PROFILE=0] [BLOCK=100000] [VARIANTS='none all VIEW...'] scripts/bench-engine.sh [ROWS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-300000}
+. scripts/bench-stack.sh
+
+settle decisions decisions_by_minute
+"$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" --group bench-engine --analysis bench-engine \
+  --listing-hold 0 --log-level warn > "$work/run.log" 2>&1 &
+echo $! > "$work/pid"
+"$work/resolverd" report --clickhouse "$CH" --analysis bench-engine --expect "$N" --timeout 20m --poll 100ms > /dev/null
+kill -INT "$(cat "$work/pid")"; wait "$(cat "$work/pid")" 2>/dev/null || true
+q "CREATE TABLE toolaudit.bench_rows ENGINE = Memory AS SELECT * FROM toolaudit.decisions"
+rows=$(q "SELECT count() FROM toolaudit.bench_rows")
+views=$(q "SELECT name FROM system.tables WHERE database = 'toolaudit' AND engine = 'MaterializedView' ORDER BY name FORMAT TSV")
+echo "rows: $rows; views on decisions: $(echo $views)"
+
+merging() { q "SELECT count() FROM system.merges"; }
+block=${BLOCK:-100000}
+variant() { # name: none, all, one view's name, or a file of SQL run after migrating (a table variant)
+  local v=$1
+  q "DROP DATABASE IF EXISTS bench_v SYNC"
+  "$work/resolverd" migrate --clickhouse "$CH" --database bench_v > /dev/null 2>&1
+  if [ -f "$v" ]; then
+    while IFS= read -r stmt; do [ -n "$stmt" ] && q "$stmt"; done < "$v"
+  else
+    for m in $views; do
+      case $v in all|"$m") ;; *) q "DROP VIEW bench_v.$m" ;; esac
+    done
+  fi
+  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  # A first INSERT of 10,000 rows, not measured: the engine compiles a
+  # view's expressions and builds its pipeline at its first INSERT (a
+  # one-time cost, 0.5 s and more with all views).
+  q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
+  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  local e0 e1 e2 s t i
+  local since; since=$(q "SELECT now64(6)")
+  e0=$(cpu "$engine"); s=$(date +%s.%N)
+  # One INSERT per block, as the writer sends its batches.
+  for ((i = 0; i * block < rows; i++)); do
+    q "INSERT INTO bench_v.decisions SELECT * FROM toolaudit.bench_rows LIMIT $block OFFSET $((i * block))
+       SETTINGS max_insert_block_size = $block, min_insert_block_size_rows = $block, max_threads = 1, optimize_on_insert = 0${INSERT_SETTINGS:-}"
+  done
+  e1=$(cpu "$engine"); t=$(date +%s.%N)
+  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  e2=$(cpu "$engine")
+  python3 -c "import sys; r=int(sys.argv[2]); print('%-32s insert %5.2f s wall, %5.2f us/row; with its merges %5.2f us/row' % (sys.argv[1], float(sys.argv[4])-float(sys.argv[3]), (int(sys.argv[6])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[7])-int(sys.argv[5]))/100/r*1e6))" \
+    "$v" "$rows" "$s" "$t" "$e0" "$e1" "$e2"
+  profile "$since" "$rows" bench_v
+}
+
+for round in $(seq "${ROUNDS:-3}"); do
+  echo "round $round"
+  list=${VARIANTS:-none all $views}
+  [ $((round % 2)) = 0 ] && list=$(echo $list | tr ' ' '\n' | tac | tr '\n' ' ')
+  for v in $list; do variant "$v"; done
+done
+q "DROP DATABASE IF EXISTS bench_v SYNC"
