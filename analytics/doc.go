@@ -32,7 +32,8 @@
 // batches in flight per move), or under two classes if the second decision
 // differs. Each Query's Description says so where it applies. The session
 // drill-down and the time-of-check/time-of-use view read decisions with
-// FINAL through its primary key (the call keys found in session_calls or
+// FINAL through its primary key (the call keys found in sessions_by_hour's
+// call_keys, session_calls for history before migration 0011, or
 // call_path_decisions): exact. The registry
 // history (registry_changes) is exact: every listing change, replayed;
 // so are the approved definitions' queries, which read it with the

@@ -90,4 +90,10 @@ profile() {
      WHERE event_time_microseconds >= toDateTime64('$since', 6) AND type = 'QueryFinish' AND query_kind = 'Insert'
        AND has(tables, '${db:-toolaudit}.decisions') AND k LIKE '%Microseconds' AND k NOT IN ('RealTimeMicroseconds', 'OSCPUWaitMicroseconds')
      GROUP BY k HAVING sum(v) / $rows >= 0.02 ORDER BY sum(v) DESC LIMIT 20 FORMAT TSVRaw"
+  echo "  the merges of decisions, timed stages (us per row):"
+  q "SELECT '    ' || rpad(k, 56) || leftPad(toString(round(sum(v) / $rows, 3)), 7)
+     FROM system.part_log ARRAY JOIN mapKeys(ProfileEvents) AS k, mapValues(ProfileEvents) AS v
+     WHERE event_time_microseconds >= toDateTime64('$since', 6) AND event_type = 'MergeParts' AND table = 'decisions'
+       AND (k LIKE '%Microseconds' OR k LIKE '%Milliseconds') AND k NOT IN ('RealTimeMicroseconds', 'OSCPUWaitMicroseconds')
+     GROUP BY k HAVING sum(v) / $rows >= 0.02 ORDER BY sum(v) DESC LIMIT 20 FORMAT TSVRaw"
 }

@@ -637,6 +637,37 @@ FROM `toolaudit`.decisions_local
 GROUP BY minute, analysis_id, registry, registry_version, model, provider, surface, source, class, verdict,
     resolved_server, resolved_tool, server, tool, suggested_tool;
 
+-- 0011_session_calls_in_sessions.sql
+DROP VIEW IF EXISTS `toolaudit`.session_calls_mv ON CLUSTER `prod`;
+
+-- 0011_session_calls_in_sessions.sql
+ALTER TABLE `toolaudit`.sessions_by_hour_local ON CLUSTER `prod`
+    ADD COLUMN IF NOT EXISTS call_keys SimpleAggregateFunction(groupArrayArray, Array(String)) CODEC(ZSTD(1));
+
+-- 0011_session_calls_in_sessions.sql
+DROP VIEW IF EXISTS `toolaudit`.sessions_by_hour_mv ON CLUSTER `prod`;
+
+-- 0011_session_calls_in_sessions.sql
+CREATE MATERIALIZED VIEW IF NOT EXISTS `toolaudit`.sessions_by_hour_mv ON CLUSTER `prod`
+TO `toolaudit`.sessions_by_hour_local
+AS SELECT
+    toStartOfHour(toDateTime(
+        if(emitted_at > toDateTime64(0, 3, 'UTC') AND emitted_at < toDateTime64('2106-01-01 00:00:00', 3, 'UTC'),
+           emitted_at, decided_at), 'UTC')) AS hour,
+    analysis_id, registry, agent_id, model, session_id,
+    count() AS rows,
+    countIf(verdict = 'reject') AS rejects,
+    min(emitted_at) AS first_emitted,
+    max(emitted_at) AS last_emitted,
+    groupUniqArray(class) AS classes,
+    groupArray(call_key) AS call_keys
+FROM `toolaudit`.decisions_local
+WHERE session_id != ''
+GROUP BY hour, analysis_id, registry, agent_id, model, session_id;
+
+-- 0012_decisions_horizontal_merges.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod` MODIFY SETTING vertical_merge_algorithm_min_rows_to_activate = 1000000000;
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
