@@ -186,7 +186,7 @@ func cpuSince(cpu func() time.Duration, c0 time.Duration) string {
 // grouping that feeds most of them since 0010: what --views=false drops
 // (decisions_by_minute_mv, which 0002 made, stays).
 var analyticsViews = []string{"decisions_groups_mv", "decisions_rollup_minute_mv", "decisions_rollup_hour_mv", "decisions_by_tool_day_mv",
-	"fabricated_names_day_mv", "registry_versions_seen_mv", "sessions_by_hour_mv", "call_path_decisions_mv", "session_calls_mv"}
+	"fabricated_names_day_mv", "registry_versions_seen_mv", "sessions_by_hour_mv", "call_path_decisions_mv"}
 
 // settle waits until the engine has no merge running in the database (at
 // most 30 minutes), so that the queries meet the parts a running system

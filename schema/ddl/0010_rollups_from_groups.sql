@@ -15,8 +15,8 @@
 -- what its own view wrote before. Measured (PROFILE=1
 -- scripts/bench-engine.sh 500000, 100,000-row INSERTs, two alternated
 -- rounds; docs/performance.md §3): the six views cost the engine 1.31 -
--- 1.60 us of CPU per row of decisions, the grouping and the six views on
--- its groups 0.88 - 0.89 us.
+-- 1.55 us of CPU per row of decisions, the grouping and the six views on
+-- its groups 0.94 - 0.99 us.
 --
 -- The worst case, every row a group of its own, costs one grouping more
 -- than before. Redelivery and retries count as before (see 0007): the
