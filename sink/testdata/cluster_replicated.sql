@@ -665,8 +665,10 @@ FROM `toolaudit`.decisions_local
 WHERE session_id != ''
 GROUP BY hour, analysis_id, registry, agent_id, model, session_id;
 
--- 0012_decisions_horizontal_merges.sql
-ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod` MODIFY SETTING vertical_merge_algorithm_min_rows_to_activate = 1000000000;
+-- 0012_decisions_merges.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod` MODIFY SETTING
+    vertical_merge_algorithm_min_rows_to_activate = 1000000000,
+    auto_statistics_types = '';
 
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
