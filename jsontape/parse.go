@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -330,7 +331,14 @@ func special(x uint64) uint64 {
 // one.
 func (t *Tape) plain(src []byte, j int) (int, error) {
 	for {
-		for j+8 <= len(src) && special(binary.LittleEndian.Uint64(src[j:]))&highs == 0 {
+		for j+8 <= len(src) {
+			// The lowest flagged byte is the first special one (a borrow
+			// only flags bytes above a true hit): jump to it, rather than
+			// walk the word byte by byte.
+			if m := special(binary.LittleEndian.Uint64(src[j:])) & highs; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		if j >= len(src) {

@@ -72,6 +72,39 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+// TestStringSpecialAtEveryOffset puts each kind of byte that ends the
+// fast scan of a string (quote, escape, control character, UTF-8 lead,
+// invalid byte) at every offset of the first two 8-byte words, after
+// plain ASCII and after another special byte, and checks the verdict and
+// the value against encoding/json: the scan jumps to the first flagged
+// byte of a word, which must be the first special one.
+func TestStringSpecialAtEveryOffset(t *testing.T) {
+	specials := []string{`"`, `\n`, `\u00e9`, "\x01", "\x1f", "é", "€", "\xff", "\xc3"}
+	var tp Tape
+	for _, before := range []string{"", "\x1f", "é", `\t`} {
+		for _, sp := range specials {
+			for pos := 0; pos < 18; pos++ {
+				in := []byte(`["` + strings.Repeat("a", pos) + before + sp + " ab" + `"]`)
+				err := tp.Parse(in)
+				valid := json.Valid(in) && utf8.Valid(in) // encoding/json replaces bad UTF-8
+				if (err == nil) != valid {
+					t.Fatalf("Parse(%q): err %v, valid JSON and UTF-8 %v", in, err, valid)
+				}
+				if err != nil {
+					continue
+				}
+				var want any
+				if err := json.Unmarshal(in, &want); err != nil {
+					t.Fatal(err)
+				}
+				if got := toAny(tp.Root()); !reflect.DeepEqual(got, want) {
+					t.Fatalf("Parse(%q) = %#v, encoding/json %#v", in, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
 	tests := []struct {
