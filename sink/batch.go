@@ -82,6 +82,15 @@ func offsetOf[T any](acc func(*schema.Row) *T) uintptr {
 	return p - base
 }
 
+// appendField appends the field of every row to each column of fs.
+func appendField[T any, C interface{ Append(T) }](fs []field[C], rows []schema.Row) {
+	for _, f := range fs {
+		for i := range rows {
+			f.col.Append(*at[T](&rows[i], f.off))
+		}
+	}
+}
+
 // at returns the field at off of row r (offsetOf).
 func at[T any](r *schema.Row, off uintptr) *T { return (*T)(unsafe.Add(unsafe.Pointer(r), off)) }
 
@@ -154,21 +163,13 @@ func (c *ClickHouse) NewBatch() *Batch {
 // turns.
 func (b *Batch) Append(rows []schema.Row) {
 	now := time.Now()
-	for _, f := range b.lcCols {
+	for _, f := range b.lcCols { // most columns: no generic call per value
 		for i := range rows {
 			f.col.Append(*at[string](&rows[i], f.off))
 		}
 	}
-	for _, f := range b.strCols {
-		for i := range rows {
-			f.col.Append(*at[string](&rows[i], f.off))
-		}
-	}
-	for _, f := range b.boolCols {
-		for i := range rows {
-			f.col.Append(*at[bool](&rows[i], f.off))
-		}
-	}
+	appendField[string](b.strCols, rows)
+	appendField[bool](b.boolCols, rows)
 	for _, f := range b.timeCols {
 		for i := range rows {
 			t := *at[time.Time](&rows[i], f.off)
@@ -182,16 +183,8 @@ func (b *Batch) Append(rows []schema.Row) {
 			}
 		}
 	}
-	for _, f := range b.i32Cols {
-		for i := range rows {
-			f.col.Append(*at[int32](&rows[i], f.off))
-		}
-	}
-	for _, f := range b.i64Cols {
-		for i := range rows {
-			f.col.Append(*at[int64](&rows[i], f.off))
-		}
-	}
+	appendField[int32](b.i32Cols, rows)
+	appendField[int64](b.i64Cols, rows)
 	b.rows += len(rows)
 	if b.reserveRows > 0 && b.rows >= reserveSample {
 		b.reserve()

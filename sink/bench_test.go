@@ -52,9 +52,11 @@ func handOffs(batch *Batch, rows []schema.Row) {
 // part of a write that runs while the pipeline gathers a batch (no
 // server). Reports ns per row.
 func BenchmarkBatchAppend(b *testing.B) {
-	c := &ClickHouse{}
-	batch := c.NewBatch()
-	rows := mkRows("bench", 0, 50_000, base.Add(time.Hour))
+	benchAppend(b, mkRows("bench", 0, 50_000, base.Add(time.Hour)))
+}
+
+func benchAppend(b *testing.B, rows []schema.Row) {
+	batch := (&ClickHouse{}).NewBatch()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -68,18 +70,7 @@ func BenchmarkBatchAppend(b *testing.B) {
 // mixed fleet, as the pipeline's corpus makes them: 3,000 registries,
 // tools and digests in no order, the call's strings fresh per row (as
 // decoded), the registry's shared between the rows that resolve to them.
-func BenchmarkBatchAppendFleet(b *testing.B) {
-	c := &ClickHouse{}
-	batch := c.NewBatch()
-	rows := fleetRows(50_000, 3000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		batch.Reset()
-		handOffs(batch, rows)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
-}
+func BenchmarkBatchAppendFleet(b *testing.B) { benchAppend(b, fleetRows(50_000, 3000)) }
 
 // fleetRows returns n rows of distinct registries, tools and digests
 // drawn in no order.
