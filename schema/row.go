@@ -121,6 +121,7 @@ func ArgsHash(v jsontape.Value) string {
 type ArgsSummarizer struct {
 	key    *ArgsKey
 	mac    hash.Hash // HMAC-SHA-256 under key, made on first use
+	sum    []byte    // mac's sum
 	buf    []byte
 	kvs    []shapeKV
 	seen   []string // distinct item shapes of the arrays being described
@@ -195,7 +196,10 @@ func (s *ArgsSummarizer) Hash(v jsontape.Value) string {
 		}
 		s.mac.Reset()
 		s.mac.Write(s.buf)
-		s.mac.Sum(sum[:0])
+		// Into a buffer of s: sum would escape to the heap through the
+		// interface call, an allocation per call keyed or not.
+		s.sum = s.mac.Sum(s.sum[:0])
+		copy(sum[:], s.sum)
 		prefix = s.key.prefix
 	}
 	out := make([]byte, len(prefix)+hex.EncodedLen(len(sum)))
