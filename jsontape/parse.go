@@ -325,6 +325,14 @@ func special(x uint64) uint64 {
 	return ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - 0x20*ones) &^ x) | x&highs
 }
 
+// quoteOrBackslash has the high bit of each byte of x that is '"' or
+// '\\' set (and maybe of bytes above the first such one).
+func quoteOrBackslash(x uint64) uint64 {
+	q := x ^ quotes
+	bs := x ^ backs
+	return (((q - ones) &^ q) | ((bs - ones) &^ bs)) & highs
+}
+
 // plain skips the bytes of a string that stand for themselves: ASCII
 // other than '"', '\\' and control characters (8 at a time), and valid
 // UTF-8 sequences. It returns the offset of the next byte that is not

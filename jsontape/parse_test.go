@@ -282,6 +282,30 @@ func TestAppendCompact(t *testing.T) {
 	}
 }
 
+// TestAppendCompactStrings puts a quote, an escape or a multi-byte
+// character at every offset of a string's first two words, in a spaced
+// text, and checks AppendCompact against encoding/json.Compact: the scan
+// of a string skips a word at a time to its first quote or backslash.
+func TestAppendCompactStrings(t *testing.T) {
+	var tp Tape
+	for _, sp := range []string{`\"`, `\\`, `\u0022`, `\n`, "é", "€ ", ` `} {
+		for pos := 0; pos < 18; pos++ {
+			str := strings.Repeat("a", pos) + sp + " x\\\" y "
+			in := []byte(`{ "k" : "` + str + `" , "n" : [ 1 , "` + str + `" ] , "e" : "" }`)
+			if err := tp.Parse(in); err != nil {
+				t.Fatalf("Parse(%s): %v", in, err)
+			}
+			var want bytes.Buffer
+			if err := json.Compact(&want, in); err != nil {
+				t.Fatal(err)
+			}
+			if got := tp.Root().AppendCompact(nil); !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("AppendCompact(%s) = %s, want %s", in, got, want.Bytes())
+			}
+		}
+	}
+}
+
 func TestEqualAndHash(t *testing.T) {
 	big := func(order []int) string {
 		var b strings.Builder
@@ -442,6 +466,13 @@ func FuzzParse(f *testing.F) {
 			}
 			if got := toAny(tp.Root()); !equalAny(got, want) {
 				t.Fatalf("Parse(%q) = %#v, encoding/json %#v", b, got, want)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, b); err != nil {
+				t.Fatal(err)
+			}
+			if got := tp.Root().AppendCompact(nil); !bytes.Equal(got, compact.Bytes()) {
+				t.Fatalf("AppendCompact(%q) = %q, encoding/json.Compact %q", b, got, compact.Bytes())
 			}
 			return
 		}

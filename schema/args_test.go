@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unsafe"
@@ -130,6 +132,38 @@ func TestArgsKeyedHash(t *testing.T) {
 	if _, err := NewArgsKey([]byte("short")); err == nil {
 		t.Fatal("a 5-byte key accepted")
 	}
+}
+
+// BenchmarkArgsSummaryCorpus: the shape and hash of the arguments of
+// every corpus call (sample and BFCL), as emitted (spaced), per call.
+func BenchmarkArgsSummaryCorpus(b *testing.B) {
+	var tapes []*jsontape.Tape
+	var d CallDecoder
+	var c Call
+	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if d.Decode(l, &c) != nil {
+				continue
+			}
+			tp := new(jsontape.Tape)
+			if err := tp.Parse(bytes.Clone(c.Arguments.Raw())); err != nil {
+				b.Fatal(err)
+			}
+			tapes = append(tapes, tp)
+		}
+	}
+	var s ArgsSummarizer
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, tp := range tapes {
+			_, _ = s.Shape(tp.Root()), s.Hash(tp.Root())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(tapes)), "ns/call")
 }
 
 func BenchmarkArgsSummary(b *testing.B) {
