@@ -36,6 +36,11 @@ func TestArgsShape(t *testing.T) {
 		{`[{"a":1},{"b":1},{"c":1},{"d":1},{"e":1},{"f":1},{"g":1},{"h":1},{"i":1},{"a":2},{"j":[]}]`,
 			`[{"a":"number"},{"b":"number"},{"c":"number"},{"d":"number"},{"e":"number"},{"f":"number"},{"g":"number"},{"h":"number"},{"i":"number"},{"j":[]}]`},
 		{`"s"`, `"string"`},
+		{`{"abc":1,"a":2,"ab":3,"":4}`, `{"":"number","a":"number","ab":"number","abc":"number"}`},
+		// More members than the insertion sort takes, objects nested in
+		// them sorting their own members meanwhile.
+		{`{"m":1,"l":{"z":1,"y":{"b":1,"a":2}},"k":1,"j":1,"i":1,"h":1,"g":1,"f":1,"e":1,"d":1,"c":1,"b":1,"a":[{"q":1,"p":2}]}`,
+			`{"a":[{"p":"number","q":"number"}],"b":"number","c":"number","d":"number","e":"number","f":"number","g":"number","h":"number","i":"number","j":"number","k":"number","l":{"y":{"a":"number","b":"number"},"z":"number"},"m":"number"}`},
 	} {
 		if got := ArgsShape(parse(t, tc.in)); got != tc.want {
 			t.Errorf("ArgsShape(%s) = %s, want %s", tc.in, got, tc.want)
