@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
@@ -21,11 +22,39 @@ import (
 // with a large -benchtime, e.g. -benchtime=300000x. consume-cpu-ns/call
 // is the process's CPU time per call from the first write on (start-up
 // left out), the in-process broker's share included.
-func BenchmarkPipeline(b *testing.B) { benchPipeline(b, false, nil) }
+func BenchmarkPipeline(b *testing.B) { benchPipeline(b, benchOpts{}) }
 
 // BenchmarkPipelinePassthrough: the same with Passthrough on (calls decoded,
 // not resolved): the difference is what resolution costs.
-func BenchmarkPipelinePassthrough(b *testing.B) { benchPipeline(b, true, nil) }
+func BenchmarkPipelinePassthrough(b *testing.B) { benchPipeline(b, benchOpts{passthrough: true}) }
+
+// BenchmarkPipelineColumns is BenchmarkPipeline into the ClickHouse
+// sink's batches (sink.Batch: LowCardinality dictionaries, String columns
+// in their wire form), discarded where they would be INSERTed: resolverd's
+// work per call but the INSERT's encoding and write.
+func BenchmarkPipelineColumns(b *testing.B) { benchPipeline(b, benchOpts{columns: true}) }
+
+// columnSink is an appender.Batcher whose batches are sink.Batches that
+// Write discards, counting their rows with wrote.
+type columnSink struct{ wrote func(rows int) }
+
+func (s columnSink) Write(context.Context, []schema.Row) error {
+	panic("columnSink: the pipeline writes through its batches")
+}
+
+func (s columnSink) NewBatch() appender.Batch {
+	return columnBatch{(&sink.ClickHouse{}).NewBatch(), s.wrote}
+}
+
+type columnBatch struct {
+	*sink.Batch
+	wrote func(rows int)
+}
+
+func (b columnBatch) Write(context.Context) error {
+	b.wrote(b.Len())
+	return nil
+}
 
 // BenchmarkPipelineCodec: the pipeline with the calls produced under each
 // of Kafka's compression codecs (kgo's default, and ingest's, is
@@ -45,7 +74,7 @@ func BenchmarkPipelineCodec(b *testing.B) {
 		{"lz4", kgo.Lz4Compression()},
 		{"zstd", kgo.ZstdCompression()},
 	} {
-		b.Run(cc.name, func(b *testing.B) { benchPipeline(b, false, &cc.codec) })
+		b.Run(cc.name, func(b *testing.B) { benchPipeline(b, benchOpts{codec: &cc.codec}) })
 	}
 }
 
@@ -76,10 +105,20 @@ func topicBytes(b *testing.B, cl *kgo.Client, topic string) int64 {
 	return n
 }
 
+// benchOpts are the variants of benchPipeline.
+type benchOpts struct {
+	passthrough bool
+	// codec: the calls are produced compressed with it, and the CPU times
+	// and sizes BenchmarkPipelineCodec describes are reported.
+	codec *kgo.CompressionCodec
+	// columns: rows go into sink.Batches (columnSink).
+	columns bool
+}
+
 // benchPipeline runs the pipeline over b.N calls produced before the
-// timer starts; with codec, they are produced compressed with it and the
-// CPU times and sizes BenchmarkPipelineCodec describes are reported.
-func benchPipeline(b *testing.B, passthrough bool, codec *kgo.CompressionCodec) {
+// timer starts.
+func benchPipeline(b *testing.B, o benchOpts) {
+	codec := o.codec
 	c := newCluster(b, 3)
 	prod := newProducer(b, c)
 	if codec != nil {
@@ -115,19 +154,25 @@ func benchPipeline(b *testing.B, passthrough bool, codec *kgo.CompressionCodec) 
 	var first sync.Once
 	var firstCPU time.Duration
 	var firstRows int64
-	sink := appender.SinkFunc(func(_ context.Context, rows []schema.Row) error {
-		first.Do(func() { firstCPU, firstRows = cpuTime(b), int64(len(rows)) })
-		if n.Add(int64(len(rows))) >= int64(b.N) {
+	wrote := func(rows int) {
+		first.Do(func() { firstCPU, firstRows = cpuTime(b), int64(rows) })
+		if n.Add(int64(rows)) >= int64(b.N) {
 			once.Do(func() { close(done) })
 		}
+	}
+	var to appender.Sink = appender.SinkFunc(func(_ context.Context, rows []schema.Row) error {
+		wrote(len(rows))
 		return nil
 	})
+	if o.columns {
+		to = columnSink{wrote}
+	}
 	cfg := testConfig(c)
-	cfg.Passthrough = passthrough
+	cfg.Passthrough = o.passthrough
 	b.ReportAllocs()
 	b.ResetTimer()
 	began := time.Now()
-	r := start(b, cfg, nil, sink, nil)
+	r := start(b, cfg, nil, to, nil)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):
