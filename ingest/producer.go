@@ -83,6 +83,11 @@ func NewProducer(cfg ProducerConfig, extra ...kgo.Opt) (*Producer, error) {
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent writes stay on (kgo's default)
+		// Snappy, else none: kgo's default, said outright. Of none,
+		// snappy, lz4 and zstd it cost the producer least (1.3 µs a call
+		// against 2.2 - 2.9) and the pipeline no more than none, which
+		// moves five times the bytes (docs/performance.md §3, issue 25).
+		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()),
 	}
 	// Not kgo.RecordDeliveryTimeout: kgo measures it from the record's
 	// timestamp, which here is the event's own (often past) time, so every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -324,13 +325,28 @@ func special(x uint64) uint64 {
 	return ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - 0x20*ones) &^ x) | x&highs
 }
 
+// quoteOrBackslash has the high bit of each byte of x that is '"' or
+// '\\' set (and maybe of bytes above the first such one).
+func quoteOrBackslash(x uint64) uint64 {
+	q := x ^ quotes
+	bs := x ^ backs
+	return (((q - ones) &^ q) | ((bs - ones) &^ bs)) & highs
+}
+
 // plain skips the bytes of a string that stand for themselves: ASCII
 // other than '"', '\\' and control characters (8 at a time), and valid
 // UTF-8 sequences. It returns the offset of the next byte that is not
 // one.
 func (t *Tape) plain(src []byte, j int) (int, error) {
 	for {
-		for j+8 <= len(src) && special(binary.LittleEndian.Uint64(src[j:]))&highs == 0 {
+		for j+8 <= len(src) {
+			// The lowest flagged byte is the first special one (a borrow
+			// only flags bytes above a true hit): jump to it, rather than
+			// walk the word byte by byte.
+			if m := special(binary.LittleEndian.Uint64(src[j:])) & highs; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		if j >= len(src) {

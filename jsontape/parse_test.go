@@ -72,6 +72,39 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+// TestStringSpecialAtEveryOffset puts each kind of byte that ends the
+// fast scan of a string (quote, escape, control character, UTF-8 lead,
+// invalid byte) at every offset of the first two 8-byte words, after
+// plain ASCII and after another special byte, and checks the verdict and
+// the value against encoding/json: the scan jumps to the first flagged
+// byte of a word, which must be the first special one.
+func TestStringSpecialAtEveryOffset(t *testing.T) {
+	specials := []string{`"`, `\n`, `\u00e9`, "\x01", "\x1f", "é", "€", "\xff", "\xc3"}
+	var tp Tape
+	for _, before := range []string{"", "\x1f", "é", `\t`} {
+		for _, sp := range specials {
+			for pos := 0; pos < 18; pos++ {
+				in := []byte(`["` + strings.Repeat("a", pos) + before + sp + " ab" + `"]`)
+				err := tp.Parse(in)
+				valid := json.Valid(in) && utf8.Valid(in) // encoding/json replaces bad UTF-8
+				if (err == nil) != valid {
+					t.Fatalf("Parse(%q): err %v, valid JSON and UTF-8 %v", in, err, valid)
+				}
+				if err != nil {
+					continue
+				}
+				var want any
+				if err := json.Unmarshal(in, &want); err != nil {
+					t.Fatal(err)
+				}
+				if got := toAny(tp.Root()); !reflect.DeepEqual(got, want) {
+					t.Fatalf("Parse(%q) = %#v, encoding/json %#v", in, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
 	tests := []struct {
@@ -249,6 +282,30 @@ func TestAppendCompact(t *testing.T) {
 	}
 }
 
+// TestAppendCompactStrings puts a quote, an escape or a multi-byte
+// character at every offset of a string's first two words, in a spaced
+// text, and checks AppendCompact against encoding/json.Compact: the scan
+// of a string skips a word at a time to its first quote or backslash.
+func TestAppendCompactStrings(t *testing.T) {
+	var tp Tape
+	for _, sp := range []string{`\"`, `\\`, `\u0022`, `\n`, "é", "€ ", ` `} {
+		for pos := 0; pos < 18; pos++ {
+			str := strings.Repeat("a", pos) + sp + " x\\\" y "
+			in := []byte(`{ "k" : "` + str + `" , "n" : [ 1 , "` + str + `" ] , "e" : "" }`)
+			if err := tp.Parse(in); err != nil {
+				t.Fatalf("Parse(%s): %v", in, err)
+			}
+			var want bytes.Buffer
+			if err := json.Compact(&want, in); err != nil {
+				t.Fatal(err)
+			}
+			if got := tp.Root().AppendCompact(nil); !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("AppendCompact(%s) = %s, want %s", in, got, want.Bytes())
+			}
+		}
+	}
+}
+
 func TestEqualAndHash(t *testing.T) {
 	big := func(order []int) string {
 		var b strings.Builder
@@ -409,6 +466,13 @@ func FuzzParse(f *testing.F) {
 			}
 			if got := toAny(tp.Root()); !equalAny(got, want) {
 				t.Fatalf("Parse(%q) = %#v, encoding/json %#v", b, got, want)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, b); err != nil {
+				t.Fatal(err)
+			}
+			if got := tp.Root().AppendCompact(nil); !bytes.Equal(got, compact.Bytes()) {
+				t.Fatalf("AppendCompact(%q) = %q, encoding/json.Compact %q", b, got, compact.Bytes())
 			}
 			return
 		}

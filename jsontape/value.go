@@ -1,7 +1,9 @@
 package jsontape
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unsafe"
 )
@@ -206,6 +208,20 @@ func (v Value) AppendCompact(dst []byte) []byte {
 	in := false
 	run := 0
 	for i := 0; i < len(raw); i++ {
+		if in {
+			// To the string's next quote or backslash, a word at a time
+			// (its lowest flagged byte is the first one).
+			for i+8 <= len(raw) {
+				if m := quoteOrBackslash(binary.LittleEndian.Uint64(raw[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+			if i == len(raw) {
+				break
+			}
+		}
 		switch c := raw[i]; {
 		case in:
 			if c == '\\' {

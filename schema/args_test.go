@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unsafe"
@@ -34,6 +36,11 @@ func TestArgsShape(t *testing.T) {
 		{`[{"a":1},{"b":1},{"c":1},{"d":1},{"e":1},{"f":1},{"g":1},{"h":1},{"i":1},{"a":2},{"j":[]}]`,
 			`[{"a":"number"},{"b":"number"},{"c":"number"},{"d":"number"},{"e":"number"},{"f":"number"},{"g":"number"},{"h":"number"},{"i":"number"},{"j":[]}]`},
 		{`"s"`, `"string"`},
+		{`{"abc":1,"a":2,"ab":3,"":4}`, `{"":"number","a":"number","ab":"number","abc":"number"}`},
+		// More members than the insertion sort takes, objects nested in
+		// them sorting their own members meanwhile.
+		{`{"m":1,"l":{"z":1,"y":{"b":1,"a":2}},"k":1,"j":1,"i":1,"h":1,"g":1,"f":1,"e":1,"d":1,"c":1,"b":1,"a":[{"q":1,"p":2}]}`,
+			`{"a":[{"p":"number","q":"number"}],"b":"number","c":"number","d":"number","e":"number","f":"number","g":"number","h":"number","i":"number","j":"number","k":"number","l":{"y":{"a":"number","b":"number"},"z":"number"},"m":"number"}`},
 	} {
 		if got := ArgsShape(parse(t, tc.in)); got != tc.want {
 			t.Errorf("ArgsShape(%s) = %s, want %s", tc.in, got, tc.want)
@@ -130,6 +137,38 @@ func TestArgsKeyedHash(t *testing.T) {
 	if _, err := NewArgsKey([]byte("short")); err == nil {
 		t.Fatal("a 5-byte key accepted")
 	}
+}
+
+// BenchmarkArgsSummaryCorpus: the shape and hash of the arguments of
+// every corpus call (sample and BFCL), as emitted (spaced), per call.
+func BenchmarkArgsSummaryCorpus(b *testing.B) {
+	var tapes []*jsontape.Tape
+	var d CallDecoder
+	var c Call
+	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if d.Decode(l, &c) != nil {
+				continue
+			}
+			tp := new(jsontape.Tape)
+			if err := tp.Parse(bytes.Clone(c.Arguments.Raw())); err != nil {
+				b.Fatal(err)
+			}
+			tapes = append(tapes, tp)
+		}
+	}
+	var s ArgsSummarizer
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, tp := range tapes {
+			_, _ = s.Shape(tp.Root()), s.Hash(tp.Root())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(tapes)), "ns/call")
 }
 
 func BenchmarkArgsSummary(b *testing.B) {

@@ -121,8 +121,10 @@ func ArgsHash(v jsontape.Value) string {
 type ArgsSummarizer struct {
 	key    *ArgsKey
 	mac    hash.Hash // HMAC-SHA-256 under key, made on first use
+	sum    []byte    // mac's sum
 	buf    []byte
 	kvs    []shapeKV
+	order  []int32  // the positions in kvs of an object's members, by name
 	seen   []string // distinct item shapes of the arrays being described
 	shapes map[string]string
 }
@@ -172,6 +174,9 @@ func (s *ArgsSummarizer) trim() {
 	if cap(s.kvs) > 1<<14 {
 		s.kvs = nil
 	}
+	if cap(s.order) > 1<<14 {
+		s.order = nil
+	}
 	if cap(s.seen) > 1<<14 {
 		s.seen = nil
 	}
@@ -195,7 +200,10 @@ func (s *ArgsSummarizer) Hash(v jsontape.Value) string {
 		}
 		s.mac.Reset()
 		s.mac.Write(s.buf)
-		s.mac.Sum(sum[:0])
+		// Into a buffer of s: sum would escape to the heap through the
+		// interface call, an allocation per call keyed or not.
+		s.sum = s.mac.Sum(s.sum[:0])
+		copy(sum[:], s.sum)
 		prefix = s.key.prefix
 	}
 	out := make([]byte, len(prefix)+hex.EncodedLen(len(sum)))
@@ -205,6 +213,23 @@ func (s *ArgsSummarizer) Hash(v jsontape.Value) string {
 }
 
 const hashPrefix = "sha256:"
+
+// sortByName sorts order, positions in kvs, by the members' names: by
+// insertion for the few members arguments mostly have, moving small
+// integers (moving the members themselves, which hold pointers, costs
+// write barriers while the collector runs), by the library's sort for
+// many.
+func sortByName(order []int32, kvs []shapeKV) {
+	if len(order) > 12 {
+		slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(kvs[a].k, kvs[b].k) })
+		return
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && bytes.Compare(kvs[order[j]].k, kvs[order[j-1]].k) < 0; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+}
 
 func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []byte {
 	if depth > 32 {
@@ -219,16 +244,24 @@ func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []by
 			s.kvs = append(s.kvs, shapeKV{m.Name(), m.Value()})
 		}
 		mine := s.kvs[start:]
-		slices.SortFunc(mine, func(a, b shapeKV) int { return bytes.Compare(a.k, b.k) })
+		// Their order, sorted by name, goes on top of s.order likewise.
+		ostart := len(s.order)
+		for i := range mine {
+			s.order = append(s.order, int32(i))
+		}
+		order := s.order[ostart:]
+		sortByName(order, mine)
 		b = append(b, '{')
-		for i, e := range mine {
+		for i, j := range order {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			e := &mine[j]
 			b = AppendString(b, unsafe.String(unsafe.SliceData(e.k), len(e.k)))
 			b = append(b, ':')
 			b = s.appendShape(b, e.v, depth+1)
 		}
+		s.order = s.order[:ostart]
 		clear(s.kvs[start:])
 		s.kvs = s.kvs[:start]
 		return append(b, '}')

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,9 +52,11 @@ func handOffs(batch *Batch, rows []schema.Row) {
 // part of a write that runs while the pipeline gathers a batch (no
 // server). Reports ns per row.
 func BenchmarkBatchAppend(b *testing.B) {
-	c := &ClickHouse{}
-	batch := c.NewBatch()
-	rows := mkRows("bench", 0, 50_000, base.Add(time.Hour))
+	benchAppend(b, mkRows("bench", 0, 50_000, base.Add(time.Hour)))
+}
+
+func benchAppend(b *testing.B, rows []schema.Row) {
+	batch := (&ClickHouse{}).NewBatch()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -61,6 +64,34 @@ func BenchmarkBatchAppend(b *testing.B) {
 		handOffs(batch, rows)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+}
+
+// BenchmarkBatchAppendFleet is BenchmarkBatchAppend with the rows of a
+// mixed fleet, as the pipeline's corpus makes them: 3,000 registries,
+// tools and digests in no order, the call's strings fresh per row (as
+// decoded), the registry's shared between the rows that resolve to them.
+func BenchmarkBatchAppendFleet(b *testing.B) { benchAppend(b, fleetRows(50_000, 3000)) }
+
+// fleetRows returns n rows of distinct registries, tools and digests
+// drawn in no order.
+func fleetRows(n, distinct int) []schema.Row {
+	type version struct{ id, tool, server, digest string }
+	vs := make([]version, distinct)
+	for i := range vs {
+		vs[i] = version{fmt.Sprintf("rv-%d-%x", i, i*7919), fmt.Sprintf("tool_%d", i), "", fmt.Sprintf("sha256:%064x", i*104729)}
+	}
+	rows := mkRows("bench", 0, n, base.Add(time.Hour))
+	for k := range rows {
+		r := &rows[k]
+		i := (k * 7919) % distinct
+		v := &vs[i]
+		r.ResolvedTool, r.ResolvedServer, r.RegistryVersion, r.CurrentDigest = v.tool, v.server, v.id, v.digest
+		r.Registry = fmt.Sprintf("bfcl-simple_python_%d", i)
+		r.Tool = strings.Clone(v.tool)
+		r.SeenDigest = strings.Clone(v.digest)
+		r.SessionID = "s-" + r.Registry
+	}
+	return rows
 }
 
 // BenchmarkBatchEncode: a 50k-row batch appended and written out in the
