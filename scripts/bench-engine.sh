@@ -18,7 +18,9 @@
 # A variant named by a file is the whole schema and then the file's
 # statements (one a line) on database bench_v: a table's variant.
 # BLOCK sets the rows per block (default 100000).
-# Usage: [ROUNDS=3] [PROFILE=0] [BLOCK=100000] [VARIANTS='none all VIEW...'] scripts/bench-engine.sh [ROWS]
+# MERGES=natural lets decisions merge as it would (no OPTIMIZE): the
+# merges' CPU until they settle is then in the second figure.
+# Usage: [ROUNDS=3] [PROFILE=0] [BLOCK=100000] [MERGES=held] [VARIANTS='none all VIEW...'] scripts/bench-engine.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-300000}
@@ -57,7 +59,7 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
   local e0 e1 e2 s t i
   # decisions' own merges wait for the end (below): whether one ran
   # within a variant's measurement depended on timing.
-  q "SYSTEM STOP MERGES bench_v.decisions"
+  [ "${MERGES:-held}" = held ] && q "SYSTEM STOP MERGES bench_v.decisions"
   local since; since=$(q "SELECT now64(6)")
   e0=$(cpu "$engine"); s=$(date +%s.%N)
   # One INSERT per block, as the writer sends its batches.
@@ -70,11 +72,14 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
   e2=$(cpu "$engine")
   # Then every part of decisions merged into one, as background merges
   # do to every row again and again (each level of merging rewrites it).
-  q "SYSTEM START MERGES bench_v.decisions"
-  q "OPTIMIZE TABLE bench_v.decisions FINAL"
+  if [ "${MERGES:-held}" = held ]; then
+    q "SYSTEM START MERGES bench_v.decisions"
+    q "OPTIMIZE TABLE bench_v.decisions FINAL"
+  fi
   local e3; e3=$(cpu "$engine")
-  python3 -c "import sys; r=int(sys.argv[2]); print('%-32s insert %5.2f s wall, %5.2f us/row; with the views merges %5.2f us/row; one merge of decisions %5.2f us/row' % (sys.argv[1], float(sys.argv[4])-float(sys.argv[3]), (int(sys.argv[6])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[7])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[8])-int(sys.argv[7]))/100/r*1e6))" \
-    "$v" "$rows" "$s" "$t" "$e0" "$e1" "$e2" "$e3"
+  local parts; parts=$(q "SELECT count() FROM system.parts WHERE database = 'bench_v' AND table = 'decisions' AND active")
+  python3 -c "import sys; r=int(sys.argv[2]); print('%-32s insert %5.2f s wall, %5.2f us/row; with the views merges %5.2f us/row; one merge of decisions %5.2f us/row; %s parts of decisions at the end' % (sys.argv[1], float(sys.argv[4])-float(sys.argv[3]), (int(sys.argv[6])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[7])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[8])-int(sys.argv[7]))/100/r*1e6, sys.argv[9]))" \
+    "$v" "$rows" "$s" "$t" "$e0" "$e1" "$e2" "$e3" "$parts"
   profile "$since" "$rows" bench_v
 }
 
