@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
 # The ClickHouse engine's cost of storing decided calls, per table and per
-# materialized view: what issue 25 asks to split before changing the
-# schema. A resolve run on `resolverd stack` decides N corpus calls into
-# toolaudit.decisions; the rows are copied into a Memory table; then, in
-# alternated rounds, each variant is a fresh database made by `resolverd
-# migrate --database` (the whole schema) with all of decisions'
-# materialized views dropped but the variant's, and the rows are inserted
-# into its decisions with one INSERT ... SELECT per block of 100,000 (the
-# writer's batch), with the writer's settings, after a first INSERT that is
-# not measured. A variant's cost is the engine's
-# CPU from the INSERT's start until its background merges have settled,
-# per row, decisions' own merges excepted; "insert" is the INSERTs alone;
-# "one merge" is decisions' parts merged into one (OPTIMIZE FINAL) after
-# that, per row: background merges do that to every row again and again. Native-protocol parsing is not in
-# it (the rows come from memory): it is the same for every variant.
-# PROFILE=1: each variant's cost per stage too (scripts/bench-stack.sh).
-# A variant named by a file is the whole schema and then the file's
-# statements (one a line) on database bench_v: a table's variant.
-# BLOCK sets the rows per block (default 100000).
-# MERGES=natural lets decisions merge as it would (no OPTIMIZE): the
-# merges' CPU until they settle is then in the second figure.
-# Usage: [ROUNDS=3] [PROFILE=0] [BLOCK=100000] [MERGES=held] [VARIANTS='none all VIEW...'] scripts/bench-engine.sh [ROWS]
+# materialized view (issue 25's split). A resolve run on `resolverd stack`
+# decides ROWS corpus calls into toolaudit.decisions and the rows are kept
+# in a Memory table. Then, in alternated rounds, each variant gets a fresh
+# database migrated in full (`resolverd migrate --database bench_v`) and
+# the rows are inserted into its decisions with the writer's settings, one
+# INSERT ... SELECT per block of BLOCK rows (default 100,000, the writer's
+# batch), after a first INSERT that is not measured (the engine compiles
+# a view's expressions at its first INSERT). Native-protocol parsing is
+# not in it (the rows come from memory): it is the same for every variant.
+#
+# A variant is "none" (no view), "all", one view's name (only that view),
+# or a file of statements, one a line, run after migrating (a table's
+# variant).
+#
+# Printed per variant, as the engine's CPU per row: "insert", the INSERTs;
+# "with the views' merges", until the background merges settle (decisions'
+# own merges held); "one merge of decisions", its parts then merged into
+# one (OPTIMIZE FINAL), which background merges do to every row at each
+# level; the parts left. MERGES=natural lets decisions merge as the server
+# would instead (no OPTIMIZE: its merges are in the second figure).
+# PROFILE=1 adds the split per stage (scripts/bench-stack.sh).
+# Usage: [ROUNDS=3] [VARIANTS='none all VIEW... FILE...'] [BLOCK=100000] [MERGES=held] [PROFILE=0] scripts/bench-engine.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-300000}
@@ -78,7 +79,7 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
   fi
   local e3; e3=$(cpu "$engine")
   local parts; parts=$(q "SELECT count() FROM system.parts WHERE database = 'bench_v' AND table = 'decisions' AND active")
-  python3 -c "import sys; r=int(sys.argv[2]); print('%-32s insert %5.2f s wall, %5.2f us/row; with the views merges %5.2f us/row; one merge of decisions %5.2f us/row; %s parts of decisions at the end' % (sys.argv[1], float(sys.argv[4])-float(sys.argv[3]), (int(sys.argv[6])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[7])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[8])-int(sys.argv[7]))/100/r*1e6, sys.argv[9]))" \
+  python3 -c "import sys; r=int(sys.argv[2]); print('%-32s insert %5.2f s wall, %5.2f us/row; with the views\u2019 merges %5.2f us/row; one merge of decisions %5.2f us/row; %s parts of decisions at the end' % (sys.argv[1], float(sys.argv[4])-float(sys.argv[3]), (int(sys.argv[6])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[7])-int(sys.argv[5]))/100/r*1e6, (int(sys.argv[8])-int(sys.argv[7]))/100/r*1e6, sys.argv[9]))" \
     "$v" "$rows" "$s" "$t" "$e0" "$e1" "$e2" "$e3" "$parts"
   profile "$since" "$rows" bench_v
 }
