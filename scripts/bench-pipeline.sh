@@ -19,7 +19,9 @@
 # decisions (same columns, codecs, order); it stores each call's context,
 # its Kafka position and the keyed-hash-free args_hash (SHA-256 of the
 # arguments' text), no class. Its CPU is the engine's alone (the broker is
-# not counted for any mode). Each mode's rate is given from its start and
+# not counted for any mode), and again with the merges the server ran
+# after the run's end (until none ran for 3 s), which a bench that stops
+# at its last row would leave out. Each mode's rate is given from its start and
 # from its first stored batch on (start-up left out), and the ratios of
 # both.
 # PROFILE=1 adds, after each run, the engine's CPU per stage (the
@@ -72,7 +74,9 @@ run() { # name, extra flags...
   local rcpu; rcpu=$(cpu "$pid")
   local e1; e1=$(cpu "$engine")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  python3 -c "import sys; n,s,e,r,c,f,nf=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100,float(sys.argv[8]),int(sys.argv[9]); print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored batch (%.1f s after the start) %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call); resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), r, r/n*1e6, c, c/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss" "$f" "$nf"
+  quiet
+  local e2; e2=$(cpu "$engine")
+  python3 -c "import sys; n,s,e,r,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100,float(sys.argv[8]),int(sys.argv[9]),int(sys.argv[10])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored batch (%.1f s after the start) %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call), %4.1f us/call with the merges that followed; resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), r, r/n*1e6, c, c/n*1e6, (c+m)/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss" "$f" "$nf" "$((e2-e1))"
   rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
   steady=$(python3 -c "import sys; print((int(sys.argv[1])-int(sys.argv[4]))/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$f" "$end" "$nf")
   profile "$since" "$N"
@@ -117,7 +121,9 @@ peer() {
   done
   local e1; e1=$(cpu "$engine")
   q "DROP VIEW toolaudit.calls_peer_mv"; q "DROP TABLE toolaudit.calls_peer_queue"
-  python3 -c "import sys; n,s,e,c,f,nf=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,float(sys.argv[6]),int(sys.argv[7]); print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored block (%.1f s after the start) %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), c, c/n*1e6))" "$n" "$start" "$end" "$name" "$((e1-e0))" "$first" "$nfirst"
+  quiet
+  local e2; e2=$(cpu "$engine")
+  python3 -c "import sys; n,s,e,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,float(sys.argv[6]),int(sys.argv[7]),int(sys.argv[8])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored block (%.1f s after the start) %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included, %4.1f us/call with the merges that followed' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), c, c/n*1e6, (c+m)/n*1e6))" "$n" "$start" "$end" "$name" "$((e1-e0))" "$first" "$nfirst" "$((e2-e1))"
   # Two rates, as for resolverd: from the start, and from the first
   # stored block on (the consumers take about 2 s to join their group and
   # receive records, resolverd about 1 s to apply the registry's listings

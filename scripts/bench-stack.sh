@@ -63,6 +63,18 @@ settle() { # tables to truncate...
   exit 1
 }
 
+# quiet: waits until no merge has run for 3 s (at most 5 minutes): the
+# merges the server chose to run after a load, for the cost they add.
+quiet() {
+  local idle=0
+  for _ in $(seq 1500); do
+    if [ "$(q "SELECT count() FROM system.merges")" = 0 ]; then idle=$((idle + 1)); else idle=0; fi
+    [ "$idle" -ge 15 ] && return
+    sleep 0.2
+  done
+  echo "bench: background merges still running after 5 minutes" >&2
+}
+
 # profile SINCE ROWS: the engine's CPU since SINCE (PROFILE=1), per stage,
 # per row of ROWS.
 profile() {
