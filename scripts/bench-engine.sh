@@ -38,7 +38,6 @@ rows=$(q "SELECT count() FROM toolaudit.bench_rows")
 views=$(q "SELECT name FROM system.tables WHERE database = 'toolaudit' AND engine = 'MaterializedView' ORDER BY name FORMAT TSV")
 echo "rows: $rows; views on decisions: $(echo $views)"
 
-merging() { q "SELECT count() FROM system.merges"; }
 block=${BLOCK:-100000}
 variant() { # name: none, all, one view's name, or a file of SQL run after migrating (a table variant)
   local v=$1
@@ -57,12 +56,12 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
       [ "$m" = "$feeder" ] || q "DROP VIEW bench_v.$m"
     done
   fi
-  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  quiet
   # A first INSERT of 10,000 rows, not measured: the engine compiles a
   # view's expressions and builds its pipeline at its first INSERT (a
   # one-time cost, 0.5 s and more with all views).
   q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
-  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  quiet
   local e0 e1 e2 s t i
   # decisions' own merges wait for the end (below): whether one ran
   # within a variant's measurement depended on timing.
@@ -75,7 +74,7 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
        SETTINGS max_insert_block_size = $block, min_insert_block_size_rows = $block, max_threads = 1, optimize_on_insert = 0${INSERT_SETTINGS:-}"
   done
   e1=$(cpu "$engine"); t=$(date +%s.%N)
-  for _ in $(seq 600); do [ "$(merging)" = 0 ] && break; sleep 0.2; done
+  quiet
   e2=$(cpu "$engine")
   # Then every part of decisions merged into one, as background merges
   # do to every row again and again (each level of merging rewrites it).
