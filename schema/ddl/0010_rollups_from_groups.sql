@@ -8,7 +8,8 @@
 -- as called and as resolved, the pin, the suggested name), into
 -- decisions_groups, a Null table (it stores nothing: it only feeds the
 -- views on it), and the six rollups are fed from those groups, which are
--- far fewer than the rows: a batch of 100,000 corpus calls has about 3,400.
+-- far fewer than the rows: a batch of 100,000 corpus calls has at most
+-- 3,399, the corpus's distinct calls.
 -- The counts are sums of the groups' counts, the distinct calls of
 -- decisions_by_minute a merge of the groups' uniq states, the first and last
 -- emission times the min and max of the groups': each rollup holds exactly
