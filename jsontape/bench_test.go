@@ -1,6 +1,8 @@
 package jsontape
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -48,4 +50,27 @@ func sizeName(n int) string {
 		return itoa(n>>20) + "MB"
 	}
 	return itoa(n>>10) + "KB"
+}
+
+// BenchmarkParseCorpus parses every call line of the corpus (sample and
+// BFCL, ~600 bytes each): the parse that CallDecoder.Decode starts with.
+func BenchmarkParseCorpus(b *testing.B) {
+	var lines [][]byte
+	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines = append(lines, bytes.Split(bytes.TrimSpace(data), []byte("\n"))...)
+	}
+	var tp Tape
+	b.SetBytes(int64(len(bytes.Join(lines, nil))))
+	for b.Loop() {
+		for _, l := range lines {
+			if err := tp.Parse(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(lines)), "ns/call")
 }
