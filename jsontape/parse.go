@@ -310,8 +310,7 @@ func (t *Tape) skipWS(src []byte, i int) int {
 	return i
 }
 
-// SWAR constants: a byte of x is '"', '\\', a control character or not
-// ASCII exactly when special(x) has its high bit set.
+// SWAR constants.
 const (
 	ones   = 0x0101010101010101
 	highs  = 0x8080808080808080
@@ -319,10 +318,17 @@ const (
 	backs  = '\\' * ones
 )
 
+// special has the high bit set of the first byte of x (in memory order)
+// that is '"', '\\', a control character or not ASCII, and of no byte
+// before it; bytes after it may be flagged whatever they are. A byte's
+// subtraction sets its high bit when the byte is 0 after the XOR (the
+// quote or the backslash), below 0x20, or 0x80 and above (0xa0 and
+// above in the last term, the rest in the first: 0x80-0x9f XOR '"' is
+// above 0x80); and a borrow only leaves a byte that is such a hit, so it
+// cannot flag a byte below the first hit. TestSpecialFirstFlag checks
+// every byte value at every position.
 func special(x uint64) uint64 {
-	q := x ^ quotes
-	bs := x ^ backs
-	return ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - 0x20*ones) &^ x) | x&highs
+	return ((x ^ quotes) - ones) | ((x ^ backs) - ones) | (x - 0x20*ones)
 }
 
 // quoteOrBackslash has the high bit of each byte of x that is '"' or

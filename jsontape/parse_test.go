@@ -2,8 +2,11 @@ package jsontape
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -543,4 +546,51 @@ func repeatedName(b []byte) bool {
 		return false
 	}
 	return walk()
+}
+
+// TestSpecialFirstFlag checks the word scan's mask against a byte-by-byte
+// reading: every byte value at every position of a word, after plain
+// ASCII, with every byte value after it, and random words. The lowest
+// flagged byte must be the first special one, and no flag means none.
+func TestSpecialFirstFlag(t *testing.T) {
+	isSpecial := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80 }
+	first := func(w [8]byte) int {
+		for i, c := range w {
+			if isSpecial(c) {
+				return i
+			}
+		}
+		return 8
+	}
+	check := func(w [8]byte) {
+		m := special(binary.LittleEndian.Uint64(w[:])) & highs
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if want := first(w); got != want {
+			t.Fatalf("word %q: first flagged byte %d, first special %d", w[:], got, want)
+		}
+	}
+	for pos := 0; pos < 8; pos++ {
+		for v := 0; v < 256; v++ {
+			for after := 0; after < 256; after++ {
+				var w [8]byte
+				for i := range w {
+					w[i] = 'a' + byte(i)
+				}
+				w[pos] = byte(v)
+				for i := pos + 1; i < 8; i++ {
+					w[i] = byte(after + i)
+				}
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64()&0x7f7f7f7f7f7f7f7f|r.Uint64()&r.Uint64()&r.Uint64()&highs)
+		check(w)
+	}
 }
