@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Limits of Parse.
@@ -331,6 +332,14 @@ func special(x uint64) uint64 {
 	return ((x ^ quotes) - ones) | ((x ^ backs) - ones) | (x - 0x20*ones)
 }
 
+// load64 returns the 8 bytes of src at i as a little-endian word, without
+// the bounds checks of binary.LittleEndian.Uint64(src[i:]) (two compares
+// and a masked index per word of the string scan): every caller loops on
+// i+8 <= len(src), with 0 <= i.
+func load64(src []byte, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(src)), i))[:])
+}
+
 // quoteOrBackslash has the high bit of each byte of x that is '"' or
 // '\\' set (and maybe of bytes above the first such one).
 func quoteOrBackslash(x uint64) uint64 {
@@ -349,7 +358,7 @@ func (t *Tape) plain(src []byte, j int) (int, error) {
 			// The lowest flagged byte is the first special one (a borrow
 			// only flags bytes above a true hit): jump to it, rather than
 			// walk the word byte by byte.
-			if m := special(binary.LittleEndian.Uint64(src[j:])) & highs; m != 0 {
+			if m := special(load64(src, j)) & highs; m != 0 {
 				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -377,8 +386,29 @@ func (t *Tape) plain(src []byte, j int) (int, error) {
 }
 
 // str parses a string starting at its opening quote and appends its entry.
+// The common string, ASCII without escapes and not within 8 bytes of the
+// end of the input, is read here a word at a time; anything else goes on
+// in plain from the first byte that is not plain ASCII.
 func (t *Tape) str(src []byte, start int) (int, error) {
-	j, err := t.plain(src, start+1)
+	j := start + 1
+	for j+8 <= len(src) {
+		if m := special(load64(src, j)) & highs; m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if src[j] == '"' {
+				t.ents = append(t.ents, entry{tag: uint32(String) | uint32(j-start-1)<<tagShift, a: uint32(start), b: uint32(j + 1)})
+				return j + 1, nil
+			}
+			break
+		}
+		j += 8
+	}
+	return t.strRest(src, start, j)
+}
+
+// strRest finishes str from j, the first byte that is not plain ASCII or
+// within 8 bytes of the end.
+func (t *Tape) strRest(src []byte, start, j int) (int, error) {
+	j, err := t.plain(src, j)
 	if err != nil {
 		return j, err
 	}

@@ -594,3 +594,43 @@ func TestSpecialFirstFlag(t *testing.T) {
 		check(w)
 	}
 }
+
+// TestStringEndsAtEveryOffset: strings and names of every length up to
+// three words, ending at every distance from the end of the input (the
+// word scans stop 8 bytes before it and go on byte by byte), and cut off
+// before their closing quote.
+func TestStringEndsAtEveryOffset(t *testing.T) {
+	var tp Tape
+	for n := 0; n <= 24; n++ {
+		s := strings.Repeat("a", n)
+		for pad := 0; pad <= 9; pad++ {
+			sp := strings.Repeat(" ", pad)
+			for _, in := range []string{`"` + s + `"` + sp, `{"` + s + `":"` + s + "é" + `"` + sp + `}` + sp} {
+				var want any
+				if err := json.Unmarshal([]byte(in), &want); err != nil {
+					t.Fatal(err)
+				}
+				if err := tp.Parse([]byte(in)); err != nil {
+					t.Fatalf("Parse(%q): %v", in, err)
+				}
+				if got := toAny(tp.Root()); !reflect.DeepEqual(got, want) {
+					t.Fatalf("Parse(%q) = %#v, want %#v", in, got, want)
+				}
+			}
+		}
+		for _, tt := range []struct {
+			in   string
+			kind ErrorKind
+			back int // the error's offset before the end of the input
+		}{
+			{`"` + s, ErrSyntax, 0}, {`{"` + s, ErrSyntax, 0}, {`{"k":"` + s, ErrSyntax, 0},
+			{`"` + s + `\`, ErrSyntax, 1}, {`"` + s + "\xc3", ErrUTF8, 1}, {`{"` + s + "\xff\":1}", ErrUTF8, 5},
+		} {
+			err := tp.Parse([]byte(tt.in))
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != tt.kind || e.Offset != len(tt.in)-tt.back {
+				t.Fatalf("Parse(%q) = %v, want kind %d at byte %d", tt.in, err, tt.kind, len(tt.in)-tt.back)
+			}
+		}
+	}
+}
