@@ -634,3 +634,32 @@ func TestStringEndsAtEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedInLargeObjects: objects past smallObject members go
+// through the hash table, whose hash reads names of up to 16 bytes as two
+// overlapping words: two names of every length that differ in any one
+// byte are distinct, a name written twice (once escaped) is repeated.
+func TestRepeatedInLargeObjects(t *testing.T) {
+	var fill strings.Builder
+	for i := range smallObject + 1 {
+		fill.WriteString(`"f` + itoa(i) + `":0,`)
+	}
+	var tp Tape
+	for n := 1; n <= 24; n++ {
+		for p := 0; p < n; p++ {
+			a := []byte(strings.Repeat("n", n))
+			b := bytes.Clone(a)
+			b[p] = 'm'
+			in := `{` + fill.String() + `"` + string(a) + `":1,"` + string(b) + `":2}`
+			if err := tp.Parse([]byte(in)); err != nil {
+				t.Fatalf("Parse(%q): %v", in, err)
+			}
+			esc := string(a[:p]) + `\u006e` + string(a[p+1:])
+			in = `{"` + string(a) + `":1,` + fill.String() + `"` + esc + `":2}`
+			var e *Error
+			if err := tp.Parse([]byte(in)); !errors.As(err, &e) || e.Kind != ErrRepeated || e.Ptr != "/"+string(a) {
+				t.Fatalf("Parse(%q) = %v, want the repeat of %q", in, err, a)
+			}
+		}
+	}
+}
