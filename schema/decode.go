@@ -55,7 +55,9 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 	// One pass over the members instead of a scan per member looked up.
 	var m callMembers
 	for it := root.Members(); it.Next(); {
-		m.set(it.Name(), it.Value())
+		if i := callMember(it.Name()); i >= 0 {
+			m.v[i] = it.Value()
+		}
 	}
 	// String members are read as views into the tape and copied into one
 	// allocation at the end: fewer allocations, and the call's strings
@@ -197,43 +199,44 @@ const (
 // The tape has no repeated names, so each is set at most once.
 type callMembers struct{ v [numMembers]jsontape.Value }
 
-func (m *callMembers) set(k []byte, v jsontape.Value) {
-	i := -1
+// callMember returns the m* index of a member name, -1 for a member
+// Decode does not read. It returns the index rather than store the value
+// itself: the caller's callMembers is on its stack, where storing the
+// value's tape pointer needs no write barrier.
+func callMember(k []byte) int {
 	switch string(k) {
 	case "event_id":
-		i = mEventID
+		return mEventID
 	case "type":
-		i = mType
+		return mType
 	case "tool":
-		i = mTool
+		return mTool
 	case "emitted_at":
-		i = mEmittedAt
+		return mEmittedAt
 	case "arguments":
-		i = mArguments
+		return mArguments
 	case "arguments_raw":
-		i = mArgumentsRaw
+		return mArgumentsRaw
 	case "registry":
-		i = mRegistry
+		return mRegistry
 	case "agent_id":
-		i = mAgentID
+		return mAgentID
 	case "session_id":
-		i = mSessionID
+		return mSessionID
 	case "model":
-		i = mModel
+		return mModel
 	case "provider":
-		i = mProvider
+		return mProvider
 	case "surface":
-		i = mSurface
+		return mSurface
 	case "server":
-		i = mServer
+		return mServer
 	case "seen_digest":
-		i = mSeenDigest
+		return mSeenDigest
 	case "visible":
-		i = mVisible
+		return mVisible
 	}
-	if i >= 0 {
-		m.v[i] = v
-	}
+	return -1
 }
 
 // strBytes reads an optional string member as a view into the tape:
