@@ -574,6 +574,9 @@ func (t *Tape) repeated(obj uint32) (uint32, bool) {
 		}
 		return 0, false
 	}
+	if n <= 32 && t.distinctBits(obj, n) {
+		return 0, false
+	}
 	// Open addressing, at most half full; slots hold index+1.
 	size := 1
 	for size < 2*n {
@@ -598,6 +601,33 @@ func (t *Tape) repeated(obj uint32) (uint32, bool) {
 		k = t.after(k + 1)
 	}
 	return 0, false
+}
+
+// distinctBits reports whether the n member names of object obj take
+// distinct bits of a 256-bit set, each by its length and its first and
+// last bytes: then no name repeats (equal names take the same bit), and
+// the hash table is not needed. Otherwise, or for an escaped or empty
+// name, the table decides. The bits are not keyed: names chosen to share
+// bits only send their object to the table. The members of a call event
+// take distinct bits (TestDistinctBits).
+func (t *Tape) distinctBits(obj uint32, n int) bool {
+	var set [4]uint64
+	src := t.src
+	for k, m := obj+1, 0; m < n; m++ {
+		e := &t.ents[k]
+		l := e.tag >> tagShift
+		if e.tag&escBit != 0 || l == 0 {
+			return false
+		}
+		a := e.a + 1
+		b := (uint32(src[a]) | uint32(src[a+l-1])<<8 | l<<16) * 0x27d4eb2f >> 24
+		if set[b>>6]&(1<<(b&63)) != 0 {
+			return false
+		}
+		set[b>>6] |= 1 << (b & 63)
+		k = t.after(k + 1)
+	}
+	return true
 }
 
 // nameHash hashes a member name for the repeated-name table. A name of

@@ -663,3 +663,30 @@ func TestRepeatedInLargeObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctBits: the members of a call event (wire contract v1.2)
+// take distinct bits, so that a call's repeated-name check needs no hash
+// table; names that share a bit go to the table, which tells repeats
+// from names that only look alike.
+func TestDistinctBits(t *testing.T) {
+	call := `{"type":"call","event_id":"c","emitted_at":"t","registry":"r","agent_id":"a","session_id":"s","model":"m",` +
+		`"provider":"p","surface":"s","tool":"t","server":"s","seen_digest":"d","arguments":{},"arguments_raw":"{}","visible":[]}`
+	var tp Tape
+	if err := tp.Parse([]byte(call)); err != nil {
+		t.Fatal(err)
+	}
+	if !tp.distinctBits(0, tp.Root().Len()) {
+		t.Error("the members of a call event share a bit")
+	}
+	alike := `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"axb":8,"ayb":9}`
+	if err := tp.Parse([]byte(alike)); err != nil {
+		t.Fatalf("Parse(%s): %v", alike, err)
+	}
+	if tp.distinctBits(0, tp.Root().Len()) {
+		t.Error(`"axb" and "ayb" take distinct bits`)
+	}
+	var e *Error
+	if err := tp.Parse([]byte(strings.Replace(alike, "ayb", "axb", 1))); !errors.As(err, &e) || e.Ptr != "/axb" {
+		t.Errorf("a repeat among names that share a bit: %v", err)
+	}
+}
