@@ -434,7 +434,8 @@ func appendInt(b []byte, i int) []byte {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{``, ` `, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `1e+`, `1E-2`, `-`, `"\u00e9"`, `"\u00g9"`, `"\q"`, "\"\x01\"",
 		`[1,]`, `{"a":1,}`, `{"a" 1}`, `[[[]]]`, `nul`, `true false`, `"\/"`, "\"\xff\"", `{"a":NaN}`, `{"a":1,"a":2}`,
-		`{"a":{"b":[1,{"c":2,"\u0063":3}]}}`, `"\ud800\udc00"`, `"\ud800"`, "\"\xed\xa0\x80\"", `[1e400]`} {
+		`{"a":{"b":[1,{"c":2,"\u0063":3}]}}`, `"\ud800\udc00"`, `"\ud800"`, "\"\xed\xa0\x80\"", `[1e400]`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"axb":9,"ayb":0}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"\u0061":0}`} {
 		f.Add([]byte(s))
 	}
 	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/sample/listings.jsonl"} {
