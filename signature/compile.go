@@ -98,6 +98,12 @@ type prop struct {
 	name string
 	n    *node
 	req  bool // named in "required"
+	// plain: n checks nothing but its types (n.has is 0), which are
+	// copied here, so that a member that passes is checked without
+	// reading n (checking is bound by memory latency; most properties
+	// are {"type": ...}). Set once the signature is compiled (plainProps).
+	plain bool
+	types typeSet
 }
 
 func tagOf(name string) uint32 {
@@ -318,6 +324,7 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 			}
 		}
 	}
+	plainProps(c.all)
 	s.values = c.copyValues()
 	c.finishWords()
 	s.notes = c.notes
@@ -863,8 +870,19 @@ func (n *node) setProps(declared []namedProp) {
 	off := 0
 	for _, p := range declared {
 		n.propIndex[p.name] = len(n.props)
-		n.props = append(n.props, prop{tagOf(p.name), packed[off : off+len(p.name)], p.n, false})
+		n.props = append(n.props, prop{tag: tagOf(p.name), name: packed[off : off+len(p.name)], n: p.n})
 		off += len(p.name)
+	}
+}
+
+// plainProps flags the props whose node checks nothing but types. It runs
+// last: a node's has is final only once cycles and scopes are marked.
+func plainProps(all []*node) {
+	for _, n := range all {
+		for i := range n.props {
+			p := &n.props[i]
+			p.plain, p.types = p.n.has == 0, p.n.types
+		}
 	}
 }
 
