@@ -619,12 +619,9 @@ func (n *node) missing(v jsontape.Value) string {
 // sets, the common case, are scanned; the map serves the large ones.
 func (n *node) prop(k []byte) int {
 	if len(n.props) <= 8 {
-		tag := uint32(0)
-		if len(k) > 0 {
-			tag = uint32(len(k))<<8 | uint32(k[0])
-		}
+		h := headOf(k)
 		for i := range n.props {
-			if p := &n.props[i]; p.tag == tag && p.name == string(k) {
+			if p := &n.props[i]; len(p.name) == len(k) && p.head == h && (len(k) <= 16 || p.name[16:] == string(k[16:])) {
 				return i
 			}
 		}
