@@ -116,9 +116,10 @@ func ArgsHash(v jsontape.Value) string {
 
 // ArgsSummarizer computes ArgsShape and the arguments' hash call after
 // call with reused buffers, and returns one string per distinct short
-// shape (the calls of a tool mostly share theirs), so that summarizing a
-// call's arguments allocates only the hash. The zero value hashes without
-// a key; NewArgsSummarizer sets one. It is not safe for concurrent use.
+// shape (the calls of a tool mostly share theirs) and hashes cut from
+// shared blocks, so that summarizing a call's arguments mostly allocates
+// nothing. The zero value hashes without a key; NewArgsSummarizer sets
+// one. It is not safe for concurrent use.
 type ArgsSummarizer struct {
 	key    *ArgsKey
 	mac    hash.Hash // HMAC-SHA-256 under key, made on first use
