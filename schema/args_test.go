@@ -5,8 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"unsafe"
@@ -139,27 +141,36 @@ func TestArgsKeyedHash(t *testing.T) {
 	}
 }
 
-// BenchmarkArgsSummaryCorpus: the shape and hash of the arguments of
-// every corpus call (sample and BFCL), as emitted (spaced), per call.
-func BenchmarkArgsSummaryCorpus(b *testing.B) {
-	var tapes []*jsontape.Tape
+// corpusArgs returns the arguments of every corpus call (sample and
+// BFCL) that decodes, as emitted (spaced).
+func corpusArgs(tb testing.TB) [][]byte {
+	var raws [][]byte
 	var d CallDecoder
 	var c Call
 	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/bfcl/calls.jsonl"} {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		for _, l := range bytes.Split(data, []byte("\n")) {
-			if d.Decode(l, &c) != nil {
-				continue
+			if d.Decode(l, &c) == nil {
+				raws = append(raws, bytes.Clone(c.Arguments.Raw()))
 			}
-			tp := new(jsontape.Tape)
-			if err := tp.Parse(bytes.Clone(c.Arguments.Raw())); err != nil {
-				b.Fatal(err)
-			}
-			tapes = append(tapes, tp)
 		}
+	}
+	return raws
+}
+
+// BenchmarkArgsSummaryCorpus: the shape and hash of the arguments of
+// every corpus call, per call.
+func BenchmarkArgsSummaryCorpus(b *testing.B) {
+	var tapes []*jsontape.Tape
+	for _, raw := range corpusArgs(b) {
+		tp := new(jsontape.Tape)
+		if err := tp.Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+		tapes = append(tapes, tp)
 	}
 	var s ArgsSummarizer
 	b.ReportAllocs()
@@ -194,4 +205,113 @@ func BenchmarkArgsSummary(b *testing.B) {
 			_, _ = s.Shape(v), s.Hash(v)
 		}
 	})
+}
+
+// refShape is ArgsShape written plainly: the reference the summarizer's
+// buffers, stack arrays and fast paths are compared with.
+func refShape(v jsontape.Value, depth int) string {
+	if depth > 32 {
+		return `"…"`
+	}
+	switch v.Kind() {
+	case jsontape.Object:
+		type kv struct {
+			k string
+			v jsontape.Value
+		}
+		var kvs []kv
+		for m := v.Members(); m.Next(); {
+			kvs = append(kvs, kv{string(m.Name()), m.Value()})
+		}
+		sort.SliceStable(kvs, func(i, j int) bool { return kvs[i].k < kvs[j].k })
+		var parts []string
+		for _, e := range kvs {
+			parts = append(parts, string(AppendString(nil, e.k))+":"+refShape(e.v, depth+1))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case jsontape.Array:
+		seen := map[string]bool{}
+		var parts []string
+		for it := v.Items(); it.Next(); {
+			if sh := refShape(it.Value(), depth+1); !seen[sh] {
+				seen[sh] = true
+				parts = append(parts, sh)
+			}
+		}
+		sort.Strings(parts)
+		return "[" + strings.Join(parts, ",") + "]"
+	case jsontape.String:
+		return `"string"`
+	case jsontape.Number:
+		return `"number"`
+	case jsontape.True, jsontape.False:
+		return `"boolean"`
+	}
+	return `"null"`
+}
+
+// corpusArgsDigest is the SHA-256 of every corpus call's args_shape and
+// args_hash, one line each, as the summarizer computed them at 15dd263:
+// both are stored and compared across runs, so no change of the
+// summarizer may move a byte of them.
+const corpusArgsDigest = "ccbc2535ad6073b5542aa243889d59177f8900584ea26025c26fffbcc0284a4f"
+
+// TestArgsSummaryCorpus: on every corpus call's arguments (and on
+// objects of every size around the summarizer's small-object limit, with
+// names that need escaping), the shape is the reference's and the hash
+// the SHA-256 of encoding/json's compact text; and the whole corpus's
+// shapes and hashes are those stored by earlier builds.
+func TestArgsSummaryCorpus(t *testing.T) {
+	raws := corpusArgs(t)
+	if len(raws) < 3000 {
+		t.Fatalf("%d corpus calls", len(raws))
+	}
+	all := sha256.New()
+	var s ArgsSummarizer
+	check := func(raw []byte, golden bool) string {
+		t.Helper()
+		v := parse(t, string(raw))
+		sh, h := s.Shape(v), s.Hash(v)
+		if want := refShape(v, 0); sh != want {
+			t.Fatalf("shape of %s:\n got %s\nwant %s", raw, sh, want)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(compact.Bytes()); h != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("hash of %s: %s", raw, h)
+		}
+		if golden {
+			fmt.Fprintf(all, "%s\t%s\n", sh, h)
+		}
+		return h
+	}
+	var hashes []string
+	for _, raw := range raws {
+		hashes = append(hashes, check(raw, true))
+	}
+	// Hashes are cut from shared blocks: none changed as later ones were made.
+	for i, raw := range raws {
+		if h := ArgsHash(parse(t, string(raw))); hashes[i] != h {
+			t.Fatalf("hash %d changed to %s, want %s", i, hashes[i], h)
+		}
+	}
+	if got := hex.EncodeToString(all.Sum(nil)); got != corpusArgsDigest {
+		t.Errorf("the corpus's shapes and hashes changed: digest %s, want %s", got, corpusArgsDigest)
+	}
+	names := []string{"b", "a", "é", "k\"q", "tab\t", "u\x1f", "\x7f", "a b", "A", "aa", "", "z", "y\\", "m", "\u2028"}
+	for n := range len(names) + 1 {
+		var b strings.Builder
+		b.WriteString("{")
+		for i, k := range names[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			js, _ := json.Marshal(k)
+			fmt.Fprintf(&b, `%s: {"x%d": [%d, "s", {"b": null, "a": true}]}`, js, i%3, i)
+		}
+		b.WriteString("}")
+		check([]byte(b.String()), false)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/toolaudit/toolaudit/jsontape"
@@ -115,13 +116,15 @@ func ArgsHash(v jsontape.Value) string {
 
 // ArgsSummarizer computes ArgsShape and the arguments' hash call after
 // call with reused buffers, and returns one string per distinct short
-// shape (the calls of a tool mostly share theirs), so that summarizing a
-// call's arguments allocates only the hash. The zero value hashes without
-// a key; NewArgsSummarizer sets one. It is not safe for concurrent use.
+// shape (the calls of a tool mostly share theirs) and hashes cut from
+// shared blocks, so that summarizing a call's arguments mostly allocates
+// nothing. The zero value hashes without a key; NewArgsSummarizer sets
+// one. It is not safe for concurrent use.
 type ArgsSummarizer struct {
 	key    *ArgsKey
 	mac    hash.Hash // HMAC-SHA-256 under key, made on first use
 	sum    []byte    // mac's sum
+	slab   []byte    // the block the next hashes are cut from (hashSlab)
 	buf    []byte
 	kvs    []shapeKV
 	order  []int32  // the positions in kvs of an object's members, by name
@@ -206,11 +209,26 @@ func (s *ArgsSummarizer) Hash(v jsontape.Value) string {
 		copy(sum[:], s.sum)
 		prefix = s.key.prefix
 	}
-	out := make([]byte, len(prefix)+hex.EncodedLen(len(sum)))
+	n := len(prefix) + hex.EncodedLen(len(sum))
+	if len(s.slab)+n > cap(s.slab) {
+		size := hashSlab
+		if s.slab == nil { // the first hash: a summarizer used once makes only it
+			size = n
+		}
+		s.slab = make([]byte, 0, size)
+	}
+	out := s.slab[len(s.slab) : len(s.slab)+n]
+	s.slab = s.slab[:len(s.slab)+n]
 	copy(out, prefix)
 	hex.Encode(out[len(prefix):], sum[:])
 	return unsafe.String(&out[0], len(out)) // out is never written again
 }
+
+// hashSlab is the size of the blocks hashes are cut from after the first:
+// one allocation per 57 plain hashes instead of one per call. A hash keeps its block
+// alive; the rows of a batch hold theirs for the batch's life, and let
+// go of them together.
+const hashSlab = 4096
 
 const hashPrefix = "sha256:"
 
@@ -231,12 +249,60 @@ func sortByName(order []int32, kvs []shapeKV) {
 	}
 }
 
+// smallObject is the most members of an object whose shape is written
+// from an array on the stack: most arguments' objects. Storing and
+// sorting members (which hold pointers) there costs no write barrier
+// while the collector runs, and nothing needs clearing after.
+const smallObject = 8
+
+// appendSmallObject is appendShape of an object of at most smallObject
+// members. kvs is indexed directly, never sliced: stores through a slice
+// would pay the barriers.
+func (s *ArgsSummarizer) appendSmallObject(b []byte, v jsontape.Value, depth int) []byte {
+	var kvs [smallObject]shapeKV
+	n := 0
+	for m := v.Members(); m.Next() && n < smallObject; n++ {
+		kvs[n] = shapeKV{m.Name(), m.Value()}
+		// Sorted by name as they come, by insertion.
+		for j := n; j > 0 && bytes.Compare(kvs[j].k, kvs[j-1].k) < 0; j-- {
+			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
+		}
+	}
+	b = append(b, '{')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendName(b, kvs[i].k)
+		b = append(b, ':')
+		b = s.appendShape(b, kvs[i].v, depth+1)
+	}
+	return append(b, '}')
+}
+
+// appendName is AppendString of a member's name: a name of printable
+// ASCII without a quote or a backslash, the common one, is written as it
+// is, which is what AppendString writes for it.
+func appendName(b []byte, k []byte) []byte {
+	for _, c := range k {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return AppendString(b, unsafe.String(unsafe.SliceData(k), len(k)))
+		}
+	}
+	b = append(b, '"')
+	b = append(b, k...)
+	return append(b, '"')
+}
+
 func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []byte {
 	if depth > 32 {
 		return append(b, `"…"`...)
 	}
 	switch v.Kind() {
 	case jsontape.Object:
+		if v.Len() <= smallObject {
+			return s.appendSmallObject(b, v, depth)
+		}
 		// This object's keys go on top of s.kvs and come off at the end,
 		// so nested objects share the slice.
 		start := len(s.kvs)
@@ -257,7 +323,7 @@ func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []by
 				b = append(b, ',')
 			}
 			e := &mine[j]
-			b = AppendString(b, unsafe.String(unsafe.SliceData(e.k), len(e.k)))
+			b = appendName(b, e.k)
 			b = append(b, ':')
 			b = s.appendShape(b, e.v, depth+1)
 		}

@@ -459,10 +459,12 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 	for m := v.Members(); m.Next(); {
 		k := m.Name()
 		var p *node // the schema of the member's value
-		declared := false
+		declared, plain := false, false
+		var types typeSet
 		if i := n.prop(k); i >= 0 {
-			declared, p = true, n.props[i].n
-			if n.props[i].req {
+			pr := &n.props[i]
+			declared, p, plain, types = true, pr.n, pr.plain, pr.types
+			if pr.req {
 				nReq++
 			}
 		} else if n.reqOther != nil && n.reqOther[string(k)] {
@@ -485,6 +487,15 @@ func (n *node) object(v jsontape.Value, w *walk) *fail {
 			p = n.addl // nil: free-form
 		}
 		if p != nil {
+			if plain && w.steps > 0 {
+				// check(p) of a plain node is a step and the types: done
+				// here when they pass, without reading p; a failure goes
+				// to check for its reason.
+				if mv := m.Value(); types == 0 || types.has(mv, mv.Kind()) {
+					w.steps--
+					continue
+				}
+			}
 			if f := check(p, m.Value(), w); f != nil {
 				if f.atKey(k).stops() {
 					return f
@@ -608,12 +619,9 @@ func (n *node) missing(v jsontape.Value) string {
 // sets, the common case, are scanned; the map serves the large ones.
 func (n *node) prop(k []byte) int {
 	if len(n.props) <= 8 {
-		tag := uint32(0)
-		if len(k) > 0 {
-			tag = uint32(len(k))<<8 | uint32(k[0])
-		}
+		h := headOf(k)
 		for i := range n.props {
-			if p := &n.props[i]; p.tag == tag && p.name == string(k) {
+			if p := &n.props[i]; len(p.name) == len(k) && p.head == h && (len(k) <= 16 || p.name[16:] == string(k[16:])) {
 				return i
 			}
 		}

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -19,10 +20,15 @@ import (
 // Signature is a compiled inputSchema. It is immutable and safe for
 // concurrent use.
 type Signature struct {
-	root        *node
+	// dynamic and the root node come first, in the signature's own
+	// memory: a check reads them first, and they share a cache line
+	// rather than one leading to the other (checking is bound by memory
+	// latency).
+	dynamic     bool // the schema has a $dynamicRef that looks along the dynamic scope
+	rootNode    node
+	root        *node // &rootNode
 	unsupported []Unsupported
 	unchecked   bool           // some part of the schema is not enforced (Enforced)
-	dynamic     bool           // the schema has a $dynamicRef that looks along the dynamic scope
 	schema      []byte         // the inputSchema compiled, for Schema
 	notes       notes          // what Expect reads of the schema and Check does not
 	values      *jsontape.Tape // the enum and const values, copied out of the schema
@@ -94,17 +100,27 @@ var typeNames = map[string]typeSet{
 }
 
 type prop struct {
-	tag  uint32 // len(name)<<8 | name[0]: most mismatches end here, before the bytes are read
+	// head is the name's first 16 bytes, zero-padded: a key matches a
+	// name of up to 16 bytes without reading the name's bytes (packed
+	// apart: checking is bound by memory latency), a longer one reads
+	// only the rest. Most mismatches end at the length or the first word.
+	head [2]uint64
 	name string
 	n    *node
 	req  bool // named in "required"
+	// plain: n checks nothing but its types (n.has is 0), which are
+	// copied here, so that a member that passes is checked without
+	// reading n (checking is bound by memory latency; most properties
+	// are {"type": ...}). Set once the signature is compiled (plainProps).
+	plain bool
+	types typeSet
 }
 
-func tagOf(name string) uint32 {
-	if name == "" {
-		return 0
-	}
-	return uint32(len(name))<<8 | uint32(name[0])
+// headOf is prop.head of a name or key.
+func headOf[T string | []byte](name T) [2]uint64 {
+	var b [16]byte
+	copy(b[:], name)
+	return [2]uint64{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])}
 }
 
 // checks says which groups of keywords a node has, so that checking a
@@ -303,7 +319,8 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 	}
 	c := &compiler{opts: o, doc: root, refs: map[string]*node{}, index: map[jsontape.Value]*objIndex{}, at: map[*node]*seg{}}
 	c.scan(root)
-	s := &Signature{root: c.alloc(nil)}
+	s := &Signature{}
+	s.root = c.init(&s.rootNode, nil)
 	c.refs[c.rootRes.uri.String()+"#"] = s.root // "#" is the root itself
 	c.compile(s.root, root, nil, kindRoot)
 	c.dynamicTargets()
@@ -318,6 +335,7 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 			}
 		}
 	}
+	plainProps(c.all)
 	s.values = c.copyValues()
 	c.finishWords()
 	s.notes = c.notes
@@ -422,13 +440,23 @@ func (c *compiler) copyValues() *jsontape.Tape {
 }
 
 // alloc returns a new node with "no constraint" bounds. Slabs are never
-// grown in place, so earlier nodes keep their addresses.
+// grown in place, so earlier nodes keep their addresses. The first is
+// small: most schemas have a handful of nodes besides the root.
 func (c *compiler) alloc(at *seg) *node {
 	if len(c.slab) == cap(c.slab) {
-		c.slab = make([]node, 0, 16)
+		size := 16
+		if c.slab == nil {
+			size = 4
+		}
+		c.slab = make([]node, 0, size)
 	}
-	c.slab = append(c.slab, node{maxProps: -1, maxItems: -1, maxLen: -1, x: &noRare})
-	n := &c.slab[len(c.slab)-1]
+	c.slab = append(c.slab, node{})
+	return c.init(&c.slab[len(c.slab)-1], at)
+}
+
+// init makes n a new node with "no constraint" bounds.
+func (c *compiler) init(n *node, at *seg) *node {
+	*n = node{maxProps: -1, maxItems: -1, maxLen: -1, x: &noRare}
 	c.all = append(c.all, n)
 	c.at[n] = at
 	return n
@@ -863,8 +891,19 @@ func (n *node) setProps(declared []namedProp) {
 	off := 0
 	for _, p := range declared {
 		n.propIndex[p.name] = len(n.props)
-		n.props = append(n.props, prop{tagOf(p.name), packed[off : off+len(p.name)], p.n, false})
+		n.props = append(n.props, prop{head: headOf(p.name), name: packed[off : off+len(p.name)], n: p.n})
 		off += len(p.name)
+	}
+}
+
+// plainProps flags the props whose node checks nothing but types. It runs
+// last: a node's has is final only once cycles and scopes are marked.
+func plainProps(all []*node) {
+	for _, n := range all {
+		for i := range n.props {
+			p := &n.props[i]
+			p.plain, p.types = p.n.has == 0, p.n.types
+		}
 	}
 }
 

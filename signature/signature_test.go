@@ -27,6 +27,10 @@ func mustCompile(t testing.TB, schema string) *Signature {
 	return s
 }
 
+// names16 declares names around the 16 bytes a property keeps of its name.
+const names16 = `{"type":"object","properties":{"abcdefghijklmnop":{"type":"integer"},"abcdefghijklmnopX":{"type":"number"},` +
+	`"abcdefghijklmnopY":{"type":"string"},"abcdefgh":{},"a":{},"":{"type":"null"}}}`
+
 func TestCheck(t *testing.T) {
 	const (
 		P = Pass
@@ -120,6 +124,18 @@ func TestCheck(t *testing.T) {
 		{"recursive ref", `{"type":"object","properties":{"t":{"$ref":"#/$defs/T"}},"$defs":{"T":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/T"}}}}}}`, `{"t":{"kids":[{"kids":[{"bad":1}]}]}}`, K, "/t/kids/0/kids/0/bad", false},
 		{"unknown type matches nothing", `{"type":"object","properties":{"d":{"type":"dict"}}}`, `{"d":{}}`, V, "/d", false},
 		{"min/maxProperties", `{"type":"object","properties":{"o":{"maxProperties":1}}}`, `{"o":{"a":1,"b":2}}`, V, "/o", false},
+		// names matched by their first 16 bytes and length, then the rest
+		{"name of 16 bytes", names16, `{"abcdefghijklmnop":1}`, P, "", false},
+		{"name past 16 bytes", names16, `{"abcdefghijklmnopY":"s"}`, P, "", false},
+		{"name differing past 16 bytes", names16, `{"abcdefghijklmnopZ":1}`, K, "/abcdefghijklmnopZ", false},
+		{"name of 8 bytes, a 9th", names16, `{"abcdefghi":1}`, K, "/abcdefghi", false},
+		{"a NUL is not padding", names16, `{"a\u0000":1}`, K, "/a\u0000", false},
+		{"empty name", names16, `{"":null}`, P, "", false},
+		{"empty name, wrong type", names16, `{"":1}`, V, "/", false},
+		// a property checking only types is checked in its object
+		{"plain property, wrong type", names16, `{"abcdefghijklmnopX":"1"}`, V, "/abcdefghijklmnopX", true},
+		{"plain property, any type", names16, `{"a":[{}]}`, P, "", false},
+		{"plain property, integer", names16, `{"abcdefghijklmnop":2.5}`, V, "/abcdefghijklmnop", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
