@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# What the engine would save if resolverd grouped each batch for the
+# rollups itself (issue 25's design question): the two views that group
+# every row of decisions (decisions_groups_mv, sessions_by_hour_mv) against
+# their groups written by the writer as two more INSERTs per batch. ROWS
+# corpus calls are decided once (as scripts/bench-engine.sh), kept in a
+# Memory table with, per block of 100,000, the groups those two views
+# would make of it (computed before, by the views' own SELECTs: the cost
+# of grouping in resolverd is not in it). Then, in alternated rounds, a
+# fresh database per variant: "all" inserts the blocks into decisions with
+# every view; "pregrouped" drops the two grouping views and inserts each
+# block into decisions, its groups into decisions_groups (which feeds the
+# six rollups) and its sessions into sessions_by_hour. Printed: the
+# engine's CPU per row of decisions for the INSERTs, and with the merges
+# of the views' tables that follow (decisions' own merges held), and the
+# rows two rollups and sessions_by_hour count (the same in both).
+# Usage: [ROUNDS=3] scripts/bench-engine-pregrouped.sh [ROWS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-500000}
+. scripts/bench-stack.sh
+settle decisions decisions_by_minute
+"$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" --group bench-engine --analysis bench-engine \
+  --listing-hold 0 --log-level warn > "$work/run.log" 2>&1 &
+echo $! > "$work/pid"
+"$work/resolverd" report --clickhouse "$CH" --analysis bench-engine --expect "$N" --timeout 20m --poll 100ms > /dev/null
+kill -INT "$(cat "$work/pid")"; wait "$(cat "$work/pid")" 2>/dev/null || true
+q "CREATE TABLE toolaudit.bench_rows ENGINE = Memory AS SELECT * FROM toolaudit.decisions"
+rows=$(q "SELECT count() FROM toolaudit.bench_rows")
+block=100000
+nb=$(( (rows + block - 1) / block ))
+gsel=$(q "SELECT as_select FROM system.tables WHERE database='toolaudit' AND name='decisions_groups_mv' FORMAT TSVRaw")
+ssel=$(q "SELECT as_select FROM system.tables WHERE database='toolaudit' AND name='sessions_by_hour_mv' FORMAT TSVRaw")
+q "CREATE TABLE toolaudit.bench_groups ENGINE = Memory AS SELECT 0 AS blk, * FROM (${gsel//toolaudit.decisions/(SELECT * FROM toolaudit.bench_rows LIMIT 0)})"
+q "CREATE TABLE toolaudit.bench_sessions ENGINE = Memory AS SELECT 0 AS blk, * FROM (${ssel//toolaudit.decisions/(SELECT * FROM toolaudit.bench_rows LIMIT 0)})"
+for ((i = 0; i < nb; i++)); do
+  src="(SELECT * FROM toolaudit.bench_rows LIMIT $block OFFSET $((i * block)) SETTINGS max_threads=1)"
+  q "INSERT INTO toolaudit.bench_groups SELECT $i, * FROM (${gsel//toolaudit.decisions/$src})"
+  q "INSERT INTO toolaudit.bench_sessions SELECT $i, * FROM (${ssel//toolaudit.decisions/$src})"
+done
+echo "rows $rows, groups $(q "SELECT count() FROM toolaudit.bench_groups"), session rows $(q "SELECT count() FROM toolaudit.bench_sessions")"
+variant() {
+  local v=$1
+  q "DROP DATABASE IF EXISTS bench_v SYNC"
+  "$work/resolverd" migrate --clickhouse "$CH" --database bench_v > /dev/null 2>&1
+  if [ "$v" = pregrouped ]; then q "DROP VIEW bench_v.decisions_groups_mv"; q "DROP VIEW bench_v.sessions_by_hour_mv"; fi
+  quiet
+  q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
+  if [ "$v" = pregrouped ]; then
+    q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_groups WHERE blk = 0"
+    q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_sessions WHERE blk = 0"
+  fi
+  quiet
+  q "SYSTEM STOP MERGES bench_v.decisions"
+  local e0 e1 e2 i set="SETTINGS max_threads = 1, optimize_on_insert = 0"
+  e0=$(cpu "$engine")
+  for ((i = 0; i < nb; i++)); do
+    q "INSERT INTO bench_v.decisions SELECT * FROM toolaudit.bench_rows LIMIT $block OFFSET $((i * block)) $set, max_insert_block_size = $block, min_insert_block_size_rows = $block"
+    if [ "$v" = pregrouped ]; then
+      q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk FROM toolaudit.bench_groups WHERE blk = $i $set"
+      q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk FROM toolaudit.bench_sessions WHERE blk = $i $set"
+    fi
+  done
+  e1=$(cpu "$engine")
+  quiet
+  e2=$(cpu "$engine")
+  python3 -c "import sys; r=int(sys.argv[2]); print('%-12s insert %5.2f us/row; with the views\u2019 merges %5.2f us/row' % (sys.argv[1], (int(sys.argv[4])-int(sys.argv[3]))/100/r*1e6, (int(sys.argv[5])-int(sys.argv[3]))/100/r*1e6))" "$v" "$rows" "$e0" "$e1" "$e2"
+  for t in decisions_by_minute decisions_rollup_hour sessions_by_hour; do
+    echo "   $t $(q "SELECT sum(rows) FROM bench_v.$t WHERE analysis_id != 'warm'")"
+  done
+}
+for round in $(seq "${ROUNDS:-3}"); do
+  list="all pregrouped"; [ $((round % 2)) = 0 ] && list="pregrouped all"
+  for v in $list; do variant "$v"; done
+done
