@@ -19,14 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-500000}
 . scripts/bench-stack.sh
-settle decisions decisions_by_minute
-"$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" --group bench-engine --analysis bench-engine \
-  --listing-hold 0 --log-level warn > "$work/run.log" 2>&1 &
-echo $! > "$work/pid"
-"$work/resolverd" report --clickhouse "$CH" --analysis bench-engine --expect "$N" --timeout 20m --poll 100ms > /dev/null
-kill -INT "$(cat "$work/pid")"; wait "$(cat "$work/pid")" 2>/dev/null || true
-q "CREATE TABLE toolaudit.bench_rows ENGINE = Memory AS SELECT * FROM toolaudit.decisions"
-rows=$(q "SELECT count() FROM toolaudit.bench_rows")
+decide_rows
 block=100000
 nb=$(( (rows + block - 1) / block ))
 gsel=$(q "SELECT as_select FROM system.tables WHERE database='toolaudit' AND name='decisions_groups_mv' FORMAT TSVRaw")

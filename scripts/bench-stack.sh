@@ -72,6 +72,21 @@ quiet() {
   return 1
 }
 
+# decide_rows: one resolve run decides the N calls of the backlog into
+# toolaudit.decisions; its rows are kept in toolaudit.bench_rows (Memory)
+# for benchmarks that insert the same decided rows again, and counted in
+# $rows.
+decide_rows() {
+  settle decisions decisions_by_minute
+  "$work/resolverd" run --brokers "$KAFKA" --clickhouse "$CH" --http "" --group bench-engine --analysis bench-engine \
+    --listing-hold 0 --log-level warn > "$work/run.log" 2>&1 &
+  echo $! > "$work/pid"
+  "$work/resolverd" report --clickhouse "$CH" --analysis bench-engine --expect "$N" --timeout 20m --poll 100ms > /dev/null
+  kill -INT "$(cat "$work/pid")"; wait "$(cat "$work/pid")" 2>/dev/null || true
+  q "CREATE TABLE toolaudit.bench_rows ENGINE = Memory AS SELECT * FROM toolaudit.decisions"
+  rows=$(q "SELECT count() FROM toolaudit.bench_rows")
+}
+
 # profile SINCE ROWS: the engine's CPU since SINCE (PROFILE=1), per stage,
 # per row of ROWS.
 profile() {
