@@ -164,9 +164,7 @@ func (c *ClickHouse) NewBatch() *Batch {
 func (b *Batch) Append(rows []schema.Row) {
 	now := time.Now()
 	for _, f := range b.lcCols { // most columns: no generic call per value
-		for i := range rows {
-			f.col.Append(*at[string](&rows[i], f.off))
-		}
+		f.col.appendRows(rows, f.off)
 	}
 	appendField[string](b.strCols, rows)
 	appendField[bool](b.boolCols, rows)

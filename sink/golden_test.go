@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
 
@@ -65,5 +67,34 @@ func TestBatchGolden(t *testing.T) {
 		if got := hex.EncodeToString(sum[:]); got != tc.want {
 			t.Errorf("%s: the block's %d bytes have SHA-256 %s, want %s", tc.name, out.Len(), got, tc.want)
 		}
+	}
+}
+
+// TestBatchSameAddress: rows whose field is the same string (one address)
+// share the key of the first within an Append; the next Append reads the
+// value again, though at the same address, since the caller may have
+// reused its memory in between.
+func TestBatchSameAddress(t *testing.T) {
+	b := (&ClickHouse{}).NewBatch()
+	buf := []byte("model-a")
+	rows := mkRows("same", 0, 3, base)
+	for i := range rows {
+		rows[i].Model = unsafe.String(unsafe.SliceData(buf), len(buf))
+	}
+	b.Append(rows)
+	copy(buf, "model-b") // the caller reuses its memory
+	b.Append(rows)
+	var lc *lcStr
+	for _, f := range b.lcCols {
+		if f.off == offsetOf(func(r *schema.Row) *string { return &r.Model }) {
+			lc = f.col
+		}
+	}
+	var got []string
+	for i := range lc.Rows() {
+		got = append(got, lc.Row(i))
+	}
+	if want := []string{"model-a", "model-a", "model-a", "model-b", "model-b", "model-b"}; !slices.Equal(got, want) {
+		t.Fatalf("model column %q, want %q", got, want)
 	}
 }

@@ -3,8 +3,11 @@ package sink
 import (
 	"encoding/binary"
 	"strings"
+	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // lcStr is a LowCardinality(String) input column built as it is appended:
@@ -57,6 +60,28 @@ func (c *lcStr) Append(s string) {
 	}
 	c.last, c.lastKey, c.hasLast = e.s, e.k, true
 	c.keys = append(c.keys, e.k)
+}
+
+// appendRows appends the string field at off of each row. A value that
+// is the very string of the row before (same bytes at the same address,
+// as a hand-off's analysis, build, policy or topic mostly are) takes the
+// same key without being read: within one call the caller's memory
+// cannot change, so the same address and length are the same value.
+// Across calls nothing of the caller's is trusted (the caller may reuse
+// its memory).
+func (c *lcStr) appendRows(rows []schema.Row, off uintptr) {
+	var prev *byte
+	prevLen := -1
+	for i := range rows {
+		s := *at[string](&rows[i], off)
+		p := unsafe.StringData(s)
+		if len(s) == prevLen && p == prev {
+			c.keys = append(c.keys, c.lastKey)
+			continue
+		}
+		prev, prevLen = p, len(s)
+		c.Append(s)
+	}
 }
 
 // lcEntry is a dictionary value: its key, and the copy the index owns
