@@ -41,6 +41,24 @@ func TestBatchGolden(t *testing.T) {
 			r.AnalysisID = "other" // a constant column's run broken
 		}
 	}
+	times := mkRows("times", 0, 1000, base)
+	east := time.FixedZone("east", 5*3600+1800)
+	for i := range times {
+		// Every time rule: the zero time, before 1970 with sub-millisecond
+		// parts, out of range on either side (clamped), within the last
+		// millisecond of the range, another zone.
+		at := []time.Time{
+			{},
+			time.Date(1950, 6, 1, 12, 0, 0, 123_456_789+i, time.UTC),
+			time.Date(1800, 1, 1, 0, 0, 0, i, time.UTC),
+			time.Date(2300, 1, 1, 0, 0, 0, i, time.UTC),
+			schema.EndTime.Add(-time.Duration(i%1000+1) * time.Microsecond),
+			schema.MinTime.Add(time.Duration(i) * time.Microsecond),
+			base.Add(time.Duration(i) * 1_234_567).In(east),
+		}
+		times[i].EmittedAt = at[i%len(at)]
+		times[i].DecidedAt = at[(i/7+1)%len(at)].Add(time.Nanosecond) // never zero: a zero is the write's time
+	}
 	cases := []struct {
 		name string
 		rows []schema.Row
@@ -49,6 +67,7 @@ func TestBatchGolden(t *testing.T) {
 		{"fleet", fleetRows(20_000, 3000), "089a5f29e0efb4a5992769fa8419553b6e27850e2fe80ccea729a4b8bb9c0215"},
 		{"mixed", mixed, "1c4d3e3382c783911cfbecb83e37318d68c11d03074affc1130d16c30257d22e"},
 		{"wide", wide, "a42f9c190ef1c8f4f463cbfd4b6cdb56ffd2642f1666a487db69745bcf816cfb"},
+		{"times", times, "24345a57f2eee74ffeddbfee9ff9c121d50e76abf8b82caac7398bbf111f0cca"},
 		{"small", mkRows("small", 0, 300, base), "5c2aef349e6dc9dc5f079421e6bb2c36fc31a9ef734ba9d24274ff846b2a6b9f"},
 	}
 	b := (&ClickHouse{}).NewBatch() // reused: each case after a Reset
