@@ -174,8 +174,8 @@ func (b *Batch) Append(rows []schema.Row) {
 			if t.IsZero() && f.zeroIsWriteTime {
 				t = now
 			}
-			t, cl := storeTime(t)
-			f.col.Append(t)
+			ms, cl := storeMilli(t)
+			f.col.AppendRaw(proto.DateTime64(ms))
 			if cl {
 				b.clamped++
 			}
