@@ -166,7 +166,9 @@ func (b *Batch) Append(rows []schema.Row) {
 	for _, f := range b.lcCols { // most columns: no generic call per value
 		f.col.appendRows(rows, f.off)
 	}
-	appendField[string](b.strCols, rows)
+	for _, f := range b.strCols {
+		f.col.appendRows(rows, f.off)
+	}
 	appendField[bool](b.boolCols, rows)
 	for _, f := range b.timeCols {
 		for i := range rows {
