@@ -18,7 +18,7 @@ import (
 // two map lookups per value, the caller's strings kept alive until then,
 // and a pointer per row for the garbage collector to scan. Consecutive rows
 // mostly repeat a column's value (same analysis, build, topic, model...):
-// the last value is checked before the map.
+// the last value is checked before the index.
 //
 // The wire format is ClickHouse's (and ch-go's): a state prefix with the
 // key serialization version, then per block a meta word (key width and
@@ -124,7 +124,8 @@ var (
 // lcHash hashes a dictionary value. A value of up to 16 bytes is read as
 // two words that overlap or repeat (as wyhash reads short keys) and mixed
 // with the process's keys by one multiplication, inline; a longer one goes
-// to maphash.
+// to maphash. jsontape.nameHash hashes names alike; it is unexported there
+// and keyed by that package's seed, so the few lines are repeated here.
 func lcHash(s string) uint64 {
 	n := len(s)
 	var x, y uint64
