@@ -164,11 +164,11 @@ func (c *ClickHouse) NewBatch() *Batch {
 func (b *Batch) Append(rows []schema.Row) {
 	now := time.Now()
 	for _, f := range b.lcCols { // most columns: no generic call per value
-		for i := range rows {
-			f.col.Append(*at[string](&rows[i], f.off))
-		}
+		f.col.appendRows(rows, f.off)
 	}
-	appendField[string](b.strCols, rows)
+	for _, f := range b.strCols {
+		f.col.appendRows(rows, f.off)
+	}
 	appendField[bool](b.boolCols, rows)
 	for _, f := range b.timeCols {
 		for i := range rows {
@@ -176,8 +176,8 @@ func (b *Batch) Append(rows []schema.Row) {
 			if t.IsZero() && f.zeroIsWriteTime {
 				t = now
 			}
-			t, cl := storeTime(t)
-			f.col.Append(t)
+			ms, cl := storeMilli(t)
+			f.col.AppendRaw(proto.DateTime64(ms))
 			if cl {
 				b.clamped++
 			}

@@ -49,6 +49,23 @@ func storeTime(t time.Time) (_ time.Time, clamped bool) {
 	return t.Truncate(time.Millisecond).UTC(), false
 }
 
+// storeMilli is storeTime as the column's milliseconds since the epoch
+// (what ColDateTime64 appends for it, without building the time again and
+// dividing its nanoseconds).
+func storeMilli(t time.Time) (ms int64, clamped bool) {
+	switch {
+	case t.IsZero():
+		return 0, false
+	case t.Before(minTime):
+		return minMilli, true
+	case t.After(maxTime):
+		return maxMilli, true
+	}
+	return t.UnixMilli(), false // floors, as Truncate does
+}
+
+var minMilli, maxMilli = minTime.UnixMilli(), maxTime.UnixMilli()
+
 // loadTime is the inverse of storeTime: the epoch means "no time".
 func loadTime(t time.Time) time.Time {
 	if t.Equal(epoch) {

@@ -2,9 +2,13 @@ package sink
 
 import (
 	"encoding/binary"
-	"strings"
+	"hash/maphash"
+	"math/bits"
+	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // lcStr is a LowCardinality(String) input column built as it is appended:
@@ -14,17 +18,23 @@ import (
 // two map lookups per value, the caller's strings kept alive until then,
 // and a pointer per row for the garbage collector to scan. Consecutive rows
 // mostly repeat a column's value (same analysis, build, topic, model...):
-// the last value is checked before the map.
+// the last value is checked before the index.
 //
 // The wire format is ClickHouse's (and ch-go's): a state prefix with the
 // key serialization version, then per block a meta word (key width and
 // "additional keys" + "update dictionary" flags), the dictionary, and the
 // keys in the narrowest width that holds them.
 type lcStr struct {
-	dict    proto.ColStr
-	index   map[string]lcEntry // value -> key
-	keys    []uint32
-	last    string // a copy owned by index
+	dict proto.ColStr
+	// index finds a value's key: open addressing with linear probing over
+	// a power of two of slots, at most half of them used; the values
+	// themselves are read from the dictionary (no copy, no pointer). The
+	// map it replaced hashed and compared as much, plus a map call's
+	// overhead per lookup and a copy of each value for its key.
+	index []lcSlot
+	keys  []uint32
+	// The key of the last value appended (hasLast): consecutive rows
+	// mostly repeat a column's value.
 	lastKey uint32
 	hasLast bool
 }
@@ -42,28 +52,125 @@ const (
 )
 
 func (c *lcStr) Append(s string) {
-	if c.hasLast && s == c.last {
+	if c.hasLast && c.is(c.lastKey, s) {
 		c.keys = append(c.keys, c.lastKey)
 		return
 	}
-	e, ok := c.index[s]
-	if !ok {
-		if c.index == nil {
-			c.index = map[string]lcEntry{}
-		}
-		e = lcEntry{s: strings.Clone(s), k: uint32(c.dict.Rows())}
-		c.dict.Append(s)
-		c.index[e.s] = e
-	}
-	c.last, c.lastKey, c.hasLast = e.s, e.k, true
-	c.keys = append(c.keys, e.k)
+	k := c.key(s)
+	c.lastKey, c.hasLast = k, true
+	c.keys = append(c.keys, k)
 }
 
-// lcEntry is a dictionary value: its key, and the copy the index owns
-// (the last value is kept as it, not as the caller's string).
-type lcEntry struct {
-	s string
-	k uint32
+// is reports whether dictionary value k is s: lengths first, then bytes.
+func (c *lcStr) is(k uint32, s string) bool {
+	p := c.dict.Pos[k]
+	return p.End-p.Start == len(s) && string(c.dict.Buf[p.Start:p.End]) == s
+}
+
+// key returns the key of s, added to the dictionary if new.
+func (c *lcStr) key(s string) uint32 {
+	if 2*(c.dict.Rows()+1) > len(c.index) {
+		c.grow()
+	}
+	h := lcHash(s)
+	tag := uint32(h>>32) | 1 // never 0: 0 is an empty slot
+	mask := uint64(len(c.index) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &c.index[i]
+		switch {
+		case sl.tag == 0:
+			k := uint32(c.dict.Rows())
+			c.dict.Append(s)
+			*sl = lcSlot{tag, k}
+			return k
+		case sl.tag == tag && c.is(sl.key, s):
+			return sl.key
+		}
+	}
+}
+
+// grow doubles the index (at least 64 slots) and places the dictionary's
+// values in it again.
+func (c *lcStr) grow() {
+	slots := make([]lcSlot, max(64, 2*len(c.index)))
+	mask := uint64(len(slots) - 1)
+	for k := range c.dict.Rows() {
+		p := c.dict.Pos[k]
+		h := lcHash(unsafe.String(unsafe.SliceData(c.dict.Buf[p.Start:]), p.End-p.Start)) // not kept
+		i := h & mask
+		for slots[i].tag != 0 {
+			i = (i + 1) & mask
+		}
+		slots[i] = lcSlot{uint32(h>>32) | 1, uint32(k)}
+	}
+	c.index = slots
+}
+
+// lcSlot is a used slot's value: its hash's upper half (never 0; 0 marks
+// an empty slot), so that most other values are passed over without
+// reading their bytes, and its key.
+type lcSlot struct {
+	tag, key uint32
+}
+
+// lcSeed keys the dictionaries' hash: values come from the calls, and a
+// hash keyed by a random seed cannot be made to collide from outside.
+var (
+	lcSeed = maphash.MakeSeed()
+	lcK0   = maphash.String(lcSeed, "sink lc k0")
+	lcK1   = maphash.String(lcSeed, "sink lc k1")
+)
+
+// lcHash hashes a dictionary value. A value of up to 16 bytes is read as
+// two words that overlap or repeat (as wyhash reads short keys) and mixed
+// with the process's keys by one multiplication, inline; a longer one goes
+// to maphash. jsontape.nameHash hashes names alike; it is unexported there
+// and keyed by that package's seed, so the few lines are repeated here.
+func lcHash(s string) uint64 {
+	n := len(s)
+	var x, y uint64
+	switch {
+	case n > 16:
+		return maphash.String(lcSeed, s)
+	case n >= 8:
+		x, y = lcLoad64(s, 0), lcLoad64(s, n-8)
+	case n >= 4:
+		x, y = uint64(lcLoad32(s, 0)), uint64(lcLoad32(s, n-4))
+	case n > 0:
+		x = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
+	}
+	hi, lo := bits.Mul64(x^uint64(n)<<59^lcK0, y^lcK1)
+	return hi ^ lo
+}
+
+func lcLoad64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+}
+
+func lcLoad32(s string, i int) uint32 {
+	return binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[i:]), 4))
+}
+
+// appendRows appends the string field at off of each row. A value that
+// is the very string of the row before (same bytes at the same address,
+// as a hand-off's analysis, build, policy or topic mostly are) takes the
+// same key without being read: within one call the caller's memory
+// cannot change, so the same address and length are the same value.
+// Across calls nothing of the caller's is trusted (the caller may reuse
+// its memory).
+func (c *lcStr) appendRows(rows []schema.Row, off uintptr) {
+	var prev *byte
+	prevLen := -1
+	for i := range rows {
+		s := *at[string](&rows[i], off)
+		p := unsafe.StringData(s)
+		if len(s) == prevLen && p == prev {
+			c.keys = append(c.keys, c.lastKey)
+			continue
+		}
+		prev, prevLen = p, len(s)
+		c.Append(s)
+	}
 }
 
 // Row returns the value of row i (for tests).
@@ -73,7 +180,7 @@ func (c *lcStr) Reset() {
 	c.dict.Reset()
 	clear(c.index)
 	c.keys = c.keys[:0]
-	c.last, c.lastKey, c.hasLast = "", 0, false
+	c.lastKey, c.hasLast = 0, false
 }
 
 func (c *lcStr) Type() proto.ColumnType {

@@ -2,8 +2,11 @@ package sink
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/ClickHouse/ch-go/proto"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // wireStr is a String input column kept in its wire form as rows are
@@ -25,6 +28,28 @@ func (c *wireStr) Append(s string) { appendWire(c, s) }
 
 // AppendBytes is Append of a byte slice.
 func (c *wireStr) AppendBytes(s []byte) { appendWire(c, s) }
+
+// appendRows appends the string field at off of each row: the room for
+// all of them, exactly, checked once (a hand-off's worth; Reserve's sizes
+// hold), instead of a varint's maximum per row.
+func (c *wireStr) appendRows(rows []schema.Row, off uintptr) {
+	n := len(c.buf)
+	for i := range rows {
+		l := uint(len(*at[string](&rows[i], off)))
+		n += int(l) + (bits.Len(l|1)+6)/7 // the bytes and their length's varint
+	}
+	if n > cap(c.buf) {
+		c.buf = growTo(c.buf, n)
+	}
+	buf := c.buf
+	for i := range rows {
+		s := *at[string](&rows[i], off)
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	c.buf = buf
+	c.rows += len(rows)
+}
 
 func appendWire[S string | []byte](c *wireStr, s S) {
 	if n := len(c.buf) + binary.MaxVarintLen64 + len(s); n > cap(c.buf) {
