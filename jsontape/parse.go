@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/toolaudit/toolaudit/internal/strhash"
 )
 
 // Limits of Parse.
@@ -590,7 +592,7 @@ func (t *Tape) repeated(obj uint32) (uint32, bool) {
 	mask := uint64(size - 1)
 	for k, m := obj+1, 0; m < n; m++ {
 		name := t.str0(k)
-		h := nameHash(name) & mask
+		h := strhash.Bytes(name) & mask
 		for set[h] != 0 {
 			if string(t.str0(set[h]-1)) == string(name) {
 				return k, true
@@ -628,27 +630,6 @@ func (t *Tape) distinctBits(obj uint32, n int) bool {
 		k = t.after(k + 1)
 	}
 	return true
-}
-
-// nameHash hashes a member name for the repeated-name table. A name of
-// up to 16 bytes (nearly all) is read as two words that overlap or
-// repeat, as wyhash reads short keys, and mixed with the process's keys
-// by one multiplication, inline; a longer name goes to maphash. Both are
-// keyed with the random seed, so that names cannot be chosen to collide.
-func nameHash(b []byte) uint64 {
-	n := len(b)
-	var x, y uint64
-	switch {
-	case n > 16:
-		return maphash.Bytes(seed, b)
-	case n >= 8:
-		x, y = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		x, y = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
-	case n > 0:
-		x = uint64(b[0])<<16 | uint64(b[n>>1])<<8 | uint64(b[n-1])
-	}
-	return mix(x^uint64(n)<<59, y)
 }
 
 // str0 returns the unescaped bytes of the string entry at k.

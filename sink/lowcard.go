@@ -2,12 +2,11 @@ package sink
 
 import (
 	"encoding/binary"
-	"hash/maphash"
-	"math/bits"
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
 
+	"github.com/toolaudit/toolaudit/internal/strhash"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -72,7 +71,7 @@ func (c *lcStr) key(s string) uint32 {
 	if 2*(c.dict.Rows()+1) > len(c.index) {
 		c.grow()
 	}
-	h := lcHash(s)
+	h := strhash.String(s)
 	tag := uint32(h>>32) | 1 // never 0: 0 is an empty slot
 	mask := uint64(len(c.index) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -96,7 +95,7 @@ func (c *lcStr) grow() {
 	mask := uint64(len(slots) - 1)
 	for k := range c.dict.Rows() {
 		p := c.dict.Pos[k]
-		h := lcHash(unsafe.String(unsafe.SliceData(c.dict.Buf[p.Start:]), p.End-p.Start)) // not kept
+		h := strhash.String(unsafe.String(unsafe.SliceData(c.dict.Buf[p.Start:]), p.End-p.Start)) // not kept
 		i := h & mask
 		for slots[i].tag != 0 {
 			i = (i + 1) & mask
@@ -111,44 +110,6 @@ func (c *lcStr) grow() {
 // reading their bytes, and its key.
 type lcSlot struct {
 	tag, key uint32
-}
-
-// lcSeed keys the dictionaries' hash: values come from the calls, and a
-// hash keyed by a random seed cannot be made to collide from outside.
-var (
-	lcSeed = maphash.MakeSeed()
-	lcK0   = maphash.String(lcSeed, "sink lc k0")
-	lcK1   = maphash.String(lcSeed, "sink lc k1")
-)
-
-// lcHash hashes a dictionary value. A value of up to 16 bytes is read as
-// two words that overlap or repeat (as wyhash reads short keys) and mixed
-// with the process's keys by one multiplication, inline; a longer one goes
-// to maphash. jsontape.nameHash hashes names alike; it is unexported there
-// and keyed by that package's seed, so the few lines are repeated here.
-func lcHash(s string) uint64 {
-	n := len(s)
-	var x, y uint64
-	switch {
-	case n > 16:
-		return maphash.String(lcSeed, s)
-	case n >= 8:
-		x, y = lcLoad64(s, 0), lcLoad64(s, n-8)
-	case n >= 4:
-		x, y = uint64(lcLoad32(s, 0)), uint64(lcLoad32(s, n-4))
-	case n > 0:
-		x = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
-	}
-	hi, lo := bits.Mul64(x^uint64(n)<<59^lcK0, y^lcK1)
-	return hi ^ lo
-}
-
-func lcLoad64(s string, i int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
-}
-
-func lcLoad32(s string, i int) uint32 {
-	return binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[i:]), 4))
 }
 
 // appendRows appends the string field at off of each row. A value that
