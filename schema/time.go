@@ -11,63 +11,88 @@ var errNotUTC = errors.New("not an RFC 3339 UTC timestamp")
 // "z", or "+00:00", which RFC 3339 defines as the same instant). "-00:00"
 // means "offset unknown" in RFC 3339 and is rejected, as is any other
 // offset: event time must be unambiguous.
+//
+// It reads the fixed positions itself, where time.Parse cost 95 ns of a
+// call's decode (and took one-digit hours and "," before the fraction,
+// found by FuzzDecodeCall, so a grammar check came first). It accepts and
+// returns exactly what that did (TestParseTimeSameAsTimeParse,
+// FuzzParseTime): the fields' ranges, February 29th only in leap years,
+// no leap second, fraction digits past the ninth read and dropped.
 func ParseTime(s string) (time.Time, error) {
-	n := len(s)
-	if !wellFormed(s) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10]|0x20 != 't' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, errNotUTC
 	}
-	if s[10] == 't' || s[n-1] == 'z' { // RFC 3339 allows lower case; Go does not
-		b := []byte(s)
-		b[10] = 'T'
-		if b[n-1] == 'z' {
-			b[n-1] = 'Z'
-		}
-		s = string(b)
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	y1, ok1 := digits2(s[0:2])
+	y2, ok2 := digits2(s[2:4])
+	month, ok3 := digits2(s[5:7])
+	day, ok4 := digits2(s[8:10])
+	hour, ok5 := digits2(s[11:13])
+	minute, ok6 := digits2(s[14:16])
+	sec, ok7 := digits2(s[17:19])
+	year := y1*100 + y2
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) ||
+		month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
+		hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, errNotUTC
 	}
-	return t.UTC(), nil
-}
-
-// wellFormed checks the RFC 3339 grammar exactly, with a UTC offset:
-// time.Parse alone also accepts one-digit hours and "," before the
-// fraction (found by FuzzDecodeCall).
-func wellFormed(s string) bool {
-	const layout = "dddd-dd-ddTdd:dd:dd"
-	if len(s) < len(layout)+1 {
-		return false
-	}
-	for i := 0; i < len(layout); i++ {
-		c := s[i]
-		switch layout[i] {
-		case 'd':
-			if c < '0' || c > '9' {
-				return false
-			}
-		case 'T':
-			if c != 'T' && c != 't' {
-				return false
-			}
-		default:
-			if c != layout[i] {
-				return false
-			}
-		}
-	}
-	rest := s[len(layout):]
+	rest := s[19:]
+	ns := 0
 	if rest[0] == '.' {
 		i := 1
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
+		for ; i < len(rest) && rest[i]-'0' <= 9; i++ {
+			if i <= 9 {
+				ns = ns*10 + int(rest[i]-'0')
+			}
 		}
 		if i == 1 {
-			return false
+			return time.Time{}, errNotUTC
+		}
+		for k := i; k <= 9; k++ {
+			ns *= 10
 		}
 		rest = rest[i:]
 	}
-	return rest == "Z" || rest == "z" || rest == "+00:00"
+	if rest != "Z" && rest != "z" && rest != "+00:00" {
+		return time.Time{}, errNotUTC
+	}
+	return time.Unix(unixDays(year, month, day)*86400+int64(hour*3600+minute*60+sec), int64(ns)).UTC(), nil
+}
+
+// digits2 reads two decimal digits.
+func digits2(s string) (int, bool) {
+	a, b := s[0]-'0', s[1]-'0'
+	return int(a)*10 + int(b), a <= 9 && b <= 9
+}
+
+// monthDays is the length of each month (1 to 12) outside leap years.
+var monthDays = [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+// daysIn is the number of days of a month (1 to 12) of the proleptic
+// Gregorian calendar, as time.Parse checks them.
+func daysIn(month, year int) int {
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return monthDays[month]
+}
+
+// unixDays is the number of days from 1970-01-01 to a date of years 0
+// to 9999 (H. Hinnant's days_from_civil, with eras of 400 years counted
+// from March 1st of year 0, so year 0's January and February, era -1,
+// need the floor division).
+func unixDays(year, month, day int) int64 {
+	y := year
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((month+9)%12)+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
 }
 
 // AppendTime appends t as RFC 3339 UTC with millisecond precision, the
