@@ -69,11 +69,11 @@ func (e *events) size() int {
 }
 
 func (e *events) appendTime(c *proto.ColDateTime64, t time.Time) {
-	t, cl := storeTime(t)
+	ms, cl := storeMilli(t)
 	if cl {
 		e.clamped++
 	}
-	c.Append(t)
+	c.AppendRaw(proto.DateTime64(ms))
 }
 
 func (e *events) append(evs []schema.CallEvent, now time.Time) {

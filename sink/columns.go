@@ -35,23 +35,10 @@ var (
 	maxTime = schema.EndTime.Add(-time.Millisecond)
 )
 
-// storeTime is t as stored: the zero time (no usable time) as the Unix
-// epoch, milliseconds, clamped into the store's range (clamped reports it).
-func storeTime(t time.Time) (_ time.Time, clamped bool) {
-	switch {
-	case t.IsZero():
-		return epoch, false
-	case t.Before(minTime):
-		return minTime, true
-	case t.After(maxTime):
-		return maxTime, true
-	}
-	return t.Truncate(time.Millisecond).UTC(), false
-}
-
-// storeMilli is storeTime as the column's milliseconds since the epoch
-// (what ColDateTime64 appends for it, without building the time again and
-// dividing its nanoseconds).
+// storeMilli is t as stored, in the column's milliseconds since the
+// epoch (what ColDateTime64 holds; no time built and divided again): the
+// zero time (no usable time) as the Unix epoch, floored to the
+// millisecond, clamped into the store's range (clamped reports it).
 func storeMilli(t time.Time) (ms int64, clamped bool) {
 	switch {
 	case t.IsZero():
@@ -66,7 +53,7 @@ func storeMilli(t time.Time) (ms int64, clamped bool) {
 
 var minMilli, maxMilli = minTime.UnixMilli(), maxTime.UnixMilli()
 
-// loadTime is the inverse of storeTime: the epoch means "no time".
+// loadTime is the inverse of storeMilli: the epoch means "no time".
 func loadTime(t time.Time) time.Time {
 	if t.Equal(epoch) {
 		return time.Time{}
