@@ -31,8 +31,7 @@ func ParseTime(s string) (time.Time, error) {
 	sec, ok7 := digits2(s[17:19])
 	year := y1*100 + y2
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) ||
-		month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
-		hour > 23 || minute > 59 || sec > 59 {
+		month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, errNotUTC
 	}
 	rest := s[19:]
@@ -55,44 +54,20 @@ func ParseTime(s string) (time.Time, error) {
 	if rest != "Z" && rest != "z" && rest != "+00:00" {
 		return time.Time{}, errNotUTC
 	}
-	return time.Unix(unixDays(year, month, day)*86400+int64(hour*3600+minute*60+sec), int64(ns)).UTC(), nil
+	// time.Date normalizes a day past the month's end into the next
+	// month (February 29th of a common year, April 31st): such a date
+	// does not come back as its own day.
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, ns, time.UTC)
+	if t.Day() != day {
+		return time.Time{}, errNotUTC
+	}
+	return t, nil
 }
 
 // digits2 reads two decimal digits.
 func digits2(s string) (int, bool) {
 	a, b := s[0]-'0', s[1]-'0'
 	return int(a)*10 + int(b), a <= 9 && b <= 9
-}
-
-// monthDays is the length of each month (1 to 12) outside leap years.
-var monthDays = [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
-
-// daysIn is the number of days of a month (1 to 12) of the proleptic
-// Gregorian calendar, as time.Parse checks them.
-func daysIn(month, year int) int {
-	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-		return 29
-	}
-	return monthDays[month]
-}
-
-// unixDays is the number of days from 1970-01-01 to a date of years 0
-// to 9999 (H. Hinnant's days_from_civil, with eras of 400 years counted
-// from March 1st of year 0, so year 0's January and February, era -1,
-// need the floor division).
-func unixDays(year, month, day int) int64 {
-	y := year
-	if month <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((month+9)%12)+2)/5 + day - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era*146097 + doe - 719468)
 }
 
 // AppendTime appends t as RFC 3339 UTC with millisecond precision, the
