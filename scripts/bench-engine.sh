@@ -20,14 +20,24 @@
 # one (OPTIMIZE FINAL), which background merges do to every row at each
 # level; the parts left. MERGES=natural lets decisions merge as the server
 # would instead (no OPTIMIZE: its merges are in the second figure).
+# A file variant may drop columns of decisions (with the indexes on
+# them): each INSERT names the columns the variant's table has.
+# SORTED=1 sends each block in the table's sort order.
 # PROFILE=1 adds the split per stage (scripts/bench-stack.sh).
-# Usage: [ROUNDS=3] [VARIANTS='none all VIEW... FILE...'] [BLOCK=100000] [MERGES=held] [PROFILE=0] scripts/bench-engine.sh [ROWS]
+# Usage: [ROUNDS=3] [VARIANTS='none all VIEW... FILE...'] [BLOCK=100000] [MERGES=held] [SORTED=0] [PROFILE=0] scripts/bench-engine.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-300000}
 . scripts/bench-stack.sh
 
 decide_rows
+# SORTED=1: each block's rows in the table's sort order, as a writer that
+# sorted its batch would send them (the engine then skips its sort).
+src=bench_rows
+if [ "${SORTED:-0}" = 1 ]; then
+  src=bench_sorted
+  q "CREATE TABLE toolaudit.bench_sorted ENGINE = Memory AS SELECT * EXCEPT blk FROM (SELECT *, intDiv(rowNumberInAllBlocks(), ${BLOCK:-100000}) AS blk FROM toolaudit.bench_rows) ORDER BY blk, analysis_id, call_key, source SETTINGS max_block_size = ${BLOCK:-100000}"
+fi
 views=$(q "SELECT name FROM system.tables WHERE database = 'toolaudit' AND engine = 'MaterializedView' ORDER BY name FORMAT TSV")
 echo "rows: $rows; views on decisions: $(echo $views)"
 
@@ -53,7 +63,10 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
   # A first INSERT of 10,000 rows, not measured: the engine compiles a
   # view's expressions and builds its pipeline at its first INSERT (a
   # one-time cost, 0.5 s and more with all views).
-  q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
+  # The columns the variant's decisions has (a variant may drop some).
+  local cols; cols=$(q "SELECT arrayStringConcat(groupArray(name), ', ') FROM (SELECT name FROM system.columns WHERE database = 'bench_v' AND table = 'decisions' ORDER BY position)")
+  local warm; warm=$(sed -E "s/(^|, )analysis_id(,|$)/\1'warm' AS analysis_id\2/" <<< "$cols")
+  q "INSERT INTO bench_v.decisions ($cols) SELECT $warm FROM toolaudit.bench_rows LIMIT 10000"
   quiet
   local e0 e1 e2 s t i
   # decisions' own merges wait for the end (below): whether one ran
@@ -63,7 +76,7 @@ variant() { # name: none, all, one view's name, or a file of SQL run after migra
   e0=$(cpu "$engine"); s=$(date +%s.%N)
   # One INSERT per block, as the writer sends its batches.
   for ((i = 0; i * block < rows; i++)); do
-    q "INSERT INTO bench_v.decisions SELECT * FROM toolaudit.bench_rows LIMIT $block OFFSET $((i * block))
+    q "INSERT INTO bench_v.decisions ($cols) SELECT $cols FROM toolaudit.$src LIMIT $block OFFSET $((i * block))
        SETTINGS max_insert_block_size = $block, min_insert_block_size_rows = $block, max_threads = 1, optimize_on_insert = 0${INSERT_SETTINGS:-}"
   done
   e1=$(cpu "$engine"); t=$(date +%s.%N)
