@@ -214,12 +214,12 @@ func BenchmarkBatchAppendCorpus(b *testing.B) {
 	const parts = 3
 	part := kgo.StickyKeyPartitioner(nil).ForTopic(callsTopic)
 	byPart := make([][]schema.Row, parts)
-	snap := store.Snapshot()
+	snap, policy := store.Snapshot(), cfg.policyVersion() // one string, as the pipeline's
 	for _, line := range readLines(b, corpus("bfcl", "calls.jsonl")) {
 		p := part.Partition(&kgo.Record{Key: keyOf(line)}, parts)
 		rows := append(byPart[p], schema.Row{})
 		r := &rows[len(rows)-1]
-		r.AnalysisID, r.ResolverBuild, r.PolicyVersion = cfg.AnalysisID, "test", cfg.policyVersion()
+		r.AnalysisID, r.ResolverBuild, r.PolicyVersion = cfg.AnalysisID, "test", policy
 		r.Source = schema.SourceStream
 		r.Topic, r.Partition, r.Offset = callsTopic, int32(p), int64(len(rows)-1)
 		rd.DecideRow(snap, line, time.Time{}, r)
