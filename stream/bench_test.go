@@ -11,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/sink/appender"
@@ -187,4 +191,59 @@ func benchPipeline(b *testing.B, o benchOpts) {
 		b.ReportMetric(float64(produced.Nanoseconds())/float64(b.N), "produce-cpu-ns/call")
 		b.ReportMetric(float64(topicBytes(b, prod, callsTopic))/float64(b.N), "stored-B/call")
 	}
+}
+
+// BenchmarkBatchAppendCorpus: the writer's share of a call, sink.Batch.Append,
+// over rows as the pipeline's workers make them from the corpus's calls:
+// each call decoded and resolved once, into a row of its own (the columns
+// that repeat a value in every call, such as model or provider, hold a copy
+// per row, as decoded calls do, where BenchmarkBatchAppendFleet's share one
+// string), stamped as decide stamps them, the calls split into three
+// partitions by their keys as kgo's default partitioner splits them. The
+// batch takes hand-offs of up to 256 rows of one partition, the partitions
+// in turn, round after round over the corpus, 50,000 rows per operation.
+// The rows are made once, so they are not as fresh in the cache as a
+// worker's just-decided hand-off, but not cold either. Reports ns per row.
+func BenchmarkBatchAppendCorpus(b *testing.B) {
+	store := registryversions.New()
+	if _, err := offline.LoadListingsFile(corpus("bfcl", "listings.jsonl"), store, nil); err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	rd := resolve.RowDecider{Resolver: cfg.Resolver, Suggest: suggest.New()}
+	const parts = 3
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(callsTopic)
+	byPart := make([][]schema.Row, parts)
+	snap, policy := store.Snapshot(), cfg.policyVersion() // one string, as the pipeline's
+	for _, line := range readLines(b, corpus("bfcl", "calls.jsonl")) {
+		p := part.Partition(&kgo.Record{Key: keyOf(line)}, parts)
+		rows := append(byPart[p], schema.Row{})
+		r := &rows[len(rows)-1]
+		r.AnalysisID, r.ResolverBuild, r.PolicyVersion = cfg.AnalysisID, "test", policy
+		r.Source = schema.SourceStream
+		r.Topic, r.Partition, r.Offset = callsTopic, int32(p), int64(len(rows)-1)
+		rd.DecideRow(snap, line, time.Time{}, r)
+		byPart[p] = rows
+	}
+	var handOffs [][]schema.Row
+	for from, more := 0, true; more; from += handOff {
+		more = false
+		for _, rows := range byPart {
+			if from < len(rows) {
+				handOffs = append(handOffs, rows[from:min(from+handOff, len(rows))])
+				more = true
+			}
+		}
+	}
+	const n = 50_000
+	batch := (&sink.ClickHouse{}).NewBatch()
+	b.ReportAllocs()
+	for b.Loop() {
+		batch.Reset()
+		for i := 0; batch.Len() < n; i++ {
+			h := handOffs[i%len(handOffs)]
+			batch.Append(h[:min(len(h), n-batch.Len())])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 }
