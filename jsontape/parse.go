@@ -167,8 +167,10 @@ func (t *Tape) parse(src []byte) error {
 	defer func() { t.stack = st[:0] }()
 	i := t.skipWS(src, 0)
 	for {
-		// i is at the first byte of a value.
-		if i >= n {
+		// i is at the first byte of a value. (The offsets are never
+		// negative: compared as unsigned, the bound also proves the
+		// index in range, and the compiler drops its bounds check.)
+		if uint(i) >= uint(n) {
 			return t.syntax(i, "unexpected end of input")
 		}
 		open := false
@@ -190,11 +192,16 @@ func (t *Tape) parse(src []byte) error {
 				e.b, e.c = uint32(i), idx+1
 				break
 			}
-			st = append(st, frame{i: idx, obj: c == '{'})
+			// A zero frame, then its fields: a frame literal was built on
+			// the stack and copied in 16-byte moves, which stalled on the
+			// smaller stores that had just written it.
+			st = append(st, frame{})
+			f := &st[len(st)-1]
+			f.i, f.obj = idx, c == '{'
 			open = true
 			if c == '{' {
 				var err error
-				if i, err = t.name(src, i, &st[len(st)-1]); err != nil {
+				if i, err = t.name(src, i, f); err != nil {
 					return err
 				}
 			}
@@ -244,7 +251,7 @@ func (t *Tape) parse(src []byte) error {
 				return nil
 			}
 			i = t.skipWS(src, i)
-			if i >= n {
+			if uint(i) >= uint(n) {
 				return t.syntax(i, "unexpected end of input")
 			}
 			f := &st[len(st)-1]
@@ -282,7 +289,7 @@ func (t *Tape) parse(src []byte) error {
 
 // name parses a member name and the colon after it; i is at the name.
 func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
-	if i >= len(src) {
+	if uint(i) >= uint(len(src)) {
 		return i, t.syntax(i, "unexpected end of input")
 	}
 	if src[i] != '"' {
@@ -332,7 +339,7 @@ func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
 		f.alike = true
 	}
 	i = t.skipWS(src, i)
-	if i >= len(src) {
+	if uint(i) >= uint(len(src)) {
 		return i, t.syntax(i, "unexpected end of input")
 	}
 	if src[i] != ':' {
@@ -344,7 +351,7 @@ func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
 // skipWS skips whitespace from i and notes that the text has some
 // (AppendCompact copies values of a text without any).
 func (t *Tape) skipWS(src []byte, i int) int {
-	for i < len(src) {
+	for uint(i) < uint(len(src)) {
 		switch src[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
