@@ -352,13 +352,12 @@ func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
 // (AppendCompact copies values of a text without any).
 func (t *Tape) skipWS(src []byte, i int) int {
 	for uint(i) < uint(len(src)) {
-		switch src[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-			t.spaced = true
-		default:
+		// Most bytes here start a token: one comparison tells them.
+		if c := src[i]; c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
 			return i
 		}
+		i++
+		t.spaced = true
 	}
 	return i
 }
