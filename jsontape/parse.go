@@ -65,6 +65,11 @@ type frame struct {
 	n   uint32 // values completed in it: members or items
 	key uint32 // object: tape index of the current member's name
 	obj bool
+	// Object: the names so far take distinct bits of names (nameBit),
+	// so none repeats, unless alike is set: two took the same bit, or
+	// one was not read by name's fast path, and repeated must decide.
+	alike bool
+	names [4]uint64
 }
 
 // Tape is a parsed JSON text. The zero value is ready to use; a Tape is not
@@ -162,8 +167,10 @@ func (t *Tape) parse(src []byte) error {
 	defer func() { t.stack = st[:0] }()
 	i := t.skipWS(src, 0)
 	for {
-		// i is at the first byte of a value.
-		if i >= n {
+		// i is at the first byte of a value. (The offsets are never
+		// negative: compared as unsigned, the bound also proves the
+		// index in range, and the compiler drops its bounds check.)
+		if uint(i) >= uint(n) {
 			return t.syntax(i, "unexpected end of input")
 		}
 		open := false
@@ -185,11 +192,16 @@ func (t *Tape) parse(src []byte) error {
 				e.b, e.c = uint32(i), idx+1
 				break
 			}
-			st = append(st, frame{i: idx, obj: c == '{'})
+			// A zero frame, then its fields: a frame literal was built on
+			// the stack and copied in 16-byte moves, which stalled on the
+			// smaller stores that had just written it.
+			st = append(st, frame{})
+			f := &st[len(st)-1]
+			f.i, f.obj = idx, c == '{'
 			open = true
 			if c == '{' {
 				var err error
-				if i, err = t.name(src, i, &st[len(st)-1]); err != nil {
+				if i, err = t.name(src, i, f); err != nil {
 					return err
 				}
 			}
@@ -239,7 +251,7 @@ func (t *Tape) parse(src []byte) error {
 				return nil
 			}
 			i = t.skipWS(src, i)
-			if i >= n {
+			if uint(i) >= uint(n) {
 				return t.syntax(i, "unexpected end of input")
 			}
 			f := &st[len(st)-1]
@@ -265,7 +277,7 @@ func (t *Tape) parse(src []byte) error {
 			e := &t.ents[f.i]
 			e.tag |= f.n << tagShift
 			e.b, e.c = uint32(i), uint32(len(t.ents))
-			if f.obj && f.n > 1 && t.rep == nil {
+			if f.alike && t.rep == nil {
 				if k, ok := t.repeated(f.i); ok {
 					t.rep = t.repeatError(st, k)
 				}
@@ -277,19 +289,57 @@ func (t *Tape) parse(src []byte) error {
 
 // name parses a member name and the colon after it; i is at the name.
 func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
-	if i >= len(src) {
+	if uint(i) >= uint(len(src)) {
 		return i, t.syntax(i, "unexpected end of input")
 	}
 	if src[i] != '"' {
 		return i, t.syntax(i, "expected a member name")
 	}
 	f.key = uint32(len(t.ents))
-	i, err := t.str(src, i)
-	if err != nil {
-		return i, err
+	// The common name, ASCII without escapes, read here as str reads a
+	// string (no call), with its bit (nameBit) from the first word: an
+	// object whose names take distinct bits needs no repeated-name check
+	// at its end (a call event's 14 names and most arguments' do), where
+	// that check re-read every name. Any other name goes to strRest and
+	// its object to the check.
+	start, j := i, i+1
+	read := false
+	if j+8 <= len(src) {
+		first := load64(src, j)
+		for x := first; ; x = load64(src, j) {
+			if m := special(x) & highs; m != 0 {
+				tz := bits.TrailingZeros64(m)
+				j += tz >> 3
+				// The flagged byte from the word: no load, no bounds check.
+				if byte(x>>(tz&^7)) == '"' {
+					l := j - start - 1
+					t.ents = append(t.ents, entry{tag: uint32(String) | uint32(l)<<tagShift, a: uint32(start), b: uint32(j + 1)})
+					if l < 8 {
+						first &= 1<<(8*l) - 1
+					}
+					if b := nameBit(first, l); f.names[b>>6]&(1<<(b&63)) != 0 {
+						f.alike = true
+					} else {
+						f.names[b>>6] |= 1 << (b & 63)
+					}
+					i, read = j+1, true
+				}
+				break
+			}
+			if j += 8; j+8 > len(src) {
+				break
+			}
+		}
+	}
+	if !read {
+		var err error
+		if i, err = t.strRest(src, start, j); err != nil {
+			return i, err
+		}
+		f.alike = true
 	}
 	i = t.skipWS(src, i)
-	if i >= len(src) {
+	if uint(i) >= uint(len(src)) {
 		return i, t.syntax(i, "unexpected end of input")
 	}
 	if src[i] != ':' {
@@ -301,14 +351,13 @@ func (t *Tape) name(src []byte, i int, f *frame) (int, error) {
 // skipWS skips whitespace from i and notes that the text has some
 // (AppendCompact copies values of a text without any).
 func (t *Tape) skipWS(src []byte, i int) int {
-	for i < len(src) {
-		switch src[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-			t.spaced = true
-		default:
+	for uint(i) < uint(len(src)) {
+		// Most bytes here start a token: one comparison tells them.
+		if c := src[i]; c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
 			return i
 		}
+		i++
+		t.spaced = true
 	}
 	return i
 }
@@ -405,6 +454,16 @@ func (t *Tape) str(src []byte, start int) (int, error) {
 		j += 8
 	}
 	return t.strRest(src, start, j)
+}
+
+// nameBit is a name's bit in a 256-bit set, by its length l and its
+// first word (its first min(l, 8) bytes, little-endian, zero above):
+// equal names take the same bit, so names that take distinct bits
+// repeat none. The bits are not keyed: names chosen to share bits only
+// send their object to the repeated-name check. The members of a call
+// event take distinct bits (TestDistinctBits).
+func nameBit(first uint64, l int) uint32 {
+	return uint32((first ^ uint64(l)) * 0xbf58476d1ce4e5b9 >> 56)
 }
 
 // strRest finishes str from j, the first byte that is not plain ASCII or
@@ -557,7 +616,8 @@ const smallObject = 8
 var seed = maphash.MakeSeed()
 
 // repeated reports the tape index of the first member name of object obj
-// that repeats an earlier one.
+// that repeats an earlier one. The parse calls it only for an object
+// whose names do not take distinct bits (frame.alike).
 func (t *Tape) repeated(obj uint32) (uint32, bool) {
 	o := &t.ents[obj]
 	n := int(o.tag >> tagShift)
@@ -574,9 +634,6 @@ func (t *Tape) repeated(obj uint32) (uint32, bool) {
 			keys[m] = k
 			k = t.after(k + 1)
 		}
-		return 0, false
-	}
-	if n <= 32 && t.distinctBits(obj, n) {
 		return 0, false
 	}
 	// Open addressing, at most half full; slots hold index+1.
@@ -603,33 +660,6 @@ func (t *Tape) repeated(obj uint32) (uint32, bool) {
 		k = t.after(k + 1)
 	}
 	return 0, false
-}
-
-// distinctBits reports whether the n member names of object obj take
-// distinct bits of a 256-bit set, each by its length and its first and
-// last bytes: then no name repeats (equal names take the same bit), and
-// the hash table is not needed. Otherwise, or for an escaped or empty
-// name, the table decides. The bits are not keyed: names chosen to share
-// bits only send their object to the table. The members of a call event
-// take distinct bits (TestDistinctBits).
-func (t *Tape) distinctBits(obj uint32, n int) bool {
-	var set [4]uint64
-	src := t.src
-	for k, m := obj+1, 0; m < n; m++ {
-		e := &t.ents[k]
-		l := e.tag >> tagShift
-		if e.tag&escBit != 0 || l == 0 {
-			return false
-		}
-		a := e.a + 1
-		b := (uint32(src[a]) | uint32(src[a+l-1])<<8 | l<<16) * 0x27d4eb2f >> 24
-		if set[b>>6]&(1<<(b&63)) != 0 {
-			return false
-		}
-		set[b>>6] |= 1 << (b & 63)
-		k = t.after(k + 1)
-	}
-	return true
 }
 
 // str0 returns the unescaped bytes of the string entry at k.

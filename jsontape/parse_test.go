@@ -435,7 +435,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{``, ` `, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `1e+`, `1E-2`, `-`, `"\u00e9"`, `"\u00g9"`, `"\q"`, "\"\x01\"",
 		`[1,]`, `{"a":1,}`, `{"a" 1}`, `[[[]]]`, `nul`, `true false`, `"\/"`, "\"\xff\"", `{"a":NaN}`, `{"a":1,"a":2}`,
 		`{"a":{"b":[1,{"c":2,"\u0063":3}]}}`, `"\ud800\udc00"`, `"\ud800"`, "\"\xed\xa0\x80\"", `[1e400]`,
-		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"axb":9,"ayb":0}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"\u0061":0}`} {
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"axb":9,"ayb":0}`, `{"prefix__x":1,"prefix__y":2}`, `{"prefix__x":1,"prefix__x":2}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"\u0061":0}`} {
 		f.Add([]byte(s))
 	}
 	for _, p := range []string{"../testdata/corpus/sample/calls.jsonl", "../testdata/corpus/sample/listings.jsonl"} {
@@ -666,9 +666,10 @@ func TestRepeatedInLargeObjects(t *testing.T) {
 }
 
 // TestDistinctBits: the members of a call event (wire contract v1.2)
-// take distinct bits, so that a call's repeated-name check needs no hash
-// table; names that share a bit go to the table, which tells repeats
-// from names that only look alike.
+// take distinct bits, so that a call's repeated-name check is skipped;
+// names that share a bit go to the check (pairwise up to smallObject
+// members, the table beyond), which tells repeats from names that only
+// look alike.
 func TestDistinctBits(t *testing.T) {
 	call := `{"type":"call","event_id":"c","emitted_at":"t","registry":"r","agent_id":"a","session_id":"s","model":"m",` +
 		`"provider":"p","surface":"s","tool":"t","server":"s","seen_digest":"d","arguments":{},"arguments_raw":"{}","visible":[]}`
@@ -676,18 +677,41 @@ func TestDistinctBits(t *testing.T) {
 	if err := tp.Parse([]byte(call)); err != nil {
 		t.Fatal(err)
 	}
-	if !tp.distinctBits(0, tp.Root().Len()) {
+	if !distinctBits(&tp) {
 		t.Error("the members of a call event share a bit")
 	}
-	alike := `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"axb":8,"ayb":9}`
-	if err := tp.Parse([]byte(alike)); err != nil {
-		t.Fatalf("Parse(%s): %v", alike, err)
+	// Names of one length that share their first 8 bytes share a bit.
+	for _, alike := range []string{`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"prefix__x":8,"prefix__y":9}`,
+		`{"prefix__x":8,"prefix__y":9}`, `{"a\u0062":1,"ac":2}`} {
+		if err := tp.Parse([]byte(alike)); err != nil {
+			t.Fatalf("Parse(%s): %v", alike, err)
+		}
+		if distinctBits(&tp) {
+			t.Errorf("%s: distinct bits", alike)
+		}
+		var e *Error
+		if err := tp.Parse([]byte(strings.Replace(alike, "prefix__y", "prefix__x", 1))); strings.Contains(alike, "prefix__y") && (!errors.As(err, &e) || e.Ptr != "/prefix__x") {
+			t.Errorf("a repeat among names that share a bit: %v", err)
+		}
 	}
-	if tp.distinctBits(0, tp.Root().Len()) {
-		t.Error(`"axb" and "ayb" take distinct bits`)
+	if err := tp.Parse([]byte(`{"ab":1,"a\u0062":2}`)); err == nil {
+		t.Error("an escaped repeat in a small object accepted")
 	}
-	var e *Error
-	if err := tp.Parse([]byte(strings.Replace(alike, "ayb", "axb", 1))); !errors.As(err, &e) || e.Ptr != "/axb" {
-		t.Errorf("a repeat among names that share a bit: %v", err)
+}
+
+// distinctBits reports whether the root object's member names take
+// distinct bits of nameBit's set.
+func distinctBits(tp *Tape) bool {
+	var set [4]uint64
+	for m := tp.Root().Members(); m.Next(); {
+		var first [8]byte
+		name := m.Name()
+		copy(first[:], name)
+		b := nameBit(binary.LittleEndian.Uint64(first[:]), len(name))
+		if m.NameValue().e().tag&escBit != 0 || set[b>>6]&(1<<(b&63)) != 0 {
+			return false
+		}
+		set[b>>6] |= 1 << (b & 63)
 	}
+	return true
 }

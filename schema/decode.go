@@ -26,7 +26,8 @@ func malformed(id, reason string) *MalformedError {
 // decoder is not safe for concurrent use; use one per goroutine.
 type CallDecoder struct {
 	tape jsontape.Tape
-	buf  []byte // scratch: the call's strings, packed
+	buf  []byte   // scratch: the call's strings, packed
+	days dayCache // emitted_at: the day of the last call
 }
 
 // Decode parses one call event into c. On a *MalformedError of an event
@@ -84,7 +85,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		tool = nil
 		bad("tool name missing or empty")
 	}
-	if t, err := eventTime(m.v[mEmittedAt], "emitted_at"); err != nil {
+	if t, err := d.days.eventTime(m.v[mEmittedAt], "emitted_at"); err != nil {
 		bad(err.Error())
 	} else {
 		c.EmittedAt = t
@@ -254,6 +255,11 @@ func strBytes(v jsontape.Value) (b []byte, ok bool) {
 // eventTime reads a required timestamp member (emitted_at, observed_at):
 // RFC 3339 UTC within the supported range.
 func eventTime(v jsontape.Value, name string) (time.Time, error) {
+	return (*dayCache)(nil).eventTime(v, name)
+}
+
+// eventTime is eventTime with the day cache c (nil for none).
+func (c *dayCache) eventTime(v jsontape.Value, name string) (time.Time, error) {
 	if v.IsNull() {
 		return time.Time{}, errors.New(name + " missing")
 	}
@@ -261,7 +267,7 @@ func eventTime(v jsontape.Value, name string) (time.Time, error) {
 	if v.Kind() != jsontape.String {
 		return time.Time{}, errors.New(name + " is not an RFC 3339 UTC timestamp")
 	}
-	t, err := ParseTime(unsafe.String(unsafe.SliceData(b), len(b)))
+	t, err := c.parseTime(unsafe.String(unsafe.SliceData(b), len(b)))
 	if err != nil {
 		return time.Time{}, errors.New(name + " is not an RFC 3339 UTC timestamp")
 	}

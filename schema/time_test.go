@@ -76,8 +76,18 @@ func sameAsRef(t *testing.T, s string) (ok bool) {
 	if (err == nil) != (werr == nil) || got != want {
 		t.Fatalf("ParseTime(%q) = %v, %v; before: %v, %v", s, got, err, want, werr)
 	}
+	// The day cache, from the last day it saw (the tests' inputs come in
+	// runs of one day) and from this one's, when it is valid.
+	for range 2 {
+		if got, err := testDays.parseTime(s); (err == nil) != (werr == nil) || got != want {
+			t.Fatalf("dayCache.parseTime(%q) = %v, %v (day %q); before: %v, %v", s, got, err, testDays.day[:], want, werr)
+		}
+	}
 	return err == nil
 }
+
+// testDays is sameAsRef's day cache.
+var testDays dayCache
 
 // TestParseTimeSameAsTimeParse: every combination of the fields' edge
 // values (years of the calendar's rules and of the supported range,
