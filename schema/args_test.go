@@ -365,3 +365,35 @@ func TestPlainName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzArgsSummary: for any JSON text the tape accepts, one summarizer
+// kept across inputs gives the reference's shape (refShape) and the
+// SHA-256 of encoding/json's compact text, as TestArgsSummaryCorpus
+// checks on the corpus: names with bytes to escape, any nesting, any
+// layout.
+func FuzzArgsSummary(f *testing.F) {
+	for _, raw := range corpusArgs(f)[:200] {
+		f.Add(raw)
+	}
+	for _, s := range []string{`{"a\"b":1,"\u00e9t\u00e9":[1,"x",{"\\":null}]}`, `{"k\u0001":{}, "k": [ ] }`, "{\"\x7f\":true,\"caf\xc3\xa9\":false}", `[{"b":1,"a":2},{"a":3,"b":4}]`} {
+		f.Add([]byte(s))
+	}
+	var s ArgsSummarizer
+	var tp jsontape.Tape
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if tp.Parse(raw) != nil {
+			return
+		}
+		v := tp.Root()
+		if sh, want := s.Shape(v), refShape(v, 0); sh != want {
+			t.Fatalf("shape of %q:\n got %s\nwant %s", raw, sh, want)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatalf("the tape accepted %q, encoding/json did not: %v", raw, err)
+		}
+		if sum := sha256.Sum256(compact.Bytes()); s.Hash(v) != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("hash of %q: %s", raw, s.Hash(v))
+		}
+	})
+}
