@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -215,5 +216,32 @@ func BenchmarkDecodeJSONSchemaBaseline(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = bc.baseline[j].Validate(inst)
+	}
+}
+
+// BenchmarkDecideRow: a worker's step from the raw call record to its
+// stored row (RowDecider.DecideRow: decode, resolve, the arguments' shape
+// and hash, the row's key) over every corpus call, sample then BFCL, in
+// order, as the pipeline's bench backlog cycles them. One op is one call.
+func BenchmarkDecideRow(b *testing.B) {
+	bc := loadBench(b)
+	var lines [][]byte
+	for _, part := range []string{"sample", "bfcl"} {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", part, "calls.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for l := range bytes.Lines(data) {
+			lines = append(lines, bytes.TrimSuffix(l, []byte("\n")))
+		}
+	}
+	var rd resolve.RowDecider
+	var row schema.Row
+	rec := time.Unix(1764547200, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		row = schema.Row{Topic: "calls", Offset: int64(i)}
+		rd.DecideRow(bc.snap, lines[i%len(lines)], rec, &row)
 	}
 }

@@ -1,9 +1,11 @@
 package resolve
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -114,5 +116,56 @@ func TestDecideRowKeyAndSuggestion(t *testing.T) {
 	row = schema.Row{Topic: "t", Partition: 1, Offset: 2}
 	if d.DescribeCall([]byte(`{"type":"call",`), time.Time{}, &row) || row.CallKey != "kafka:t/1/2" || row.ArgsHash != "" {
 		t.Errorf("DescribeCall of a bad call: %+v", row)
+	}
+}
+
+// TestDecideRowListingChanges: a RowDecider kept across listings applied
+// between its calls (the pipeline's workers decide while listings
+// arrive) decides each call as a fresh one does on the store's snapshot
+// then: whatever a decider keeps from one call to the next (its
+// decoder's and summarizer's buffers, or a cache of the last registry
+// version, tried for issue 25) must not survive a late listing, a
+// remove, a later listing or a registry first listed midway.
+func TestDecideRowListingChanges(t *testing.T) {
+	store := registryversions.New()
+	str := `{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`
+	num := `{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`
+	call := func(reg string, sec int) string {
+		return `{"type":"call","event_id":"c","emitted_at":"` + at(sec).Format(time.RFC3339Nano) + `","registry":"` + reg + `","tool":"f","arguments":{"x":"y"}}`
+	}
+	var kept RowDecider
+	for _, step := range []struct {
+		name    string
+		listing *schema.Listing // applied before the calls
+		reg     string
+		sec     int
+		want    schema.Class
+	}{
+		{"first listing", snap("a1", 0, "late", "", 0, tl("f", str)), "late", 30, schema.OK},
+		{"again, remembered", nil, "late", 30, schema.OK},
+		{"a late listing changes the version current at the call", snap("a2", 20, "late", "", 0, tl("f", num)), "late", 30, schema.H3},
+		{"a later listing leaves it", snap("a3", 40, "late", "", 0, tl("f", str)), "late", 30, schema.H3},
+		{"after the later listing", nil, "late", 45, schema.OK},
+		{"a remove in between", &schema.Listing{EventID: "a4", ObservedAt: at(25), Registry: "late", Op: schema.OpRemove}, "late", 30, schema.M1},
+		{"a registry first listed now", snap("b1", 0, "later", "", 0, tl("f", num)), "later", 30, schema.H3},
+		{"back to the first", nil, "late", 45, schema.OK},
+		{"before any listing", nil, "late", -5, schema.H1},
+	} {
+		if step.listing != nil {
+			if issues := store.Apply(step.listing); len(issues) != 0 {
+				t.Fatalf("%s: %v", step.name, issues)
+			}
+		}
+		ev := []byte(call(step.reg, step.sec))
+		var got, want schema.Row
+		kept.DecideRow(store.Snapshot(), ev, at(step.sec), &got)
+		var fresh RowDecider
+		fresh.DecideRow(store.Snapshot(), ev, at(step.sec), &want)
+		if got.Class != step.want {
+			t.Errorf("%s: class %s (%s), want %s", step.name, got.Class, got.Reason, step.want)
+		}
+		if !reflect.DeepEqual(got.Decision, want.Decision) {
+			t.Errorf("%s: decision\n%+v\nwant (a fresh decider)\n%+v", step.name, got.Decision, want.Decision)
+		}
 	}
 }

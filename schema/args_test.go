@@ -315,3 +315,85 @@ func TestArgsSummaryCorpus(t *testing.T) {
 		check([]byte(b.String()), false)
 	}
 }
+
+// TestPlainName: plainName word by word is the byte loop it replaces, for
+// every byte value at every position of names of 0 to 20 bytes and for
+// the corpus's names.
+func TestPlainName(t *testing.T) {
+	plain := func(k []byte) bool {
+		for _, c := range k {
+			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n <= 20; n++ {
+		k := []byte(strings.Repeat("a", n))
+		for i := range n {
+			for c := range 256 {
+				k[i] = byte(c)
+				if got, want := plainName(k), plain(k); got != want {
+					t.Fatalf("plainName(%q) = %v, want %v", k, got, want)
+				}
+				k[i] = 'a'
+			}
+		}
+		if n >= 2 { // a special byte next to another, which a borrow could hide
+			for c := range 256 {
+				for d := range 256 {
+					k[0], k[n-1] = byte(c), byte(d)
+					if got, want := plainName(k), plain(k); got != want {
+						t.Fatalf("plainName(%q) = %v, want %v", k, got, want)
+					}
+				}
+			}
+		}
+	}
+	for _, raw := range corpusArgs(t) {
+		var tp jsontape.Tape
+		if err := tp.Parse(raw); err != nil {
+			t.Fatal(err)
+		}
+		if tp.Root().Kind() != jsontape.Object {
+			continue
+		}
+		for m := tp.Root().Members(); m.Next(); {
+			if k := m.Name(); plainName(k) != plain(k) {
+				t.Fatalf("plainName(%q) = %v", k, plainName(k))
+			}
+		}
+	}
+}
+
+// FuzzArgsSummary: for any JSON text the tape accepts, one summarizer
+// kept across inputs gives the reference's shape (refShape) and the
+// SHA-256 of encoding/json's compact text, as TestArgsSummaryCorpus
+// checks on the corpus: names with bytes to escape, any nesting, any
+// layout.
+func FuzzArgsSummary(f *testing.F) {
+	for _, raw := range corpusArgs(f)[:200] {
+		f.Add(raw)
+	}
+	for _, s := range []string{`{"a\"b":1,"\u00e9t\u00e9":[1,"x",{"\\":null}]}`, `{"k\u0001":{}, "k": [ ] }`, "{\"\x7f\":true,\"caf\xc3\xa9\":false}", `[{"b":1,"a":2},{"a":3,"b":4}]`} {
+		f.Add([]byte(s))
+	}
+	var s ArgsSummarizer
+	var tp jsontape.Tape
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if tp.Parse(raw) != nil {
+			return
+		}
+		v := tp.Root()
+		if sh, want := s.Shape(v), refShape(v, 0); sh != want {
+			t.Fatalf("shape of %q:\n got %s\nwant %s", raw, sh, want)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatalf("the tape accepted %q, encoding/json did not: %v", raw, err)
+		}
+		if sum := sha256.Sum256(compact.Bytes()); s.Hash(v) != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("hash of %q: %s", raw, s.Hash(v))
+		}
+	})
+}
