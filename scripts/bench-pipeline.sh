@@ -27,7 +27,9 @@
 # PROFILE=1 adds, after each run, the engine's CPU per stage (the
 # INSERTs, each materialized view, merges) and the INSERTs' own timers.
 # PEER_SETTINGS=', kafka_x = y' adds settings to the peer's Kafka table.
-# Usage: [ROUNDS=2] [MODES='resolve passthrough peer'] [PEER=1] [PROFILE=0] [PEER_SETTINGS=] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
+# PEER_CONSUMERS=N gives the peer N consumers (default 2, one per core;
+# the calls topic has 6 partitions).
+# Usage: [ROUNDS=2] [MODES='resolve passthrough peer'] [PEER=1] [PROFILE=0] [PEER_SETTINGS=] [PEER_CONSUMERS=2] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
 # (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run;
 # PEER=0 leaves the peer out)
 set -euo pipefail
@@ -97,7 +99,7 @@ peer() {
        agent_id String, session_id String, model String, provider String, surface String,
        tool String, server String, seen_digest String, arguments String)
      ENGINE = Kafka SETTINGS kafka_broker_list = '$KAFKA', kafka_topic_list = 'tool-calls',
-       kafka_group_name = 'bench-$name', kafka_format = 'JSONEachRow', kafka_num_consumers = 2,
+       kafka_group_name = 'bench-$name', kafka_format = 'JSONEachRow', kafka_num_consumers = ${PEER_CONSUMERS:-2},
        kafka_thread_per_consumer = 1, kafka_flush_interval_ms = 1000, kafka_skip_broken_messages = 1000000,
        input_format_skip_unknown_fields = 1${PEER_SETTINGS:-}"
   local e0; e0=$(cpu "$engine")
