@@ -162,5 +162,5 @@ for round in $(seq "${ROUNDS:-2}"); do
   fi
 done
 [ -n "$ratios" ] && echo "resolve / passthrough, per round:$ratios"
-[ -n "$peers" ] && echo "resolve / the engine's own Kafka ingestion (peer), per round, start to end:$peers; from the first stored block:$steadies"
+[ -n "$peers" ] && echo "resolve / the engine's own Kafka ingestion (peer), per round, start to end:$peers; from the first stored block (leans towards the peer, whose consumers parse for about 2 s before their first block shows):$steadies"
 exit 0
