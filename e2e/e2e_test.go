@@ -240,8 +240,11 @@ func (e *env) start(extra ...string) *daemon {
 	return e.spawn(args...)
 }
 
-// spawn starts the resolverd binary with args; the test's cleanup kills
+// spawn starts the resolverd binary with args; the test's cleanup stops
 // it if it still runs and, when the test failed, logs its log's tail.
+// The cleanup interrupts it first and kills it only after 10 s: a killed
+// client's connection reset can abort the embedded engine (package
+// chengine), which most tests share.
 func (e *env) spawn(args ...string) *daemon {
 	e.t.Helper()
 	cmd := exec.Command(resolverd, args...)
@@ -252,8 +255,15 @@ func (e *env) spawn(args ...string) *daemon {
 	}
 	e.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
 		}
 		if e.t.Failed() {
 			e.t.Logf("resolverd %s log:\n%s", args[0], tail(sw.String(), 40))
