@@ -21,9 +21,12 @@
 # arguments' text), no class. Its CPU is the engine's alone (the broker is
 # not counted for any mode), and again with the merges the server ran
 # after the run's end (until none ran for 3 s), which a bench that stops
-# at its last row would leave out. Each mode's rate is given from its start and
-# from its first stored batch on (start-up left out), and the ratios of
-# both.
+# at its last row would leave out. Each mode's rate is given from its
+# start, from its first stored batch on, and from a tenth of the calls
+# stored to nine tenths (start-up and the last batches left out); the
+# ratios are of the first and of the last. The rate from the first batch
+# leans towards the peer, whose consumers parse records for about 2 s
+# before their first block shows.
 # PROFILE=1 adds, after each run, the engine's CPU per stage (the
 # INSERTs, each materialized view, merges) and the INSERTs' own timers.
 # PEER_SETTINGS=', kafka_x = y' adds settings to the peer's Kafka table.
@@ -45,16 +48,26 @@ N=${1:-1000000}
 # run's background merges (its rows are merged for seconds after it ends)
 # would count against the next one.
 
-# first WHERE: polls count() FROM WHERE every 0.1 s until it is not 0 and
-# prints the time and the count then: when the first batch was stored.
-first() {
-  local n
+# marks WHERE: polls count() FROM WHERE every 0.1 s and prints the time
+# and the count when the first batch was stored, when a tenth of the N
+# calls were, and when nine tenths were. Between the last two the
+# ingestion runs at its own pace, start-up and the last batches left out,
+# for resolverd as for the peer, whose consumers parse records for about
+# 2 s before their first block shows (so a rate from its first block
+# credits it with work done before).
+marks() {
+  local n f="" n10=""
   while :; do
     n=$(q "SELECT count() FROM $1")
-    [ "$n" != 0 ] && { echo "$(date +%s.%N) $n"; return; }
+    [ -z "$f" ] && [ "$n" != 0 ] && f="$(date +%s.%N) $n"
+    [ -z "$n10" ] && [ "$n" -ge $((N / 10)) ] && n10="$(date +%s.%N) $n"
+    [ "$n" -ge $((N * 9 / 10)) ] && { echo "$f $n10 $(date +%s.%N) $n"; return; }
     sleep 0.1
   done
 }
+
+# mid T10 N10 T90 N90: the rate between the two marks.
+mid() { python3 -c "import sys; print((int(sys.argv[4])-int(sys.argv[2]))/(float(sys.argv[3])-float(sys.argv[1])))" "$@"; }
 
 run() { # name, extra flags...
   local name=$1; shift
@@ -65,12 +78,13 @@ run() { # name, extra flags...
     --group "bench-$name" --analysis "bench-$name" --listing-hold 0 --log-level warn ${RUN_FLAGS:-} "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/pid"
   local start=$(date +%s.%N)
-  first "toolaudit.decisions WHERE analysis_id = 'bench-$name'" > "$work/first" &
+  marks "toolaudit.decisions WHERE analysis_id = 'bench-$name'" > "$work/first" &
   local firstpid=$!
   "$work/resolverd" report --clickhouse "$CH" --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
   local end=$(date +%s.%N)
   wait "$firstpid"
-  local f nf; read -r f nf < "$work/first"
+  local f nf t10 n10 t90 n90; read -r f nf t10 n10 t90 n90 < "$work/first"
+  middle=$(mid "$t10" "$n10" "$t90" "$n90")
   local pid=$(cat "$work/pid")
   local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
   local rcpu; rcpu=$(cpu "$pid")
@@ -78,9 +92,8 @@ run() { # name, extra flags...
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   quiet
   local e2; e2=$(cpu "$engine")
-  python3 -c "import sys; n,s,e,r,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100,float(sys.argv[8]),int(sys.argv[9]),int(sys.argv[10])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored batch (%.1f s after the start) %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call), %4.1f us/call with the merges that followed; resolverd peak RSS %d MB' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), r, r/n*1e6, c, c/n*1e6, (c+m)/n*1e6, int(sys.argv[7])//1024))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss" "$f" "$nf" "$((e2-e1))"
+  python3 -c "import sys; n,s,e,r,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,int(sys.argv[6])/100,float(sys.argv[8]),int(sys.argv[9]),int(sys.argv[10])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored batch (%.1f s after the start) %8.0f calls/s; CPU: resolverd %5.1f s (%4.1f us/call), ClickHouse %5.1f s (%4.1f us/call), %4.1f us/call with the merges that followed; resolverd peak RSS %d MB; from 10%% to 90%% stored %8.0f calls/s' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), r, r/n*1e6, c, c/n*1e6, (c+m)/n*1e6, int(sys.argv[7])//1024, float(sys.argv[11])))" "$N" "$start" "$end" "$name" "$rcpu" "$((e1-e0))" "$rss" "$f" "$nf" "$((e2-e1))" "$middle"
   rate=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$start" "$end")
-  steady=$(python3 -c "import sys; print((int(sys.argv[1])-int(sys.argv[4]))/(float(sys.argv[3])-float(sys.argv[2])))" "$N" "$f" "$end" "$nf")
   profile "$since" "$N"
 }
 
@@ -112,10 +125,12 @@ peer() {
        concat('sha256:', lower(hex(SHA256(arguments)))) AS args_hash,
        _topic AS topic, toInt32(_partition) AS partition, toInt64(_offset) AS offset
      FROM toolaudit.calls_peer_queue"
-  local n=0 last=-1 same=0 end first="" nfirst=0
+  local n=0 last=-1 same=0 end first="" nfirst=0 t10="" n10=0 t90="" n90=0
   while :; do
     n=$(q "SELECT count() FROM toolaudit.decisions_peer")
     if [ -z "$first" ] && [ "$n" != 0 ]; then first=$(date +%s.%N); nfirst=$n; fi
+    if [ -z "$t10" ] && [ "$n" -ge $((N / 10)) ]; then t10=$(date +%s.%N); n10=$n; fi
+    if [ -z "$t90" ] && [ "$n" -ge $((N * 9 / 10)) ]; then t90=$(date +%s.%N); n90=$n; fi
     if [ "$n" = "$last" ] && [ "$n" != 0 ]; then same=$((same + 1)); else same=0; end=$(date +%s.%N); fi
     [ "$n" -ge "$N" ] && end=$(date +%s.%N) && break
     [ "$same" -ge 200 ] && break # unchanged for 20 s: every parseable call is in (the consumers take seconds to join)
@@ -125,12 +140,9 @@ peer() {
   q "DROP VIEW toolaudit.calls_peer_mv"; q "DROP TABLE toolaudit.calls_peer_queue"
   quiet
   local e2; e2=$(cpu "$engine")
-  python3 -c "import sys; n,s,e,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,float(sys.argv[6]),int(sys.argv[7]),int(sys.argv[8])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored block (%.1f s after the start) %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included, %4.1f us/call with the merges that followed' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), c, c/n*1e6, (c+m)/n*1e6))" "$n" "$start" "$end" "$name" "$((e1-e0))" "$first" "$nfirst" "$((e2-e1))"
-  # Two rates, as for resolverd: from the start, and from the first
-  # stored block on (the consumers take about 2 s to join their group and
-  # receive records, resolverd about 1 s to apply the registry's listings
-  # before its first call), what a running ingestion sustains.
-  peerrate=$(python3 -c "import sys; print((int(sys.argv[1])-int(sys.argv[4]))/(float(sys.argv[3])-float(sys.argv[2])))" "$n" "$first" "$end" "$nfirst")
+  peermiddle=0
+  [ -n "$t90" ] && peermiddle=$(mid "$t10" "$n10" "$t90" "$n90")
+  python3 -c "import sys; n,s,e,c,f,nf,m=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),int(sys.argv[5])/100,float(sys.argv[6]),int(sys.argv[7]),int(sys.argv[8])/100; print('%-12s %8d calls in %6.2f s = %8.0f calls/s; from its first stored block (%.1f s after the start) %8.0f calls/s; CPU: ClickHouse %5.1f s (%4.1f us/call), its own Kafka consumers included, %4.1f us/call with the merges that followed; from 10%% to 90%% stored %8.0f calls/s' % (sys.argv[4], n, e-s, n/(e-s), f-s, (n-nf)/(e-f), c, c/n*1e6, (c+m)/n*1e6, float(sys.argv[9])))" "$n" "$start" "$end" "$name" "$((e1-e0))" "$first" "$nfirst" "$((e2-e1))" "$peermiddle"
   peertotal=$(python3 -c "import sys; print(int(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])))" "$n" "$start" "$end")
   profile "$since" "$n"
 }
@@ -147,20 +159,20 @@ ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.a
 ratios="" peers="" steadies=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then
-    if on resolve; then run "resolve-$round"; r=$rate rs=$steady; fi
+    if on resolve; then run "resolve-$round"; r=$rate rs=$middle; fi
     if on passthrough; then run "passthrough-$round" --passthrough; p=$rate; fi
     if on peer; then peer "peer-$round"; fi
   else
     if on peer; then peer "peer-$round"; fi
     if on passthrough; then run "passthrough-$round" --passthrough; p=$rate; fi
-    if on resolve; then run "resolve-$round"; r=$rate rs=$steady; fi
+    if on resolve; then run "resolve-$round"; r=$rate rs=$middle; fi
   fi
   if on resolve && on passthrough; then ratios="$ratios $(ratio "$r" "$p")"; fi
   if on resolve && on peer; then
     peers="$peers $(ratio "$r" "$peertotal")"
-    steadies="$steadies $(ratio "$rs" "$peerrate")"
+    steadies="$steadies $(ratio "$rs" "$peermiddle")"
   fi
 done
 [ -n "$ratios" ] && echo "resolve / passthrough, per round:$ratios"
-[ -n "$peers" ] && echo "resolve / the engine's own Kafka ingestion (peer), per round, start to end:$peers; from the first stored block (leans towards the peer, whose consumers parse for about 2 s before their first block shows):$steadies"
+[ -n "$peers" ] && echo "resolve / the engine's own Kafka ingestion (peer), per round, start to end:$peers; from 10% to 90% stored:$steadies"
 exit 0
