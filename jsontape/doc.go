@@ -34,8 +34,8 @@
 //
 // Cost: time linear in the input (repeated names are found with a
 // comparison for small objects and a hash table, reused, for large ones,
-// unless their names take distinct bits of a set by length and first and
-// last byte); memory at most 16 bytes of tape per value plus the
+// unless their names take distinct bits of a set by length and first
+// eight bytes); memory at most 16 bytes of tape per value plus the
 // unescaped strings. A value takes at least two bytes of input ("1," in
 // an array), so the tape is at most 8 times the input and the whole parse
 // at most 9 times (typical events: about 2 times).

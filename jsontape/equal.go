@@ -115,8 +115,9 @@ func Hash(v Value) uint64 {
 }
 
 var (
-	k0 = maphash.Bytes(seed, []byte("jsontape k0"))
-	k1 = maphash.Bytes(seed, []byte("jsontape k1"))
+	seed = maphash.MakeSeed()
+	k0   = maphash.Bytes(seed, []byte("jsontape k0"))
+	k1   = maphash.Bytes(seed, []byte("jsontape k1"))
 )
 
 // mix combines two words (the folded 128-bit product of wyhash).

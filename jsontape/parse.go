@@ -3,7 +3,6 @@ package jsontape
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/maphash"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -383,6 +382,32 @@ func special(x uint64) uint64 {
 	return ((x ^ quotes) - ones) | ((x ^ backs) - ones) | (x - 0x20*ones)
 }
 
+// Plain reports whether every byte of b is printable ASCII other than
+// '"' and '\\' (DEL included): the bytes a JSON string holds as they are,
+// so that b between quotes is the string b. By special, eight bytes at a
+// time (two words that overlap for 4 to 15 bytes): any special byte
+// flags at least itself.
+func Plain(b []byte) bool {
+	n := len(b)
+	var x uint64
+	switch {
+	case n >= 8:
+		for i := 0; i < n-8; i += 8 {
+			x |= special(load64(b, i))
+		}
+		x |= special(load64(b, n-8))
+	case n >= 4:
+		x = special(uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32)
+	default:
+		for _, c := range b {
+			if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+				return false
+			}
+		}
+	}
+	return x&highs == 0
+}
+
 // load64 returns the 8 bytes of src at i as a little-endian word, without
 // the bounds checks of binary.LittleEndian.Uint64(src[i:]) (two compares
 // and a masked index per word of the string scan): every caller loops on
@@ -612,8 +637,6 @@ func digits(src []byte, i int) int {
 // smallObject is the most members compared pairwise for repeated names;
 // larger objects use the hash table.
 const smallObject = 8
-
-var seed = maphash.MakeSeed()
 
 // repeated reports the tape index of the first member name of object obj
 // that repeats an earlier one. The parse calls it only for an object

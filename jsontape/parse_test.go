@@ -715,3 +715,38 @@ func distinctBits(tp *Tape) bool {
 	}
 	return true
 }
+
+// TestPlain: Plain word by word is the byte loop it stands for, for every
+// byte value at every position of texts of 0 to 20 bytes.
+func TestPlain(t *testing.T) {
+	plain := func(k []byte) bool {
+		for _, c := range k {
+			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n <= 20; n++ {
+		k := []byte(strings.Repeat("a", n))
+		for i := range n {
+			for c := range 256 {
+				k[i] = byte(c)
+				if got, want := Plain(k), plain(k); got != want {
+					t.Fatalf("Plain(%q) = %v, want %v", k, got, want)
+				}
+				k[i] = 'a'
+			}
+		}
+		if n >= 2 { // a special byte next to another, which a borrow could hide
+			for c := range 256 {
+				for d := range 256 {
+					k[0], k[n-1] = byte(c), byte(d)
+					if got, want := Plain(k), plain(k); got != want {
+						t.Fatalf("Plain(%q) = %v, want %v", k, got, want)
+					}
+				}
+			}
+		}
+	}
+}

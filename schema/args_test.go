@@ -316,56 +316,6 @@ func TestArgsSummaryCorpus(t *testing.T) {
 	}
 }
 
-// TestPlainName: plainName word by word is the byte loop it replaces, for
-// every byte value at every position of names of 0 to 20 bytes and for
-// the corpus's names.
-func TestPlainName(t *testing.T) {
-	plain := func(k []byte) bool {
-		for _, c := range k {
-			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	for n := 0; n <= 20; n++ {
-		k := []byte(strings.Repeat("a", n))
-		for i := range n {
-			for c := range 256 {
-				k[i] = byte(c)
-				if got, want := plainName(k), plain(k); got != want {
-					t.Fatalf("plainName(%q) = %v, want %v", k, got, want)
-				}
-				k[i] = 'a'
-			}
-		}
-		if n >= 2 { // a special byte next to another, which a borrow could hide
-			for c := range 256 {
-				for d := range 256 {
-					k[0], k[n-1] = byte(c), byte(d)
-					if got, want := plainName(k), plain(k); got != want {
-						t.Fatalf("plainName(%q) = %v, want %v", k, got, want)
-					}
-				}
-			}
-		}
-	}
-	for _, raw := range corpusArgs(t) {
-		var tp jsontape.Tape
-		if err := tp.Parse(raw); err != nil {
-			t.Fatal(err)
-		}
-		if tp.Root().Kind() != jsontape.Object {
-			continue
-		}
-		for m := tp.Root().Members(); m.Next(); {
-			if k := m.Name(); plainName(k) != plain(k) {
-				t.Fatalf("plainName(%q) = %v", k, plainName(k))
-			}
-		}
-	}
-}
-
 // FuzzArgsSummary: for any JSON text the tape accepts, one summarizer
 // kept across inputs gives the reference's shape (refShape) and the
 // SHA-256 of encoding/json's compact text, as TestArgsSummaryCorpus

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/toolaudit/toolaudit/jsontape"
@@ -285,45 +283,12 @@ func (s *ArgsSummarizer) appendSmallObject(b []byte, v jsontape.Value, depth int
 // ASCII without a quote or a backslash, the common one, is written as it
 // is, which is what AppendString writes for it.
 func appendName(b []byte, k []byte) []byte {
-	if !plainName(k) {
+	if !jsontape.Plain(k) {
 		return AppendString(b, unsafe.String(unsafe.SliceData(k), len(k)))
 	}
 	b = append(b, '"')
 	b = append(b, k...)
 	return append(b, '"')
-}
-
-// plainName reports whether k has no byte below 0x20 or above 0x7f, no
-// quote and no backslash: eight bytes at a time (two words that overlap
-// for 4 to 15 bytes), not byte by byte.
-func plainName(k []byte) bool {
-	n := len(k)
-	var x uint64
-	switch {
-	case n >= 8:
-		for i := 0; i < n-8; i += 8 {
-			x |= specialBytes(binary.LittleEndian.Uint64(k[i:]))
-		}
-		x |= specialBytes(binary.LittleEndian.Uint64(k[n-8:]))
-	case n >= 4:
-		x = specialBytes(uint64(binary.LittleEndian.Uint32(k)) | uint64(binary.LittleEndian.Uint32(k[n-4:]))<<32)
-	default:
-		for _, c := range k {
-			if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-				return false
-			}
-		}
-	}
-	return x == 0
-}
-
-// specialBytes is not 0 when a byte of x is below 0x20 or above 0x7f, a
-// quote or a backslash (which bytes are flagged is not exact, whether
-// one is, is).
-func specialBytes(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q, bs := x^('"'*ones), x^('\\'*ones) // a zero byte where x has one
-	return (x | (x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 func (s *ArgsSummarizer) appendShape(b []byte, v jsontape.Value, depth int) []byte {
