@@ -32,7 +32,12 @@
 # PEER_SETTINGS=', kafka_x = y' adds settings to the peer's Kafka table.
 # PEER_CONSUMERS=N gives the peer N consumers (default 2, one per core;
 # the calls topic has 6 partitions).
-# Usage: [ROUNDS=2] [MODES='resolve passthrough peer'] [PEER=1] [PROFILE=0] [PEER_SETTINGS=] [PEER_CONSUMERS=2] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
+# PEER_VIEWS=1 makes the peer write into decisions itself (under its own
+# analysis id), so that every materialized view of decisions (the
+# rollups) fires for its rows as for resolverd's: what a user of the
+# engine's ingestion who wanted the same dashboards would run. The default
+# is the issue's comparison, a copy of decisions without the views.
+# Usage: [ROUNDS=2] [MODES='resolve passthrough peer'] [PEER=1] [PROFILE=0] [PEER_SETTINGS=] [PEER_CONSUMERS=2] [PEER_VIEWS=0] [RUN_FLAGS='--flag value ...'] scripts/bench-pipeline.sh [CALLS]
 # (default 1000000 calls; RUN_FLAGS are added to both modes' resolverd run;
 # PEER=0 leaves the peer out)
 set -euo pipefail
@@ -106,8 +111,14 @@ run() { # name, extra flags...
 peer() {
   local name=$1
   q "DROP VIEW IF EXISTS toolaudit.calls_peer_mv" ; q "DROP TABLE IF EXISTS toolaudit.calls_peer_queue"
-  q "CREATE TABLE IF NOT EXISTS toolaudit.decisions_peer AS toolaudit.decisions"
-  settle decisions_peer
+  local table=decisions_peer where=""
+  if [ "${PEER_VIEWS:-0}" = 1 ]; then
+    table=decisions where=" WHERE analysis_id = 'bench-$name'"
+    settle decisions decisions_by_minute
+  else
+    q "CREATE TABLE IF NOT EXISTS toolaudit.decisions_peer AS toolaudit.decisions"
+    settle decisions_peer
+  fi
   q "CREATE TABLE toolaudit.calls_peer_queue (event_id String, emitted_at String, registry String,
        agent_id String, session_id String, model String, provider String, surface String,
        tool String, server String, seen_digest String, arguments String)
@@ -118,7 +129,7 @@ peer() {
   local e0; e0=$(cpu "$engine")
   local since; since=$(q "SELECT now64(6)")
   local start=$(date +%s.%N)
-  q "CREATE MATERIALIZED VIEW toolaudit.calls_peer_mv TO toolaudit.decisions_peer AS
+  q "CREATE MATERIALIZED VIEW toolaudit.calls_peer_mv TO toolaudit.$table AS
      SELECT event_id, event_id AS call_key, 'bench-$name' AS analysis_id, registry, agent_id, session_id,
        model, provider, surface, tool, server, seen_digest,
        parseDateTime64BestEffortOrZero(emitted_at, 3, 'UTC') AS emitted_at, now64(3) AS decided_at,
@@ -127,7 +138,7 @@ peer() {
      FROM toolaudit.calls_peer_queue"
   local n=0 last=-1 same=0 end first="" nfirst=0 t10="" n10=0 t90="" n90=0
   while :; do
-    n=$(q "SELECT count() FROM toolaudit.decisions_peer")
+    n=$(q "SELECT count() FROM toolaudit.$table$where")
     if [ -z "$first" ] && [ "$n" != 0 ]; then first=$(date +%s.%N); nfirst=$n; fi
     if [ -z "$t10" ] && [ "$n" -ge $((N / 10)) ]; then t10=$(date +%s.%N); n10=$n; fi
     if [ -z "$t90" ] && [ "$n" -ge $((N * 9 / 10)) ]; then t90=$(date +%s.%N); n90=$n; fi
