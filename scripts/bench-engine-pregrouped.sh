@@ -14,7 +14,12 @@
 # engine's CPU per row of decisions for the INSERTs, and with the merges
 # of the views' tables that follow (decisions' own merges held), and the
 # rows two rollups and sessions_by_hour count (the same in both).
-# Usage: [ROUNDS=3] scripts/bench-engine-pregrouped.sh [ROWS]
+# A third variant, "rare", is the rollups written apart from decisions
+# and less often: the groups of GROUP_BLOCKS blocks at a time (default
+# 10, a million rows), inserted after every GROUP_BLOCKS-th block of
+# decisions, as a writer that aggregated for the rollups itself and
+# flushed them every few seconds would.
+# Usage: [ROUNDS=3] [VARIANTS='all pregrouped rare'] [GROUP_BLOCKS=10] scripts/bench-engine-pregrouped.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-500000}
@@ -26,20 +31,29 @@ gsel=$(q "SELECT as_select FROM system.tables WHERE database='toolaudit' AND nam
 ssel=$(q "SELECT as_select FROM system.tables WHERE database='toolaudit' AND name='sessions_by_hour_mv' FORMAT TSVRaw")
 q "CREATE TABLE toolaudit.bench_groups ENGINE = Memory AS SELECT 0 AS blk, * FROM (${gsel//toolaudit.decisions/(SELECT * FROM toolaudit.bench_rows LIMIT 0)})"
 q "CREATE TABLE toolaudit.bench_sessions ENGINE = Memory AS SELECT 0 AS blk, * FROM (${ssel//toolaudit.decisions/(SELECT * FROM toolaudit.bench_rows LIMIT 0)})"
+q "CREATE TABLE toolaudit.bench_groups_rare AS toolaudit.bench_groups"
+q "CREATE TABLE toolaudit.bench_sessions_rare AS toolaudit.bench_sessions"
+gb=${GROUP_BLOCKS:-10}
+# pre TABLE BLOCK N: the two views' groups of N blocks from BLOCK on, as
+# block BLOCK / N of TABLE's two tables.
+pre() {
+  local src="(SELECT * FROM toolaudit.bench_rows LIMIT $(($3 * block)) OFFSET $(($2 * block)) SETTINGS max_threads=1)"
+  q "INSERT INTO toolaudit.bench_groups$1 SELECT $(($2 / $3)), * FROM (${gsel//toolaudit.decisions/$src})"
+  q "INSERT INTO toolaudit.bench_sessions$1 SELECT $(($2 / $3)), * FROM (${ssel//toolaudit.decisions/$src})"
+}
 for ((i = 0; i < nb; i++)); do
-  src="(SELECT * FROM toolaudit.bench_rows LIMIT $block OFFSET $((i * block)) SETTINGS max_threads=1)"
-  q "INSERT INTO toolaudit.bench_groups SELECT $i, * FROM (${gsel//toolaudit.decisions/$src})"
-  q "INSERT INTO toolaudit.bench_sessions SELECT $i, * FROM (${ssel//toolaudit.decisions/$src})"
+  pre "" "$i" 1
+  [ $((i % gb)) = 0 ] && pre _rare "$i" "$gb"
 done
-echo "rows $rows, groups $(q "SELECT count() FROM toolaudit.bench_groups"), session rows $(q "SELECT count() FROM toolaudit.bench_sessions")"
+echo "rows $rows, groups $(q "SELECT count() FROM toolaudit.bench_groups") (of $gb blocks at a time: $(q "SELECT count() FROM toolaudit.bench_groups_rare")), session rows $(q "SELECT count() FROM toolaudit.bench_sessions") ($(q "SELECT count() FROM toolaudit.bench_sessions_rare"))"
 variant() {
   local v=$1
   q "DROP DATABASE IF EXISTS bench_v SYNC"
   "$work/resolverd" migrate --clickhouse "$CH" --database bench_v > /dev/null 2>&1
-  if [ "$v" = pregrouped ]; then q "DROP VIEW bench_v.decisions_groups_mv"; q "DROP VIEW bench_v.sessions_by_hour_mv"; fi
+  if [ "$v" != all ]; then q "DROP VIEW bench_v.decisions_groups_mv"; q "DROP VIEW bench_v.sessions_by_hour_mv"; fi
   quiet
   q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
-  if [ "$v" = pregrouped ]; then
+  if [ "$v" != all ]; then
     q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_groups WHERE blk = 0"
     q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_sessions WHERE blk = 0"
   fi
@@ -52,6 +66,9 @@ variant() {
     if [ "$v" = pregrouped ]; then
       q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk FROM toolaudit.bench_groups WHERE blk = $i $set"
       q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk FROM toolaudit.bench_sessions WHERE blk = $i $set"
+    elif [ "$v" = rare ] && { [ $(((i + 1) % gb)) = 0 ] || [ $((i + 1)) = "$nb" ]; }; then
+      q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk FROM toolaudit.bench_groups_rare WHERE blk = $((i / gb)) $set"
+      q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk FROM toolaudit.bench_sessions_rare WHERE blk = $((i / gb)) $set"
     fi
   done
   e1=$(cpu "$engine")
@@ -63,6 +80,7 @@ variant() {
   done
 }
 for round in $(seq "${ROUNDS:-3}"); do
-  list="all pregrouped"; [ $((round % 2)) = 0 ] && list="pregrouped all"
+  list=${VARIANTS:-all pregrouped rare}
+  [ $((round % 2)) = 0 ] && list=$(echo $list | tr ' ' '\n' | tac | tr '\n' ' ')
   for v in $list; do variant "$v"; done
 done
