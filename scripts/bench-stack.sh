@@ -25,9 +25,9 @@ scripts/fetch-chengine.sh > /dev/null
 # a live stream's batch of a second writes one (but at a month's turn).
 # Every call's and listing's date moves by the same days, which keeps
 # their order and so every decision: the earliest to the first of this
-# month (times later this month may lie ahead of the clock, which no
-# decision reads). SHIFT_DAYS=N moves them by N days instead (0: the
-# corpus's own times).
+# month in UTC, the records' own (times later this month may lie ahead
+# of the clock, which no decision reads). SHIFT_DAYS=N moves them by N
+# days instead (0: the corpus's own times).
 python3 - "$N" "$work/calls.jsonl" "$work/listings.jsonl" "${SHIFT_DAYS:-month}" <<'PY'
 import datetime, re, sys
 n, out, listings, shift = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -41,7 +41,7 @@ def date(s):
         return None
 if shift == 'month':
     first = min(d for f in files for l in open(f) for m in when.finditer(l) if (d := date(m.group(2))))
-    days = (datetime.date.today().replace(day=1) - first).days
+    days = (datetime.datetime.now(datetime.timezone.utc).date().replace(day=1) - first).days
 else:
     days = int(shift)
 def moved(l):
