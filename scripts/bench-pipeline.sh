@@ -81,8 +81,9 @@ marks() {
   done
 }
 
-# mid T10 N10 T90 N90: the rate between the two marks.
-mid() { python3 -c "import sys; print((int(sys.argv[4])-int(sys.argv[2]))/(float(sys.argv[3])-float(sys.argv[1])))" "$@"; }
+# mid T10 N10 T90 N90: the rate between the two marks; 0 when one poll
+# saw both (a backlog small enough to be stored in one or two batches).
+mid() { python3 -c "import sys; t=float(sys.argv[3])-float(sys.argv[1]); print((int(sys.argv[4])-int(sys.argv[2]))/t if t > 0 else 0)" "$@"; }
 
 run() { # name, extra flags...
   local name=$1; shift
@@ -174,7 +175,7 @@ peer() {
 modes=" ${MODES:-resolve passthrough peer} "
 [ "${PEER:-1}" = 1 ] || modes=${modes/ peer / }
 on() { [[ $modes == *" $1 "* ]]; }
-ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1])/float(sys.argv[2])))" "$1" "$2"; }
+ratio() { python3 -c "import sys; n, d = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (n / d) if n and d else 'n/a')" "$1" "$2"; }
 ratios="" peers="" steadies=""
 for round in $(seq "${ROUNDS:-2}"); do
   if [ $((round % 2)) = 1 ]; then
