@@ -13,16 +13,25 @@
 # six rollups) and its sessions into sessions_by_hour. Printed: the
 # engine's CPU per row of decisions for the INSERTs, and with the merges
 # of the views' tables that follow (decisions' own merges held), and the
-# rows two rollups and sessions_by_hour count (the same in both).
-# A third variant, "rare", is the rollups written apart from decisions
+# rows two rollups and sessions_by_hour count (the same in every variant
+# that feeds them). "rare" is the rollups written apart from decisions
 # and less often: the groups of GROUP_BLOCKS blocks at a time (default
 # 10, a million rows), inserted after every GROUP_BLOCKS-th block of
 # decisions, as a writer that aggregated for the rollups itself and
-# flushed them every few seconds would.
-# Usage: [ROUNDS=3] [VARIANTS='all pregrouped rare'] [GROUP_BLOCKS=10] scripts/bench-engine-pregrouped.sh [ROWS]
+# flushed them every few seconds would. "none" drops the two grouping
+# views and feeds no rollup: decisions alone. The backlog repeats the
+# corpus, so the groups of five blocks are hardly more than one block's;
+# a stream's would grow more with the window.
+# Usage: [ROUNDS=3] [VARIANTS='all pregrouped rare none'] [GROUP_BLOCKS=10] scripts/bench-engine-pregrouped.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-500000}
+gb=${GROUP_BLOCKS:-10}
+[ "$gb" -ge 1 ] 2>/dev/null || { echo "bench: GROUP_BLOCKS must be a number of blocks, 1 or more" >&2; exit 2; }
+variants=${VARIANTS:-all pregrouped rare none}
+for v in $variants; do
+  case $v in all|pregrouped|rare|none) ;; *) echo "bench: variant $v is none of all, pregrouped, rare, none" >&2; exit 2 ;; esac
+done
 . scripts/bench-stack.sh
 decide_rows
 block=100000
@@ -33,7 +42,6 @@ q "CREATE TABLE toolaudit.bench_groups ENGINE = Memory AS SELECT 0 AS blk, * FRO
 q "CREATE TABLE toolaudit.bench_sessions ENGINE = Memory AS SELECT 0 AS blk, * FROM (${ssel//toolaudit.decisions/(SELECT * FROM toolaudit.bench_rows LIMIT 0)})"
 q "CREATE TABLE toolaudit.bench_groups_rare AS toolaudit.bench_groups"
 q "CREATE TABLE toolaudit.bench_sessions_rare AS toolaudit.bench_sessions"
-gb=${GROUP_BLOCKS:-10}
 # pre TABLE BLOCK N: the two views' groups of N blocks from BLOCK on, as
 # block BLOCK / N of TABLE's two tables.
 pre() {
@@ -53,7 +61,7 @@ variant() {
   if [ "$v" != all ]; then q "DROP VIEW bench_v.decisions_groups_mv"; q "DROP VIEW bench_v.sessions_by_hour_mv"; fi
   quiet
   q "INSERT INTO bench_v.decisions SELECT * REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_rows LIMIT 10000"
-  if [ "$v" != all ]; then
+  if [ "$v" = pregrouped ] || [ "$v" = rare ]; then
     q "INSERT INTO bench_v.decisions_groups SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_groups WHERE blk = 0"
     q "INSERT INTO bench_v.sessions_by_hour SELECT * EXCEPT blk REPLACE ('warm' AS analysis_id) FROM toolaudit.bench_sessions WHERE blk = 0"
   fi
@@ -79,8 +87,9 @@ variant() {
     echo "   $t $(q "SELECT sum(rows) FROM bench_v.$t WHERE analysis_id != 'warm'")"
   done
 }
+# Each round starts one variant further on (the machine's speed drifts:
+# no variant always runs in the same place).
+read -ra vs <<< "$variants"
 for round in $(seq "${ROUNDS:-3}"); do
-  list=${VARIANTS:-all pregrouped rare}
-  [ $((round % 2)) = 0 ] && list=$(echo $list | tr ' ' '\n' | tac | tr '\n' ' ')
-  for v in $list; do variant "$v"; done
+  for ((k = 0; k < ${#vs[@]}; k++)); do variant "${vs[$(((k + round - 1) % ${#vs[@]}))]}"; done
 done

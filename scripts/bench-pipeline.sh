@@ -45,8 +45,11 @@ cd "$(dirname "$0")/.."
 N=${1:-1000000}
 . scripts/bench-stack.sh
 
-# Each run starts on empty tables and a quiet server. With earlier runs'
-# rows in place, which run paid for merging them into larger parts
+# Each run starts on an empty decisions (and decisions_by_minute, or
+# decisions_peer) and a quiet server; the other rollups keep earlier
+# runs' groups (tens of thousands of rows a run, against a million in
+# decisions). With earlier runs' rows in decisions, which run paid for
+# merging them into larger parts
 # depended on the order: a run merged 0.6M to 3.5M rows, and in one
 # invocation two resolve runs cost the engine twice the CPU of the other
 # two (14.4 and 12.4 us a row against 7.3 and 7.5). And the previous
@@ -55,34 +58,35 @@ N=${1:-1000000}
 
 # marks: polls count() FROM toolaudit.decisions every 0.1 s until it
 # holds the N calls, and prints the time and the count when the first
-# batch was stored, when a tenth of the N calls were, and when nine
-# tenths were. Between the last two the ingestion runs at its own pace,
+# batch was stored, when a tenth of the N calls were, when nine tenths
+# were, and the time of the poll that saw them all (the run's end). Between the last two the ingestion runs at its own pace,
 # start-up and the last batches left out, for resolverd as for the peer,
 # whose consumers parse records for about 2 s before their first block
 # shows (so a rate from its first block credits it with work done
 # before). The table holds this run's rows alone (settle empties it), so
 # the count is the one the engine answers from its parts' metadata, as
 # the peer's loop counts decisions_peer: with a WHERE on the analysis a
-# poll cost the engine 4.3 ms of CPU, not 2.4, and `report --expect`
-# polling beside it 5.2 ms more, 0.4 µs a call more than the peer's
-# polls (an ad hoc measurement, 10 s of polls each way, three rounds, 1M
-# rows stored). `report --expect` runs once marks has seen every call,
-# to confirm the count with FINAL and the rollups.
+# poll and `report --expect` polling beside it cost the engine up to 0.4
+# µs a call more than the peer's one loop (docs/performance.md, "the
+# polls"). `report --expect` runs once marks has seen every call, to
+# confirm the count with FINAL and the rollups; the run's time and CPU
+# end at that poll, as the peer's end at its own.
 marks() {
-  local n f="" n10="" t90="" deadline=$(($(date +%s) + 1200))
+  local n f="" n10="" t90="" deadline=$(($(date +%s) + 1200)) tenth=$((N / 10 > 0 ? N / 10 : 1))
   while :; do
     n=$(q "SELECT count() FROM toolaudit.decisions")
     [ -z "$f" ] && [ "$n" != 0 ] && f="$(date +%s.%N) $n"
-    [ -z "$n10" ] && [ "$n" -ge $((N / 10)) ] && n10="$(date +%s.%N) $n"
+    [ -z "$n10" ] && [ "$n" -ge "$tenth" ] && n10="$(date +%s.%N) $n"
     [ -z "$t90" ] && [ "$n" -ge $((N * 9 / 10)) ] && t90="$(date +%s.%N) $n"
-    [ "$n" -ge "$N" ] && { echo "$f $n10 $t90"; return; }
+    [ "$n" -ge "$N" ] && { echo "$f $n10 $t90 $(date +%s.%N)"; return; }
+    kill -0 "$(cat "$work/pid")" 2>/dev/null || { echo "bench: resolverd exited with $n of $N calls stored (its log: $work/$name.log)" >&2; cat "$work/$name.log" >&2; exit 1; }
     [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: only $n of $N calls stored after 20 minutes" >&2; exit 1; }
     sleep 0.1
   done
 }
 
-# mid T10 N10 T90 N90: the rate between the two marks; 0 when one poll
-# saw both (a backlog small enough to be stored in one or two batches).
+# mid T10 N10 T90 N90: the rate between the two marks; 0 when both saw
+# the same count (a backlog stored in one or two batches).
 mid() { python3 -c "import sys; t=float(sys.argv[3])-float(sys.argv[1]); print((int(sys.argv[4])-int(sys.argv[2]))/t if t > 0 else 0)" "$@"; }
 
 run() { # name, extra flags...
@@ -95,14 +99,13 @@ run() { # name, extra flags...
   echo $! > "$work/pid"
   local start=$(date +%s.%N)
   marks > "$work/first"
-  "$work/resolverd" report --clickhouse "$CH" --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
-  local end=$(date +%s.%N)
-  local f nf t10 n10 t90 n90; read -r f nf t10 n10 t90 n90 < "$work/first"
-  middle=$(mid "$t10" "$n10" "$t90" "$n90")
   local pid=$(cat "$work/pid")
-  local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
   local rcpu; rcpu=$(cpu "$pid")
   local e1; e1=$(cpu "$engine")
+  local f nf t10 n10 t90 n90 end; read -r f nf t10 n10 t90 n90 end < "$work/first"
+  "$work/resolverd" report --clickhouse "$CH" --analysis "bench-$name" --expect "$N" --timeout 20m --poll 100ms > "$work/$name.report"
+  middle=$(mid "$t10" "$n10" "$t90" "$n90")
+  local rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   quiet
   local e2; e2=$(cpu "$engine")
@@ -149,7 +152,7 @@ peer() {
   while :; do
     n=$(q "SELECT count() FROM toolaudit.$table")
     if [ -z "$first" ] && [ "$n" != 0 ]; then first=$(date +%s.%N); nfirst=$n; fi
-    if [ -z "$t10" ] && [ "$n" -ge $((N / 10)) ]; then t10=$(date +%s.%N); n10=$n; fi
+    if [ -z "$t10" ] && [ "$n" -ge $((N / 10 > 0 ? N / 10 : 1)) ]; then t10=$(date +%s.%N); n10=$n; fi
     if [ -z "$t90" ] && [ "$n" -ge $((N * 9 / 10)) ]; then t90=$(date +%s.%N); n90=$n; fi
     if [ "$n" = "$last" ] && [ "$n" != 0 ]; then same=$((same + 1)); else same=0; end=$(date +%s.%N); fi
     [ "$n" -ge "$N" ] && end=$(date +%s.%N) && break

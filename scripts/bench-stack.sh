@@ -40,14 +40,17 @@ def date(s):
     except ValueError: # a malformed time stays as it is
         return None
 if shift == 'month':
-    first = min(d for f in files for l in open(f) for m in when.finditer(l) if (d := date(m.group(2))))
+    first = min(d for f in files for l in open(f) if (m := when.search(l)) and (d := date(m.group(2))))
     days = (datetime.datetime.now(datetime.timezone.utc).date().replace(day=1) - first).days
 else:
     days = int(shift)
 def moved(l):
     def day(m):
         d = date(m.group(2))
-        return m.group(0) if d is None else '"%s": "%s' % (m.group(1), (d + datetime.timedelta(days=days)).isoformat())
+        try:
+            return m.group(0) if d is None else '"%s": "%s' % (m.group(1), (d + datetime.timedelta(days=days)).isoformat())
+        except OverflowError: # moved out of the calendar: left as it is
+            return m.group(0)
     return when.sub(day, l, count=1)
 with open(listings, 'w') as w:
     for f in files[:2]:
