@@ -58,19 +58,20 @@ N=${1:-1000000}
 
 # marks: polls count() FROM toolaudit.decisions every 0.1 s until it
 # holds the N calls, and prints the time and the count when the first
-# batch was stored, when a tenth of the N calls were, when nine tenths
-# were, and the time of the poll that saw them all (the run's end). Between the last two the ingestion runs at its own pace,
+# batch was stored, when a tenth of the N calls were and when nine tenths
+# were, and the time of the poll that saw them all (the run's end).
+# Between the tenth and nine tenths the ingestion runs at its own pace,
 # start-up and the last batches left out, for resolverd as for the peer,
 # whose consumers parse records for about 2 s before their first block
 # shows (so a rate from its first block credits it with work done
 # before). The table holds this run's rows alone (settle empties it), so
 # the count is the one the engine answers from its parts' metadata, as
-# the peer's loop counts decisions_peer: with a WHERE on the analysis a
-# poll and `report --expect` polling beside it cost the engine up to 0.4
-# µs a call more than the peer's one loop (docs/performance.md, "the
-# polls"). `report --expect` runs once marks has seen every call, to
-# confirm the count with FINAL and the rollups; the run's time and CPU
-# end at that poll, as the peer's end at its own.
+# the peer's loop counts its table: a count with a WHERE on the analysis
+# and `report --expect` polling beside it cost the engine up to 0.4 µs a
+# call more than the peer's one loop (docs/performance.md, "the polls").
+# `report --expect` runs once marks has seen every call, to confirm the
+# count with FINAL and the rollups; the run's time and CPU end at that
+# poll, as the peer's end at its own.
 marks() {
   local n f="" n10="" t90="" deadline=$(($(date +%s) + 1200)) tenth=$((N / 10 > 0 ? N / 10 : 1))
   while :; do

@@ -16,41 +16,29 @@ work=$(mktemp -d)
 go build -o "$work/" ./cmd/resolverd ./cmd/ingest
 scripts/fetch-chengine.sh > /dev/null
 
-# The backlog's times are moved into the current month. The corpus's two
-# parts were written on either side of a month's end (BFCL's calls on
-# 2026-11-29, the sample's on 2026-12-01), and a call with no usable time
-# is stored at its record's time (now), so each batch of the corpus as it
-# is falls into two or three monthly partitions, and every INSERT writes
-# as many parts to decisions, to decisions_peer and to each rollup, where
-# a live stream's batch of a second writes one (but at a month's turn).
-# Every call's and listing's date moves by the same days, which keeps
-# their order and so every decision: the earliest to the first of this
-# month in UTC, the records' own (times later this month may lie ahead
-# of the clock, which no decision reads). SHIFT_DAYS=N moves them by N
-# days instead (0: the corpus's own times).
-python3 - "$N" "$work/calls.jsonl" "$work/listings.jsonl" "${SHIFT_DAYS:-month}" <<'PY'
+# The backlog's times are moved into one month. The corpus's two parts
+# were written on either side of a month's end (BFCL's calls on
+# 2026-11-29, the sample's on 2026-12-01), so each batch of the corpus as
+# it is falls into two monthly partitions, and every INSERT writes two
+# parts to decisions, to decisions_peer and to each rollup, where a live
+# stream's batch of a second writes one (but at a month's turn). Every
+# call's and listing's date moves by the same days, which keeps their
+# order and so every decision: SHIFT_DAYS, by default -5 (2026-11-24 and
+# 2026-11-26; 0: the corpus's own times). (A call without a usable time
+# goes with the record time ingest gives it, the event's before it.)
+python3 - "$N" "$work/calls.jsonl" "$work/listings.jsonl" "${SHIFT_DAYS:--5}" <<'PY'
 import datetime, re, sys
-n, out, listings, shift = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+n, out, listings, days = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 when = re.compile(r'"(emitted_at|observed_at)": "(\d{4}-\d{2}-\d{2})')
 files = ('testdata/corpus/sample/listings.jsonl', 'testdata/corpus/bfcl/listings.jsonl',
          'testdata/corpus/sample/calls.jsonl', 'testdata/corpus/bfcl/calls.jsonl')
-def date(s):
-    try:
-        return datetime.date.fromisoformat(s)
-    except ValueError: # a malformed time stays as it is
-        return None
-if shift == 'month':
-    first = min(d for f in files for l in open(f) if (m := when.search(l)) and (d := date(m.group(2))))
-    days = (datetime.datetime.now(datetime.timezone.utc).date().replace(day=1) - first).days
-else:
-    days = int(shift)
 def moved(l):
     def day(m):
-        d = date(m.group(2))
         try:
-            return m.group(0) if d is None else '"%s": "%s' % (m.group(1), (d + datetime.timedelta(days=days)).isoformat())
-        except OverflowError: # moved out of the calendar: left as it is
+            d = datetime.date.fromisoformat(m.group(2)) + datetime.timedelta(days=days)
+        except (ValueError, OverflowError): # not a date, or moved out of the calendar: as it is
             return m.group(0)
+        return '"%s": "%s' % (m.group(1), d.isoformat())
     return when.sub(day, l, count=1)
 with open(listings, 'w') as w:
     for f in files[:2]:
