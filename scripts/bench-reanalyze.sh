@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 # The window below is the corpus's own days: the backlog keeps its times
-# (bench-stack.sh would move them into the current month).
+# (bench-stack.sh would move them five days back).
 SHIFT_DAYS=0
 . scripts/bench-stack.sh
 # Every call of the corpus is emitted in these three days. The backlog
