@@ -19,7 +19,7 @@
 //
 // # Delivery
 //
-// The pipeline writes through stream.Tee(ClickHouse, Kafka): a batch goes
+// The pipeline writes through appender.Tee(ClickHouse, Kafka): a batch goes
 // to ClickHouse first, then to the topic, and the calls' offsets are
 // committed only when both acknowledged (acks=all). Delivery is at least
 // once: a crash between the topic's ack and the commit produces the
@@ -103,7 +103,7 @@ type Config struct {
 }
 
 // Kafka is the pipeline's sink for the decisions topic (appender.Batcher).
-// Use it through stream.Tee after the store.
+// Use it through appender.Tee after the store.
 type Kafka struct {
 	cl       *kgo.Client
 	topic    string
@@ -172,6 +172,7 @@ type batch struct {
 	recs    []kgo.Record
 	pending []*kgo.Record // not acknowledged yet; nil before the first attempt
 	tried   bool
+	events  bool // given call records, which the topic does not keep: Write fails
 }
 
 func (b *batch) Append(rows []schema.Row) {
@@ -183,12 +184,23 @@ func (b *batch) Append(rows []schema.Row) {
 	}
 }
 
+// AppendEvents notes that the batch was given call records: the decisions
+// topic keeps no archive of them (Archives), so Write fails for good
+// rather than drop them. Through appender.Tee after ClickHouse they go to
+// ClickHouse alone.
+func (b *batch) AppendEvents(evs []schema.CallEvent) { b.events = b.events || len(evs) > 0 }
+func (b *batch) Archives() bool                      { return false }
+func (b *batch) Reserve(rows, bytes int)             {}
+
 func (b *batch) Len() int  { return len(b.ends) }
 func (b *batch) Size() int { return len(b.buf) }
 
 // Write produces the records not yet acknowledged; after an error the
 // next call produces only those that failed.
 func (b *batch) Write(ctx context.Context) error {
+	if b.events {
+		return fmt.Errorf("decisions: %w", appender.ErrNoArchive)
+	}
 	if !b.tried {
 		b.tried = true
 		b.recs = b.recs[:0]
@@ -228,5 +240,5 @@ func (b *batch) Write(ctx context.Context) error {
 func (b *batch) Reset() {
 	b.buf, b.ends, b.keys = b.buf[:0], b.ends[:0], b.keys[:0]
 	clear(b.recs)
-	b.recs, b.pending, b.tried = b.recs[:0], nil, false
+	b.recs, b.pending, b.tried, b.events = b.recs[:0], nil, false, false
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/registryversions"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/sink/appender"
 	"github.com/toolaudit/toolaudit/stream"
 )
 
@@ -113,7 +114,7 @@ func TestEveryRejection(t *testing.T) {
 	cfg.Brokers = c.ListenAddrs()
 	cfg.ListingHold, cfg.BatchWait, cfg.ListingsPoll = 0, 20*time.Millisecond, 20*time.Millisecond
 	cfg.AuditTopic = ""
-	p, err := stream.New(cfg, registryversions.New(), stream.Tee(store, k), nil, nil)
+	p, err := stream.New(cfg, registryversions.New(), appender.Tee(store, k), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

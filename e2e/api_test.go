@@ -250,14 +250,16 @@ func TestAuditAfterKill(t *testing.T) {
 }
 
 // TestDecisionsTopic: with --decisions-topic, a consumer of that topic
-// sees every rejection of the corpus, keyed by session.
+// sees every rejection of the corpus, keyed by session; beside
+// --archive-calls (once refused at start: the fan-out dropped the
+// archive), every call record is archived in ClickHouse too.
 func TestDecisionsTopic(t *testing.T) {
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-decisions")
 	e.produce("tool-listings", c.listings, 0)
 	e.produce("tool-calls", c.calls, 0)
-	d := e.start("--decisions-topic", "tool-decisions", "--audit-topic", "")
+	d := e.start("--decisions-topic", "tool-decisions", "--audit-topic", "", "--archive-calls")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics("tool-decisions"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -295,11 +297,15 @@ func TestDecisionsTopic(t *testing.T) {
 			}
 		})
 	}
+	e.waitDecided(len(c.calls), 60*time.Second)
 	d.stop(t)
 	for id := range rejections {
 		if id != "" && !seen[id] {
 			t.Fatalf("rejection %s (%s) never reached the decisions topic (%d of %d seen)", id, c.want[id], len(seen), len(rejections))
 		}
+	}
+	if n := e.count("SELECT count() FROM {db}.call_events FINAL"); n != int64(len(c.calls)) {
+		t.Fatalf("%d call records archived of %d", n, len(c.calls))
 	}
 }
 

@@ -23,10 +23,13 @@ func (d *discard) Append(rows []schema.Row) {
 		d.bytes += int(unsafe.Sizeof(rows[i])) + len(rows[i].ArgsShape) + len(rows[i].Reason)
 	}
 }
-func (d *discard) Len() int                    { return d.rows }
-func (d *discard) Size() int                   { return d.bytes }
-func (d *discard) Write(context.Context) error { return nil }
-func (d *discard) Reset()                      { d.rows, d.bytes = 0, 0 }
+func (d *discard) AppendEvents([]schema.CallEvent) {}
+func (d *discard) Archives() bool                  { return false }
+func (d *discard) Reserve(int, int)                {}
+func (d *discard) Len() int                        { return d.rows }
+func (d *discard) Size() int                       { return d.bytes }
+func (d *discard) Write(context.Context) error     { return nil }
+func (d *discard) Reset()                          { d.rows, d.bytes = 0, 0 }
 
 // BenchmarkRunKafka: calls per second of a re-analysis from an in-process
 // Kafka (three partitions of BFCL calls, the records' timestamps their

@@ -250,9 +250,7 @@ func (r *Runner) newGatherer() *gatherer {
 	gt := &gatherer{rows: r.cfg.BatchRows, bytes: r.cfg.BatchBytes, free: make(chan appender.Batch, 2), full: make(chan appender.Batch, 2)}
 	for range 2 {
 		b := r.newBatch()
-		if rs, ok := b.(appender.Reserver); ok {
-			rs.Reserve(r.cfg.BatchRows, r.cfg.BatchBytes)
-		}
+		b.Reserve(r.cfg.BatchRows, r.cfg.BatchBytes)
 		gt.free <- b
 	}
 	return gt

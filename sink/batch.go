@@ -104,10 +104,11 @@ type chAppender struct{ c *ClickHouse }
 func (a chAppender) Write(ctx context.Context, rows []schema.Row) error { return a.c.Write(ctx, rows) }
 func (a chAppender) NewBatch() appender.Batch                           { return a.c.NewBatch() }
 
-var (
-	_ appender.Archiver = (*Batch)(nil)
-	_ appender.Reserver = (*Batch)(nil)
-)
+var _ appender.Batch = (*Batch)(nil)
+
+// Archives reports true: a Batch stores the call records it is given in
+// table call_events (AppendEvents).
+func (b *Batch) Archives() bool { return true }
 
 // NewBatch returns an empty batch for c.
 func (c *ClickHouse) NewBatch() *Batch {

@@ -111,7 +111,7 @@ type Config struct {
 	// produced in the archive (table call_events), in the same sink write
 	// as its decision, so before its offset is committed: what `resolverd
 	// reanalyze --source archive` reads once Kafka's retention has
-	// dropped the records. The sink's batches must implement appender.Archiver.
+	// dropped the records. The sink's batches must archive (appender.Batch.Archives).
 	// The events may hold secrets (see schema/ddl/0006_call_events.sql):
 	// off by default.
 	ArchiveCalls bool

@@ -79,7 +79,7 @@
 // value (copied into its hand-off's buffer: the client reuses a record's
 // memory) as a schema.CallEvent at its window time (schema.WindowTime),
 // and the writer appends them to the batch that holds their rows
-// (appender.Archiver): the sink stores them (table call_events) in the same Write
+// (appender.Batch.AppendEvents): the sink stores them (table call_events) in the same Write
 // as the rows, so a committed record is archived. A redelivered record is
 // archived again, and the table keeps one per position under FINAL.
 //

@@ -81,8 +81,8 @@ func New(cfg Config, store *registryversions.Store, sink appender.Sink, log *slo
 		return nil, fmt.Errorf("%w: nil store or sink", ErrConfig)
 	}
 	if cfg.ArchiveCalls {
-		if _, ok := appender.NewBatch(sink).(appender.Archiver); !ok {
-			return nil, fmt.Errorf("%w: archiving calls needs a sink whose batches are Archivers", ErrConfig)
+		if !appender.NewBatch(sink).Archives() {
+			return nil, fmt.Errorf("%w: archiving calls needs a sink that stores call records (appender.Batch.Archives)", ErrConfig)
 		}
 	}
 	if log == nil {

@@ -206,9 +206,7 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 				b.enc, wr.free = wr.free[n-1], wr.free[:n-1]
 			} else {
 				b.enc = appender.NewBatch(wr.sink)
-				if r, ok := b.enc.(appender.Reserver); ok {
-					r.Reserve(wr.cfg.BatchRows, wr.cfg.BatchBytes)
-				}
+				b.enc.Reserve(wr.cfg.BatchRows, wr.cfg.BatchBytes)
 			}
 		}
 		if !wr.full(b) {
@@ -218,7 +216,7 @@ func (wr *writer) add(ctx context.Context, h *handoff) (*batch, error) {
 			}
 			b.enc.Append(h.rows)
 			if len(h.events) > 0 {
-				b.enc.(appender.Archiver).AppendEvents(h.events) // checked by New
+				b.enc.AppendEvents(h.events) // Archives checked by New
 			}
 			b.dlq = append(b.dlq, h.dlq...)
 			if b.last == nil {

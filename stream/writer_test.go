@@ -106,7 +106,10 @@ func (b *countingBatch) Append(rows []schema.Row) {
 	}
 	b.rows = append(b.rows, rows...)
 }
-func (b *countingBatch) Len() int { return len(b.rows) }
+func (b *countingBatch) AppendEvents([]schema.CallEvent) {}
+func (b *countingBatch) Archives() bool                  { return false }
+func (b *countingBatch) Reserve(int, int)                {}
+func (b *countingBatch) Len() int                        { return len(b.rows) }
 
 // Size: a kilobyte per row.
 func (b *countingBatch) Size() int { return 1000 * len(b.rows) }

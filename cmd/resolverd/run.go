@@ -338,7 +338,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 			return err
 		}
 		defer dk.Close()
-		out = stream.Tee(out, dk)
+		out = appender.Tee(out, dk)
 		log.Info("decisions topic on", "topic", a.http.decisionsTopic)
 	}
 	p, err := stream.New(a.stream, store, out, log, reg)

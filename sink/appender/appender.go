@@ -58,9 +58,29 @@ type Batcher interface {
 // Batch is a write being gathered. A caller may keep two, one being
 // filled while the other is written; it Resets a batch once it is stored
 // and fills it again.
+//
+// Every part of a write is a method here, none an optional interface
+// found by type assertion: a wrapper (Tee) must then forward each, so it
+// cannot drop one silently (a Tee that forwarded Reserve but not
+// AppendEvents once refused --archive-calls beside --decisions-topic). A
+// store that cannot take a part says so: Archives reports false, and a
+// Write after AppendEvents fails for good rather than drop the records.
 type Batch interface {
 	// Append adds rows, copying what it keeps: rows are reused after.
 	Append(rows []schema.Row)
+	// AppendEvents adds the call records of the rows, as they were
+	// produced, copying what it keeps: Write stores them too (table
+	// call_events) and returns nil only once they are. A batch whose
+	// store keeps no archive (Archives false) fails its next Write with
+	// ErrNoArchive.
+	AppendEvents(evs []schema.CallEvent)
+	// Archives reports whether the batch stores the records AppendEvents
+	// gives it; callers check it once, before they archive.
+	Archives() bool
+	// Reserve says how far the batch will be filled, at most rows rows
+	// or bytes bytes (Size), so that it can size its buffers once; a
+	// batch with nothing to size ignores it.
+	Reserve(rows, bytes int)
 	// Len is the number of rows appended since the last Reset.
 	Len() int
 	// Size is about how many bytes the appended rows take in the batch.
@@ -72,21 +92,9 @@ type Batch interface {
 	Reset()
 }
 
-// Archiver is a Batch that also stores the call records of its rows as
-// they were produced: Write returns nil only once the records are stored
-// too. sink.Batch is one.
-type Archiver interface {
-	Batch
-	// AppendEvents adds records, copying what it keeps.
-	AppendEvents(evs []schema.CallEvent)
-}
-
-// Reserver is a Batch that can size its buffers for what it will hold
-// (sink.Batch): a caller tells a new batch the most rows and bytes it
-// will gather.
-type Reserver interface {
-	Reserve(rows, bytes int)
-}
+// ErrNoArchive is the permanent error of a Write whose batch was given
+// call records by a store that keeps no archive.
+var ErrNoArchive = Permanent(errors.New("call records given to a store that keeps no archive of them"))
 
 // NewBatch returns a new batch of s: its own (Batcher), or else a batch
 // that holds the rows themselves and writes them through s.Write.
@@ -99,9 +107,10 @@ func NewBatch(s Sink) Batch {
 
 // rowsBatch is the Batch of a Sink without NewBatch: the rows themselves.
 type rowsBatch struct {
-	s     Sink
-	rows  []schema.Row
-	bytes int
+	s      Sink
+	rows   []schema.Row
+	bytes  int
+	events bool // AppendEvents was called: Write fails, nothing to archive them in
 }
 
 func (b *rowsBatch) Append(rows []schema.Row) {
@@ -113,13 +122,22 @@ func (b *rowsBatch) Append(rows []schema.Row) {
 		b.bytes += int(unsafe.Sizeof(*r)) + len(r.ArgsRaw) + len(r.ArgsShape) + len(r.Reason) + len(r.Path)
 	}
 }
-func (b *rowsBatch) Len() int                        { return len(b.rows) }
-func (b *rowsBatch) Size() int                       { return b.bytes }
-func (b *rowsBatch) Write(ctx context.Context) error { return b.s.Write(ctx, b.rows) }
+func (b *rowsBatch) AppendEvents(evs []schema.CallEvent) { b.events = b.events || len(evs) > 0 }
+func (b *rowsBatch) Archives() bool                      { return false }
+func (b *rowsBatch) Reserve(rows, bytes int)             {}
+func (b *rowsBatch) Len() int                            { return len(b.rows) }
+func (b *rowsBatch) Size() int                           { return b.bytes }
+func (b *rowsBatch) Write(ctx context.Context) error {
+	if b.events {
+		return ErrNoArchive
+	}
+	return b.s.Write(ctx, b.rows)
+}
 func (b *rowsBatch) Reset() {
 	clear(b.rows) // drop the references to the calls' strings
 	b.rows = b.rows[:0]
 	b.bytes = 0
+	b.events = false
 }
 
 // ErrPermanent marks a write error that retrying cannot fix (a row the

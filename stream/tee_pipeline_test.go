@@ -3,6 +3,8 @@ package stream
 import (
 	"testing"
 	"time"
+
+	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // TestTee: through Tee(store, topic), offsets are committed only once
@@ -13,7 +15,7 @@ func TestTee(t *testing.T) {
 	c, calls := seedCorpus(t, 3, "sample")
 	store, topic := newRecSink(), newRecSink()
 	topic.failing.Store(true)
-	r := start(t, testConfig(c), nil, Tee(store, topic), nil)
+	r := start(t, testConfig(c), nil, appender.Tee(store, topic), nil)
 	eventually(t, 30*time.Second, "every call in the first sink", func() bool { return store.unique() >= len(calls) })
 	eventually(t, 10*time.Second, "the second sink retried", func() bool { return topic.failures.Load() >= 3 })
 	adm := admin(t, c)
