@@ -115,6 +115,6 @@
 // # Tests
 //
 // Package chenginetest gives test binaries one shared server (or one per
-// test) and skips, or fails when CHENGINE_REQUIRED=1, when the library has not
+// test) and skips, or fails when TOOLAUDIT_REQUIRE=1 (internal/testkit/need), when the library has not
 // been fetched.
 package chengine

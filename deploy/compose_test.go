@@ -12,6 +12,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // loadCompose loads compose/compose.yaml as `docker compose` does, into
@@ -215,10 +217,7 @@ func scrapes(t *testing.T, target string) {
 // TestPromtool: promtool (Debian's prometheus package) accepts the
 // Prometheus configuration.
 func TestPromtool(t *testing.T) {
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found: apt-get install prometheus (.ci/run does)")
-	}
+	path := need.Tool(t, "promtool", "apt-get install prometheus (.ci/run does)")
 	out, err := exec.Command(path, "check", "config", filepath.Join("compose", "prometheus.yml")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)

@@ -13,20 +13,14 @@ import (
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // TestMain checks that a closed stack leaves no goroutine behind (the
 // engine's supervisor, the broker).
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-func needEngine(t *testing.T) {
-	if _, err := chengine.Find(""); err != nil {
-		if chenginetest.Required() {
-			t.Fatalf("ClickHouse engine required: %v", err)
-		}
-		t.Skipf("ClickHouse engine not fetched (scripts/fetch-chengine.sh): %v", err)
-	}
-}
+func needEngine(t *testing.T) { need.Engine(t) }
 
 // TestStackPersists: records and ClickHouse data survive a restart of the
 // stack on the same directory.

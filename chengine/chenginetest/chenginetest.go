@@ -1,10 +1,11 @@
 // Package chenginetest gives tests a real ClickHouse engine (package chengine)
 // and decides what happens when the engine library has not been fetched.
 //
-// The gate: if libchdb.so cannot be found, tests that ask for a server are
-// skipped with a message saying how to fetch it, unless CHENGINE_REQUIRED=1
-// (CI sets it), in which case they fail. Any other start failure always
-// fails. So a machine without the library never passes silently in CI.
+// The gate is the test kit's one rule (internal/testkit/need): if
+// libchdb.so cannot be found, tests that ask for a server are skipped with
+// a message saying how to fetch it, unless TOOLAUDIT_REQUIRE=1 (CI sets
+// it), in which case they fail. Any other start failure always fails. So
+// a machine without the library never passes silently in CI.
 // Tests that never ask for a server are unaffected either way.
 //
 // Typical use, one server per test binary (a start costs 0.3-1 s and ~210 MB):
@@ -27,7 +28,6 @@ package chenginetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -36,10 +36,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/chengine"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
-
-// EnvRequired, set to 1, turns "library not found" from a skip into a failure.
-const EnvRequired = "CHENGINE_REQUIRED"
 
 var (
 	mainCalled bool
@@ -48,9 +46,6 @@ var (
 	sharedDir  string
 	sharedErr  error // why shared is nil
 )
-
-// Required reports whether CHENGINE_REQUIRED=1.
-func Required() bool { return os.Getenv(EnvRequired) == "1" }
 
 // Main runs the tests and then stops the shared server, if a test started it,
 // and removes its data; call it from TestMain as os.Exit(chenginetest.Main(m)).
@@ -73,7 +68,8 @@ func Main(m *testing.M) int {
 
 // Server returns the test binary's shared server, starting it on first use
 // with its data in a temporary directory. Without a library it skips tb, or
-// fails it when CHENGINE_REQUIRED=1; any other start failure fails tb.
+// fails it when the run requires everything (need.Engine); any other
+// start failure fails tb.
 func Server(tb testing.TB) *chengine.Server {
 	tb.Helper()
 	if !mainCalled {
@@ -148,24 +144,9 @@ func EngineMetric(tb testing.TB, g prometheus.Gatherer, name string) float64 {
 	return 0
 }
 
-// gate skips tb for a missing library unless it is required; anything else
-// is a failure.
+// gate skips or fails tb for a start that failed with err, by the one
+// rule (need.EngineErr).
 func gate(tb testing.TB, err error) {
 	tb.Helper()
-	if errors.Is(err, chengine.ErrNotFound) && !Required() {
-		tb.Skip(message(err))
-	}
-	tb.Fatal(message(err))
-}
-
-// message says which way the gate went; ErrNotFound itself says how to fetch.
-func message(err error) string {
-	switch {
-	case !errors.Is(err, chengine.ErrNotFound):
-		return err.Error()
-	case Required():
-		return fmt.Sprintf("%v; failing because %s=1", err, EnvRequired)
-	default:
-		return fmt.Sprintf("skipping: %v; set %s=1 to make this a failure", err, EnvRequired)
-	}
+	need.EngineErr(tb, err)
 }

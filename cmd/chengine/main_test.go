@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/chengine"
-	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 func TestUsage(t *testing.T) {
@@ -33,9 +32,7 @@ func TestUsage(t *testing.T) {
 // TestServe runs `chengine serve` until its context ends, the way a signal
 // would end it, and checks the printed HTTP address answers meanwhile.
 func TestServe(t *testing.T) {
-	if _, err := chengine.Find(""); errors.Is(err, chengine.ErrNotFound) && !chenginetest.Required() {
-		t.Skipf("skipping: %v", err)
-	}
+	need.Engine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()

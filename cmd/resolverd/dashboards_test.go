@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,10 +21,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/chengine"
-	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/dashboards"
 	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -75,12 +73,10 @@ type daemon struct {
 
 // startDaemon runs `resolverd run --embedded` in-process, as the demo
 // does, until the test ends; it skips without the engine library unless
-// CHENGINE_REQUIRED=1.
+// the run requires it (need.Engine).
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
-	if _, err := chengine.Find(""); errors.Is(err, chengine.ErrNotFound) && !chenginetest.Required() {
-		t.Skipf("skipping: %v; set %s=1 to make this a failure", err, chenginetest.EnvRequired)
-	}
+	need.Engine(t)
 	p := freePorts(t, 4)
 	d := &daemon{http: fmt.Sprintf("127.0.0.1:%d", p[0]), kafka: fmt.Sprintf("127.0.0.1:%d", p[1]),
 		clickhouse: fmt.Sprintf("127.0.0.1:%d", p[2]), log: &syncBuffer{}}
@@ -203,13 +199,7 @@ func sum(mfs map[string]*dto.MetricFamily, name string) float64 {
 // label resolverd does not export returns none and fails. The same run
 // checks that resolverd records the registry history (registry diff).
 func TestDashboardsPromQL(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CHENGINE_REQUIRED") != "" {
-			t.Fatal("promtool not found and CHENGINE_REQUIRED is set: apt-get install prometheus (.ci/run does)")
-		}
-		t.Skip("promtool not found: apt-get install prometheus to check the dashboards' PromQL (CHENGINE_REQUIRED=1 makes this a failure)")
-	}
+	promtool := need.Tool(t, "promtool", "apt-get install prometheus to check the dashboards' PromQL (.ci/run does)")
 	d := startDaemon(t)
 	listings := d.produceListings(t)
 	calls := d.produceFile(t, "tool-calls", corpus("sample", "calls.jsonl"))

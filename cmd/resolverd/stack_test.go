@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/chengine"
-	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // lockedBuffer is written by the command and read by the test meanwhile.
@@ -52,9 +51,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // TestStackCommand: `resolverd stack` on free ports serves the engine's
 // readiness and supervision metrics, and stops cleanly on its context.
 func TestStackCommand(t *testing.T) {
-	if _, err := chengine.Find(""); err != nil && !chenginetest.Required() {
-		t.Skipf("ClickHouse engine not fetched (scripts/fetch-chengine.sh): %v", err)
-	}
+	need.Engine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errb lockedBuffer

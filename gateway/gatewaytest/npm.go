@@ -10,18 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
-
-// RequiredEnv, set to 1, makes a missing node or npm package fail the
-// tests that need them instead of skipping them (CI sets it: .ci/run
-// installs both). CHENGINE_REQUIRED=1, the flag of a run that must use
-// the real components, does too.
-const RequiredEnv = "MCP_NPM_REQUIRED"
-
-// required tells whether missing npm software fails the test.
-func required() bool {
-	return os.Getenv(RequiredEnv) == "1" || os.Getenv("CHENGINE_REQUIRED") == "1"
-}
 
 // NPM is the npm software the tests use, installed in testdata/mcp.
 type NPM struct {
@@ -30,7 +21,8 @@ type NPM struct {
 }
 
 // FindNPM returns the installed npm software, or skips the test with
-// what to run (fails it under MCP_NPM_REQUIRED=1 or CHENGINE_REQUIRED=1).
+// what to run, or fails it when the run requires everything (package
+// need's one rule: .ci/run installs both).
 func FindNPM(t testing.TB) *NPM {
 	t.Helper()
 	root, err := moduleRoot()
@@ -38,20 +30,11 @@ func FindNPM(t testing.TB) *NPM {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "testdata", "mcp")
-	missing := func(what string) {
-		msg := what + ": run `npm ci --prefix testdata/mcp` (needs node >= 20 and npm; scripts/install-node.sh prints the directory of both)"
-		if required() {
-			t.Fatalf("%s (%s=1 or CHENGINE_REQUIRED=1)", msg, RequiredEnv)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed")
-	}
+	const hint = "run `npm ci --prefix testdata/mcp` (needs node >= 20 and npm; scripts/install-node.sh prints the directory of both)"
+	node := need.Tool(t, "node", hint)
 	for _, p := range []string{"sdk", "server-everything", "server-filesystem", "server-memory"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
-			missing("@modelcontextprotocol/" + p + " is not installed in testdata/mcp")
+			need.Missing(t, "@modelcontextprotocol/"+p+" is not installed in testdata/mcp", hint)
 		}
 	}
 	return &NPM{Dir: dir, Node: node}

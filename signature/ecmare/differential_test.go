@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // TestRandomAgainstNode: random patterns of the constructs whose meaning
@@ -99,14 +100,7 @@ func runNode(t *testing.T, cases []testCase) []nodeResult {
 
 func findNode(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("MCP_NPM_REQUIRED") == "1" || os.Getenv("CHENGINE_REQUIRED") == "1" {
-			t.Fatal("node is not installed (MCP_NPM_REQUIRED=1 or CHENGINE_REQUIRED=1)")
-		}
-		t.Skip("node is not installed: no ECMA-262 engine to compare with")
-	}
-	return node
+	return need.Tool(t, "node", "no ECMA-262 engine to compare with: install node >= 20 (scripts/install-node.sh)")
 }
 
 var (

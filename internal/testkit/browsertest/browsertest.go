@@ -16,20 +16,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // Run runs headless Chromium with args; without Chromium it skips t,
-// or fails it when CHENGINE_REQUIRED is set (CI must not pass without
-// the browser tests).
+// or fails it when the run requires everything (need.Tool).
 func Run(t testing.TB, args ...string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CHENGINE_REQUIRED") != "" {
-			t.Fatal("chromium not found and CHENGINE_REQUIRED is set: apt-get install chromium (.ci/run does)")
-		}
-		t.Skip("chromium not found: apt-get install chromium to run the browser test (CHENGINE_REQUIRED=1 makes this a failure)")
-	}
+	bin := need.Tool(t, "chromium", "apt-get install chromium to run the browser test (.ci/run does)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
