@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,14 +48,14 @@ func toolError(c schema.Class) bool {
 // carry the answer object (data): in the result's _meta (not
 // structuredContent, which clients check against the tool's
 // outputSchema), as the error's data.
-func rejectionResult(called, qualified string, d *schema.Decision, h *suggest.Hints, data []byte) (mcp.Result, error) {
+func rejectionResult(called, qualified string, d *schema.Decision, h *suggest.Hints, k *m4Known, data []byte) (mcp.Result, error) {
 	raw := json.RawMessage(bytes.Clone(data))
 	if !toolError(d.Class) {
 		return nil, &jsonrpc.Error{Code: CodeRejected, Message: nameMessage(called, d, h), Data: raw}
 	}
 	return &mcp.CallToolResult{
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: argumentText(called, qualified, d, h)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: argumentText(called, qualified, d, h, k)}},
 		Meta:    mcp.Meta{MetaDecision: raw},
 	}, nil
 }
@@ -89,7 +90,9 @@ func nameMessage(called string, d *schema.Decision, h *suggest.Hints) string {
 
 // argumentText is the text of a rejected call's result: what is wrong,
 // where (the JSON pointer into the arguments) and what would be right.
-func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints) string {
+// k is what the gateway knows of the definition the client of an M4
+// holds (nil: nothing but the decision).
+func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints, k *m4Known) string {
 	var b strings.Builder
 	b.WriteString("toolaudit rejected this call to ")
 	b.WriteString(called)
@@ -116,13 +119,7 @@ func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints
 			b.WriteString(") is not approved by the operators of this gateway, so it cannot be called until someone reviews and approves it. Do not retry it; tell the user.")
 			break
 		}
-		b.WriteString("The definition of ")
-		b.WriteString(qualified)
-		b.WriteString(" changed after this client was shown it (shown ")
-		b.WriteString(d.SeenDigest)
-		b.WriteString(", now ")
-		b.WriteString(d.CurrentDigest)
-		b.WriteString("). List the tools again (tools/list) and call it as its current definition says.")
+		k.text(&b, qualified, d)
 	case schema.H2:
 		missing := len(h.Missing) > 0 && slices.Contains(h.Missing, last)
 		if missing {
@@ -206,6 +203,132 @@ func argumentText(called, qualified string, d *schema.Decision, h *suggest.Hints
 		}
 	}
 	return b.String()
+}
+
+// m4Known is what the gateway knows of the definition the client of an
+// M4 holds, for its text: the text says that, and never that a client
+// was shown a digest the gateway did not show it.
+type m4Known struct {
+	from seenFrom
+	// age: since the current definition was listed (<0: unknown).
+	age time.Duration
+	ttl time.Duration // Config.ListTTL
+	// retry (seenWindow, anonymous, no session): until the earlier
+	// definition is no longer held, ListTTL after the change; retryAt,
+	// that instant.
+	retry   time.Duration
+	retryAt time.Time
+	// session: the client has a session (seenWindow: one that has not
+	// listed); principal: the authenticated client ("": anonymous); auth:
+	// the gateway authenticates clients.
+	session   bool
+	principal string
+	auth      bool
+}
+
+// m4Known gathers what the text of an M4 of server's tool says, from
+// where the call's seen_digest came from (h).
+func (g *Gateway) m4Known(h held, s *session, principal, server, tool string) *m4Known {
+	k := &m4Known{from: h.from, age: -1, ttl: time.Duration(g.cfg.ListTTL), session: s != nil, principal: principal, auth: g.opts.Auth != nil}
+	changed := h.changed
+	if changed.IsZero() {
+		if e := g.cat.Load().lookupTool(server, tool); e != nil {
+			changed = e.changed
+		}
+	}
+	if !changed.IsZero() && !h.at.Before(changed) {
+		k.age = h.at.Sub(changed)
+	}
+	if h.from == seenWindow {
+		k.retryAt = changed.Add(k.ttl)
+		k.retry = k.retryAt.Sub(h.at)
+	}
+	return k
+}
+
+// text writes the text of an M4 whose client holds a definition that is
+// not the current one.
+func (k *m4Known) text(b *strings.Builder, qualified string, d *schema.Decision) {
+	if k == nil {
+		k = &m4Known{age: -1}
+	}
+	changed := func() {
+		b.WriteString("The definition of ")
+		b.WriteString(qualified)
+		b.WriteString(" changed")
+		if k.age >= 0 {
+			b.WriteString(" ")
+			b.WriteString(floor(k.age).String())
+			b.WriteString(" ago")
+		}
+	}
+	const relist = "List the tools again (tools/list) and call it as its current definition says"
+	claim := "send the digest of the definition this client holds, as tools/list gives it in each tool's _meta (" + strconv.Quote(MetaDigest) + "), in the call's _meta under the same name: it is checked at once"
+	switch {
+	case k.from == seenShown:
+		changed()
+		b.WriteString(", after this client was shown it (shown ")
+		b.WriteString(d.SeenDigest)
+		b.WriteString(", now ")
+		b.WriteString(d.CurrentDigest)
+		b.WriteString("). " + relist + ".")
+	case k.from == seenClaimed:
+		changed()
+		b.WriteString("; the definition this client says it holds (")
+		b.WriteString(d.SeenDigest)
+		b.WriteString(", sent in the call's _meta) is not the current one. " + relist + ", sending the digest listed with it.")
+	case k.from == seenWindow && k.principal != "":
+		changed()
+		b.WriteString(", and this client (")
+		b.WriteString(k.principal)
+		b.WriteString(") has not listed the tools since: it may keep a tools/list answer for list_ttl (")
+		b.WriteString(k.ttl.String())
+		b.WriteString("), so it may hold the earlier definition. " + relist + " (listing again counts at once), or " + claim + ".")
+	case k.from == seenWindow && k.session:
+		changed()
+		b.WriteString(", and this session has not listed the tools: its client may hold the listing of an earlier session, kept for list_ttl (")
+		b.WriteString(k.ttl.String())
+		b.WriteString("), so it may hold the earlier definition. List the tools in this session (tools/list) and call it as its current definition says: the call is then checked against that listing.")
+	case k.from == seenWindow:
+		changed()
+		b.WriteString(". A client without a session may keep a tools/list answer for list_ttl (")
+		b.WriteString(k.ttl.String())
+		b.WriteString("), and this one is not authenticated, so the gateway cannot tell whether it listed since the change: it may hold the earlier definition. Either list the tools again (tools/list) and retry after ")
+		b.WriteString(ceil(k.retry).String())
+		b.WriteString(" (from ")
+		b.WriteString(k.retryAt.UTC().Format(schema.TimeLayout))
+		b.WriteString(" on, calls are checked against the current definition); or " + claim + "; or authenticate: an authenticated client that lists again is checked at once")
+		if !k.auth {
+			b.WriteString(" (this gateway authenticates no client unless its operator configures tokens)")
+		}
+		b.WriteString(".")
+	default:
+		changed()
+		b.WriteString("; this call was checked against another definition (")
+		b.WriteString(d.SeenDigest)
+		b.WriteString("). " + relist + ".")
+	}
+}
+
+// floor and ceil round a duration for a text: to the millisecond below a
+// second, else to the second. An age is rounded down and a time to wait
+// up, so that neither says more than is true.
+func floor(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Truncate(time.Millisecond)
+	}
+	return d.Truncate(time.Second)
+}
+
+func ceil(d time.Duration) time.Duration {
+	unit := time.Second
+	if d < time.Second {
+		unit = time.Millisecond
+	}
+	if r := d % unit; r != 0 {
+		d += unit - r
+	}
+	return d
 }
 
 // fitting is the hint of an H5 or M5 decision, in client names: the

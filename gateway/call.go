@@ -43,6 +43,28 @@ type callWork struct {
 	event []byte
 	rec   audit.Record
 	data  []byte
+	held  held // where the call event's seen_digest came from
+}
+
+// seenFrom says where a call event's seen_digest came from. The text of
+// an M4 says what the gateway knows, and that differs: a digest a
+// session was shown, one the client sent, or one inferred from list_ttl
+// for a client the gateway showed no catalogue it can name.
+type seenFrom uint8
+
+const (
+	seenNone    seenFrom = iota
+	seenShown            // the catalogue the session was shown
+	seenClaimed          // the client's, in the call's _meta (MetaDigest)
+	seenWindow           // the definition before a change within ListTTL: the client may hold it (heldDigest)
+)
+
+// held is what the gateway knows of the definition a call's client
+// holds, for the text of an M4.
+type held struct {
+	from    seenFrom
+	at      time.Time // the call's emitted_at
+	changed time.Time // seenWindow: when the definition inferred changed
 }
 
 // callTool decides one tools/call, records the decision in the audit
@@ -88,7 +110,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 		if !g.cfg.Observe || server == "" {
 			g.m.calls.WithLabelValues(string(d.Class), "rejected").Inc()
 			w.data = callpath.AppendAnswer(w.data[:0], rec, &hints)
-			return rejectionResult(p.Name, server+g.cfg.Separator+tool, d, &hints, w.data)
+			var k *m4Known
+			if d.Class == schema.M4 {
+				k = g.m4Known(w.held, s, principalFrom(ctx), server, tool)
+			}
+			return rejectionResult(p.Name, server+g.cfg.Separator+tool, d, &hints, k, w.data)
 		}
 	}
 	up := g.upstreams[server]
@@ -159,19 +185,24 @@ func (g *Gateway) decide(w *callWork, s *session, principal, name, claimed strin
 	if s != nil {
 		c.SessionID = s.id
 	}
+	w.held = held{at: c.EmittedAt}
 	c.Server, c.Tool, c.SeenDigest = g.target(s, name)
-	if c.SeenDigest == "" {
-		c.SeenDigest = claimed
+	switch {
+	case c.SeenDigest != "":
+		w.held.from = seenShown
+	case claimed != "":
+		c.SeenDigest, w.held.from = claimed, seenClaimed
 	}
 	rec := g.decideEvent(w, &c, args, vs)
 	d := &rec.Decision
 	if c.SeenDigest != "" || d.ResolvedServer == "" {
 		return rec
 	}
-	held := g.heldDigest(s, principal, d.ResolvedServer, d.ResolvedTool, c.EmittedAt)
+	held, from, changed := g.heldDigest(s, principal, d.ResolvedServer, d.ResolvedTool, c.EmittedAt)
 	if held == "" {
 		return rec
 	}
+	w.held.from, w.held.changed = from, changed
 	c.SeenDigest = held
 	if held != d.CurrentDigest {
 		return g.decideEvent(w, &c, args, vs)
@@ -240,7 +271,10 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 }
 
 // heldDigest is the digest of the definition of server's tool that the
-// client may hold at t, or "" when it holds none.
+// client may hold at t, or "" when it holds none, and where it comes
+// from: the session's catalogue (seenShown), or the definition before a
+// change at changed within ListTTL (seenWindow; otherwise the current
+// one, seenNone).
 //
 // A session holds the catalogue it was last shown. A client without a
 // session (protocol 2026-07-28), or whose session has not listed yet
@@ -252,25 +286,25 @@ func (g *Gateway) target(s *session, name string) (server, tool, seen string) {
 // of that change or a later one since (the relisting of an
 // authenticated client; an anonymous client cannot be told from
 // another, so it waits out ListTTL).
-func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.Time) string {
+func (g *Gateway) heldDigest(s *session, principal, server, tool string, t time.Time) (digest string, from seenFrom, changed time.Time) {
 	if shown := sessionShown(s); shown != nil {
 		if e := shown.lookupTool(server, tool); e != nil {
-			return e.digest // "" when the catalogue shown had it withdrawn
+			return e.digest, seenShown, time.Time{} // "" when the catalogue shown had it withdrawn
 		}
-		return ""
+		return "", seenNone, time.Time{}
 	}
 	e := g.cat.Load().lookupTool(server, tool)
 	if e == nil || e.digest == "" {
-		return ""
+		return "", seenNone, time.Time{}
 	}
-	from := t.Add(-time.Duration(g.cfg.ListTTL))
-	if r, ok := g.listedBy(principal); ok && r.After(from) {
-		from = r
+	since := t.Add(-time.Duration(g.cfg.ListTTL))
+	if r, ok := g.listedBy(principal); ok && r.After(since) {
+		since = r
 	}
-	if e.changed.After(from) && e.prev != "" {
-		return e.prev
+	if e.changed.After(since) && e.prev != "" {
+		return e.prev, seenWindow, e.changed
 	}
-	return e.digest
+	return e.digest, seenNone, time.Time{}
 }
 
 // clientHints are the hints of the gateway's rejections (the step's

@@ -75,7 +75,15 @@
 // checked exactly with no window (a session that listed is checked
 // against its catalogue whatever its client says). A tool new within
 // ListTTL has no older definition to hold; one withdrawn and listed
-// again within ListTTL is checked against the one withdrawn.
+// again within ListTTL is checked against the one withdrawn. The text
+// of such an M4 says what is known, not that the client was shown the
+// earlier digest (it may never have been): how long ago the definition
+// changed, that the client may hold the earlier one for ListTTL, and
+// what helps it (an anonymous client: list again and retry after the
+// time left of ListTTL, send the digest it holds in _meta, or
+// authenticate; an authenticated client or a session: list again, which
+// counts at once). A session that listed is told the digest it was
+// shown.
 //
 // # A call
 //

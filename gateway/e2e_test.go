@@ -144,8 +144,9 @@ func TestReferenceServers(t *testing.T) {
 		{"everything__get-sum", `{"a":"2","b":3}`, "H3", "/a"},
 		// transfer changed within list_ttl of this call, and an
 		// anonymous client without a session may still hold the old
-		// definition: M4 whether or not it relisted.
-		{"fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`, "M4", "List the tools again"},
+		// definition: M4 whether or not it relisted, until list_ttl
+		// has passed since the change.
+		{"fx__transfer", `{"to":"bob","amount":5,"cc":"eve"}`, "M4", "list the tools again (tools/list) and retry after"},
 	} {
 		calls++
 		got, rej := g.call(t, c.name, c.args)

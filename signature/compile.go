@@ -630,7 +630,6 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 				c.uncheck(n, at, key, "not an object")
 				continue
 			}
-			hasProps = true
 			kp := at.child(key)
 			for _, p := range sortedMembers(v) {
 				pp := patProp{n: c.node(p.v, kp.child(p.name))}
@@ -829,15 +828,19 @@ func (c *compiler) fill(n *node, m jsontape.Value, at *seg, k nodeKind) {
 		n.ext().decl = append(n.x.decl, names...)
 		n.ext().declPat = append(pats, n.x.patterns...)
 	}
-	// The top level, and every node that declares keys (properties,
-	// patternProperties, or through its branches), rejects undeclared keys
-	// unless additionalProperties or unevaluatedProperties says otherwise.
+	// The top level, and every node that declares keys by name (its
+	// properties, or those of its branches), rejects undeclared keys
+	// unless additionalProperties or unevaluatedProperties says otherwise
+	// (rule 3). patternProperties alone closes nothing: a node without
+	// properties is open, as in JSON Schema, and a key no pattern matches
+	// is free there; where the node is closed, a key a pattern matches is
+	// declared.
 	switch addl := m.Get("additionalProperties"); {
 	case addl.Exists():
 		n.closed = addl.Kind() != jsontape.True && addl.Kind() != jsontape.Object
 	case hasUnevalPr || k == kindBranch || k == kindOpen || c.negated%2 == 1:
 	default:
-		n.closed = k == kindRoot || hasProps || names != nil || pats != nil
+		n.closed = k == kindRoot || hasProps || names != nil
 		if n.closed {
 			for _, name := range names {
 				declared = append(declared, namedProp{name, c.anything()})

@@ -18,15 +18,21 @@
 //
 // # The closed world, composed
 //
-// The top level, and every schema that declares keys, rejects undeclared
-// keys (H2), as if it had "additionalProperties": false, unless it says
-// otherwise:
+// The top level, and every schema that declares keys by name, rejects
+// undeclared keys (H2), as if it had "additionalProperties": false, unless
+// it says otherwise (rule 3):
 //
-//   - a schema declares keys by properties, by patternProperties (a key a
-//     pattern matches is declared), and through its if, then, else and
-//     dependentSchemas branches, whose properties and patternProperties
-//     (and their own branches') are declared by the schema they belong to:
-//     they constrain that object's keys;
+//   - a schema declares keys by name by properties (even empty), and
+//     through its if, then, else and dependentSchemas branches, whose
+//     properties (and their own branches') are declared by the schema they
+//     belong to: they constrain that object's keys;
+//   - patternProperties alone closes nothing: below the top level a schema
+//     without properties is open, as JSON Schema reads it, and a key no
+//     pattern matches is free there (its own patterns, and its branches',
+//     still check the keys they match); where a schema is closed, a key a
+//     pattern matches is declared;
+//   - propertyNames neither declares, opens nor closes: a key it refuses
+//     fails (H2) wherever the schema is;
 //   - such a branch is itself never closed by default, nor is the
 //     condition of if: closing them would refuse the object's other keys,
 //     or change which branch applies;

@@ -23,7 +23,7 @@ func TestKeywords(t *testing.T) {
 		{"patternProperties declares", `{"type":"object","patternProperties":{"^x_":{"type":"integer"}}}`, `{"x_a":1}`, P, ""},
 		{"patternProperties value", `{"type":"object","patternProperties":{"^x_":{"type":"integer"}}}`, `{"x_a":"1"}`, V, "/x_a"},
 		{"patternProperties closes", `{"type":"object","patternProperties":{"^x_":{}}}`, `{"y":1}`, K, "/y"},
-		{"patternProperties nested closes", `{"type":"object","properties":{"o":{"patternProperties":{"^x_":{}}}}}`, `{"o":{"y":1}}`, K, "/o/y"},
+		{"patternProperties nested is open", `{"type":"object","properties":{"o":{"patternProperties":{"^x_":{}}}}}`, `{"o":{"y":1}}`, P, ""},
 		{"patternProperties with properties", `{"type":"object","properties":{"a":{"type":"string"}},"patternProperties":{"a":{"maxLength":1}}}`, `{"a":"xy"}`, V, "/a"},
 		{"patternProperties is ECMA unanchored", `{"type":"object","patternProperties":{"b":{}}}`, `{"abc":1}`, P, ""},
 		{"patternProperties and additionalProperties", `{"type":"object","patternProperties":{"^x":{}},"additionalProperties":{"type":"string"}}`, `{"x":1,"y":2}`, V, "/y"},

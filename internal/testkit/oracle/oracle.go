@@ -7,9 +7,9 @@
 // The rewrite is the whole of the difference between the contract and
 // plain JSON Schema 2020-12 (package signature's doc states the rule):
 //
-//   - a schema that declares keys (properties, patternProperties, or keys
-//     declared by its if, then, else and dependentSchemas branches), and
-//     the top level, gets additionalProperties:false unless it sets
+//   - a schema that declares keys by name (properties, or properties of
+//     its if, then, else and dependentSchemas branches), and the top
+//     level, gets additionalProperties:false unless it sets
 //     additionalProperties or unevaluatedProperties, is itself such a
 //     branch, is an allOf/anyOf/oneOf branch of a schema with
 //     unevaluatedProperties, or is under an odd number of nots; the keys
@@ -169,7 +169,9 @@ func closeWorld(s any, k kind, negated bool) (any, []string, []string) {
 		return out, names, pats
 	}
 	_, addl := m["additionalProperties"]
-	declares := props != nil || patProps != nil || len(names) > 0 || len(pats) > 0
+	// patternProperties alone closes nothing (rule 3: a node without
+	// properties is open); where the node is closed, its patterns declare.
+	declares := props != nil || len(names) > 0
 	if !addl && !uneval && k != kindOpen && !negated && (k == kindRoot || declares) {
 		declare(out, "properties", props, names)
 		declare(out, "patternProperties", patProps, pats)
