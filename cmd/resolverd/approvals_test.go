@@ -297,7 +297,8 @@ func TestCheckApprovals(t *testing.T) {
 
 // TestGatewayApprovalsFlags: the gateway's --approvals is refused when
 // malformed or without Kafka, and a missing approvals topic fails the
-// start (nothing is decided against a baseline not read).
+// start (nothing is decided against a baseline not read), saying how to
+// create it: on brokers it does not own, absent is not empty.
 func TestGatewayApprovalsFlags(t *testing.T) {
 	cfg := gatewayConfig(t)
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings", "tool-audit"))
@@ -313,6 +314,7 @@ func TestGatewayApprovalsFlags(t *testing.T) {
 		{[]string{"--approvals", "deny"}, 2, `mode "deny"`},
 		{[]string{"--approvals", "block", "--brokers", ""}, 2, "--approvals needs Kafka"},
 		{[]string{"--approvals", "block", "--brokers", kf.ListenAddrs()[0], "--listen", "127.0.0.1:0"}, 1, "topic tool-approvals does not exist"},
+		{[]string{"--approvals", "block", "--brokers", kf.ListenAddrs()[0], "--listen", "127.0.0.1:0"}, 1, "create it with resolverd registry pin --by WHO"},
 	} {
 		code, out, stderr := runCmd(t, "", append([]string{"gateway", "--config", cfg}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+stderr, tc.msg) {
