@@ -382,7 +382,8 @@ func writeItem(w io.Writer, it *review.Item) {
 	}
 	fmt.Fprintf(w, "%s  %s  %s  %s  %s", it.Registry, server, it.Tool, it.Approval, it.Digest)
 	if len(it.Approved) > 0 {
-		fmt.Fprintf(w, "  (approved: %s)", joinShort(it.Approved))
+		// Whole, as the current digest: the two are compared.
+		fmt.Fprintf(w, "  (approved: %s)", strings.Join(it.Approved, ", "))
 	}
 	if it.Approval == schema.ApprovalRejected {
 		fmt.Fprintf(w, "  rejected by %s: %s", it.By, it.Reason)
@@ -391,17 +392,6 @@ func writeItem(w io.Writer, it *review.Item) {
 	if it.Diff != nil {
 		writeDiff(w, it.Diff)
 	}
-}
-
-func joinShort(ds []string) string {
-	var b bytes.Buffer
-	for i, d := range ds {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(short(d))
-	}
-	return b.String()
 }
 
 // itemJSON is a definition as `registry pending --json` prints it.

@@ -113,7 +113,7 @@ func TestRegistryApprovals(t *testing.T) {
 		t.Fatalf("pending after the change: %s", out)
 	}
 	out, stderr := run(exitDrift, "lock", "--check", lock1)
-	if !strings.Contains(out, "unapproved  "+v2+"  (approved: "+short(v1)+")") || !strings.Contains(out, "+ /bcc") || !strings.Contains(stderr, "1 of 1 current definitions not approved") {
+	if !strings.Contains(out, "unapproved  "+v2+"  (approved: "+v1+")") || !strings.Contains(out, "+ /bcc") || !strings.Contains(stderr, "1 of 1 current definitions not approved") {
 		t.Fatalf("check after the change:\n%s%s", out, stderr)
 	}
 	// The same check against a listings file.
