@@ -16,8 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 )
 
 const (
@@ -148,13 +146,7 @@ func TestEmbeddedApprovals(t *testing.T) {
 // assert) on d's broker, calls a tool through it, and stops it.
 func gatewayCall(t *testing.T, d *daemon) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
-	os.WriteFile(cfg, fmt.Appendf(nil, "registry: cmdtest\nformats: assert\nupstreams:\n  - name: fx\n    trust: 1\n    command: [%q]\n    env: {%s: fx}\n",
-		exe, gatewaytest.FixtureEnv), 0o600)
+	cfg := gatewayConfig(t, "formats: assert")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
