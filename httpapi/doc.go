@@ -26,8 +26,8 @@
 // resolver_build, policy_version and decided_at (the audit record holds
 // the same object), then "source" ("api"), "action" and "hints" (package
 // resolve/suggest; {} when there is none): callpath.AppendAnswer. ?mode=pin-assisted resolves
-// that request's same-trust ties (policy_version says which mode
-// decided); ?action=enforced|observed is what the caller reports it does
+// that request's same-trust ties (policy_version, the resolver's policy
+// stamp as every decider's, begins with the mode that decided); ?action=enforced|observed is what the caller reports it does
 // with the verdict, recorded with it (one value for every call of the
 // request; a caller that acts differently per call sends them apart).
 // The Content-Type of the request is not checked.

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -216,5 +218,34 @@ func TestUnenforcedRefused(t *testing.T) {
 		if reason, _ := d["reason"].(string); tc.class == "H3" && !signature.NotEnforced(reason) {
 			t.Errorf("%s: reason %q does not say the contract is not enforced", tc.args, reason)
 		}
+	}
+}
+
+// TestPolicyStamp: the API stamps the resolver's policy
+// (resolve.Resolver.Policy), as the stream, re-analysis, check and the
+// gateway do: under --formats assert and an approvals policy it keeps
+// +formats and +approvals(POLICY), with the request's mode.
+func TestPolicyStamp(t *testing.T) {
+	lines, _ := sample(t)
+	block, err := approvals.ParsePolicy("block")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resolve.Resolver{Formats: true, Approvals: approvals.NewGate(block, nil)}
+	rec := &recorder{}
+	s, _ := server(t, Config{Audit: rec, Resolver: r})
+	pinned := r
+	pinned.Mode = resolve.PinAssisted
+	for i, tc := range []struct{ query, want string }{
+		{"", r.Policy()},
+		{"?mode=pin-assisted", pinned.Policy()},
+	} {
+		d := post(t, s.URL, tc.query, lines[0]).decision(t)
+		if d["policy_version"] != tc.want || rec.recs[i].PolicyVersion != tc.want {
+			t.Fatalf("%q: answered %v, audited %q; want %q", tc.query, d["policy_version"], rec.recs[i].PolicyVersion, tc.want)
+		}
+	}
+	if r.Policy() != "strict+formats+approvals(block+tofu)" {
+		t.Fatalf("the resolver's stamp is %q", r.Policy())
 	}
 }

@@ -213,7 +213,11 @@ func (h *handler) decide(wk *work, p params) {
 	wk.ptrs = wk.ptrs[:0]
 	vs := h.cfg.Store.Snapshot()
 	st := h.step
-	st.Resolver.Mode, st.PolicyVersion, st.Action = p.mode, p.mode.String(), p.action
+	// The stamp is the resolver's (resolve.Resolver.Policy), as the
+	// stream's, re-analysis', check's and the gateway's: the request's
+	// mode with the daemon's formats and approvals policy.
+	st.Resolver.Mode, st.Action = p.mode, p.action
+	st.PolicyVersion = st.Resolver.Policy()
 	for i, e := range wk.elems {
 		rec := &wk.recs[i]
 		st.Decide(vs, &wk.dec, e, &wk.call, rec)

@@ -35,6 +35,11 @@ const maxBody = 64 << 10
 type Config struct {
 	// Approvers are the tokens that may approve; required.
 	Approvers *bearer.Tokens
+	// Tokens are the API's (resolverd run --http-tokens-file); nil: none.
+	// A token valid there but not an approver's is authenticated but
+	// not allowed to approve: 403 not_approver, not 401 (which would
+	// tell its holder to fix a token that is fine).
+	Tokens *bearer.Tokens
 	// Write writes an event to the approvals topic, acknowledged, and
 	// returns the baseline version after it (topic.Produce).
 	Write func(context.Context, *approvals.Event) (int64, error)
@@ -64,7 +69,7 @@ func New(cfg Config) (http.Handler, error) {
 	h := &handler{cfg: cfg}
 	h.written = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolaudit_api_approvals_total",
-		Help: "POST /v1/approvals requests by outcome: approve, reject and revoke written, or refused (unauthorized, bad_request, unavailable).",
+		Help: "POST /v1/approvals requests by outcome: approve, reject and revoke written, or refused (unauthorized, forbidden: a valid API token that is not an approver's, bad_request, unavailable).",
 	}, []string{"outcome"})
 	if err := promutil.Register(cfg.Registerer, h.written); err != nil {
 		return nil, err
@@ -79,6 +84,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by, err := h.cfg.Approvers.Authorize(r)
+	if errors.Is(err, bearer.ErrInvalid) && h.cfg.Tokens != nil {
+		if name, terr := h.cfg.Tokens.Authorize(r); terr == nil {
+			h.written.WithLabelValues("forbidden").Inc()
+			writeError(w, http.StatusForbidden, "not_approver", "not an approver: the token "+strconv.Quote(name)+
+				" is valid for /v1/resolve but not an approver's (resolverd run --http-approvers-file)")
+			return
+		}
+	}
 	if err != nil {
 		h.written.WithLabelValues("unauthorized").Inc()
 		status, challenge := bearer.Refusal(err, "toolaudit-approvals")

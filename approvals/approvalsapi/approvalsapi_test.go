@@ -31,7 +31,8 @@ const (
 // TestApprovalsAPI: over real HTTP against a kfake approvals topic, an
 // approver's token writes the approval, by its name, and the answer
 // carries the baseline version; every other request is refused and
-// writes nothing; a topic that cannot take it is a 503.
+// writes nothing (a token valid for the API but not an approver's with
+// 403, not 401); a topic that cannot take it is a 503.
 func TestApprovalsAPI(t *testing.T) {
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "wide"))
 	if err != nil {
@@ -49,8 +50,14 @@ func TestApprovalsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	af := filepath.Join(t.TempDir(), "tokens") // the API's: the agent's and alice's
+	os.WriteFile(af, []byte("agent:"+agentToken+"\nalice:"+aliceToken+"\n"), 0o600)
+	apiTokens, err := bearer.Load(af, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	serve := func(t string) (*httptest.Server, *handler) {
-		h, err := New(Config{Approvers: approvers, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) },
+		h, err := New(Config{Approvers: approvers, Tokens: apiTokens, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) },
 			Write: func(ctx context.Context, e *approvals.Event) (int64, error) { return topic.Produce(ctx, opts, t, e) }})
 		if err != nil {
 			panic(err)
@@ -80,7 +87,8 @@ func TestApprovalsAPI(t *testing.T) {
 	}{
 		{"get", "GET", aliceToken, "", 405, "use POST"},
 		{"no token", "POST", "", good, 401, "missing bearer token"},
-		{"not an approver", "POST", agentToken, good, 401, "invalid"},
+		{"not an approver", "POST", agentToken, good, 403, `"error":"not_approver","message":"not an approver: the token \"agent\" is valid for /v1/resolve`},
+		{"no one's token", "POST", "stranger-token-0123456789", good, 401, "invalid bearer token"},
 		{"not json", "POST", aliceToken, `{`, 400, "request"},
 		{"repeated member", "POST", aliceToken, strings.Replace(good, `"tool":"send"`, `"tool":"send","tool":"x"`, 1), 400, "repeated"},
 		{"by from the client", "POST", aliceToken, strings.Replace(good, `{`, `{"by":"mallory",`, 1), 400, `unknown member \"by\"`},
@@ -111,6 +119,9 @@ func TestApprovalsAPI(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(h.written.WithLabelValues("approve")); n != 1 {
 		t.Errorf("approve counted %v", n)
+	}
+	if n := testutil.ToFloat64(h.written.WithLabelValues("forbidden")); n != 1 {
+		t.Errorf("forbidden counted %v", n)
 	}
 	// A topic that cannot take it: 503, nothing in force.
 	bad, _ := serve("wide")

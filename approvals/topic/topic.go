@@ -32,9 +32,16 @@ var ErrPartitions = errors.New("the approvals topic must have exactly one partit
 // Ensure creates the approvals topic (one partition, compacted) or checks
 // that the existing one has one partition.
 func Ensure(ctx context.Context, opts []kgo.Opt, topic string) error {
+	_, err := Create(ctx, opts, topic)
+	return err
+}
+
+// Create is Ensure, and reports whether the topic was created (it did not
+// exist: no approval event was ever written to it on these brokers).
+func Create(ctx context.Context, opts []kgo.Opt, topic string) (created bool, err error) {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("kafka: %w", err)
+		return false, fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -42,11 +49,12 @@ func Ensure(ctx context.Context, opts []kgo.Opt, topic string) error {
 	if err == nil {
 		err = resp.Err
 	}
+	created = err == nil
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("kafka: create approvals topic %s: %w", topic, err)
+		return false, fmt.Errorf("kafka: create approvals topic %s: %w", topic, err)
 	}
 	_, err = partitions(ctx, adm, topic)
-	return err
+	return created, err
 }
 
 // partitions checks that topic exists with one partition and returns its

@@ -55,6 +55,12 @@ func TestApprovalsTopic(t *testing.T) {
 	if _, _, err := Load(ctx, opts, Default, nil); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("load before the topic: %v", err)
 	}
+	if created, err := Create(ctx, opts, Default); err != nil || !created {
+		t.Fatalf("create: %t, %v", created, err)
+	}
+	if created, err := Create(ctx, opts, Default); err != nil || created {
+		t.Fatalf("create again: %t, %v", created, err)
+	}
 	if err := Ensure(ctx, opts, Default); err != nil {
 		t.Fatal(err)
 	}

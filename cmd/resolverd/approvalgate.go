@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -26,6 +27,9 @@ import (
 type gateFlags struct {
 	policy, topic, lock *string
 	approvers           *string // run: --http-approvers-file
+	// embedded: the brokers are run --embedded's own, in this process, so
+	// a missing approvals topic is created by follow (see there).
+	embedded bool
 }
 
 const approvalsPolicyHelp = "approvals `POLICY`: off, warn (decide as without, mark the decision) or block (a definition not approved is M4), " +
@@ -54,8 +58,10 @@ func (f *gateFlags) validateHTTP(addr string) error {
 }
 
 // mount serves POST /v1/approvals beside the API h when
-// --http-approvers-file is set (creating the approvals topic if needed).
-func (f *gateFlags) mount(ctx context.Context, g *errgroup.Group, h http.Handler, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
+// --http-approvers-file is set (creating the approvals topic if needed);
+// apiTokens (--http-tokens-file; nil: none) tell a token that is valid
+// but not an approver's (403) from an invalid one (401).
+func (f *gateFlags) mount(ctx context.Context, g *errgroup.Group, h http.Handler, apiTokens *bearer.Tokens, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
 	if f.approvers == nil || *f.approvers == "" {
 		return h, nil
 	}
@@ -68,7 +74,7 @@ func (f *gateFlags) mount(ctx context.Context, g *errgroup.Group, h http.Handler
 		return nil, err
 	}
 	t := *f.topic
-	ah, err := approvalsapi.New(approvalsapi.Config{Approvers: tokens, Logger: log, Registerer: reg,
+	ah, err := approvalsapi.New(approvalsapi.Config{Approvers: tokens, Tokens: apiTokens, Logger: log, Registerer: reg,
 		Write: func(ctx context.Context, e *approvals.Event) (int64, error) { return topic.Produce(ctx, opts, t, e) }})
 	if err != nil {
 		return nil, err
@@ -150,15 +156,42 @@ func (f *gateFlags) gate() (*approvals.Gate, error) {
 // decided against a baseline that lacks what was approved or rejected
 // before the start, and returns the loop that follows the topic; nil g:
 // nothing to follow.
+//
+// A missing approvals topic is the empty baseline only on run
+// --embedded's own broker: its data directory holds every event ever
+// written to it, and every writer (registry approve, pin, lock --import,
+// POST /v1/approvals) creates the topic before its first event, so no
+// topic there means no approval was ever written, and the empty baseline
+// is exact; follow creates the topic (one partition, compacted) and says
+// so. Anywhere else a missing topic fails the start: on brokers this
+// process does not own it cannot tell a fleet that never approved
+// anything from wrong --brokers, a misspelt --approvals-topic or a lost
+// topic, and under +tofu an empty baseline would let every drifted
+// definition pass as new (failing open). The operator creates it
+// deliberately (the error says how).
 func (f *gateFlags) follow(ctx context.Context, g *approvals.Gate, opts []kgo.Opt, log *slog.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if g == nil {
 		return func(context.Context) error { return nil }, nil
+	}
+	if f.embedded {
+		created, err := topic.Create(ctx, opts, *f.topic)
+		if err != nil {
+			return nil, fmt.Errorf("approvals (--approvals %s): %w", g.PolicyString(), err)
+		}
+		if created {
+			log.Info("approvals topic created on the embedded broker: no definition was ever approved here (baseline version 0)", "topic", *f.topic)
+		}
 	}
 	fl, err := topic.NewFollower(opts, *f.topic, g, log, reg)
 	if err != nil {
 		return nil, err
 	}
 	if err := fl.CatchUp(ctx); err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("approvals (--approvals %s): %w; nothing is decided against a baseline not read: if these are the right --brokers and --approvals-topic "+
+				"and nothing was ever approved, create it with resolverd registry pin --by WHO (approves every current definition), registry approve, "+
+				"or registry lock --import FILE --by WHO", g.PolicyString(), err)
+		}
 		return nil, fmt.Errorf("approvals (--approvals %s): %w", g.PolicyString(), err)
 	}
 	return func(ctx context.Context) error { fl.Run(ctx); return nil }, nil

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -117,27 +119,40 @@ func commandLog(std stdio) *slog.Logger {
 
 func registryLockCommand(std stdio) *ffcli.Command {
 	fs, a, src := approvalFlagSet(std, "lock")
-	out := fs.String("out", "", "write the approved baseline to this lockfile `FILE` (- for stdout)")
+	out := fs.String("out", "", "write the approved baseline to this lockfile `FILE` (- for stdout): the approvals topic's, or with --listings what registry pin would make it")
 	check := fs.String("check", "", "exit 3 when a current definition is not approved by this lockfile `FILE`")
 	imp := fs.String("import", "", "make the approvals topic's baseline this lockfile `FILE`'s")
 	allowNew := fs.Bool("allow-new", false, "--check: let tools no definition of which the lockfile names pass (trust on first use)")
-	by := fs.String("by", "", "--import: `WHO` imports (the reviewer of the revocations it writes)")
+	by := fs.String("by", "", "--import: `WHO` imports (the reviewer of the revocations it writes); --out --listings: who pins")
+	reason := fs.String("reason", "pinned on first use", "--out --listings: why: the `TEXT` of the pinned definitions")
+	at := fs.String("at", "", "--out --listings: when the definitions are pinned, `TIME` RFC 3339 (default: now)")
+	base := fs.String("base", "", "--out --listings: the lockfile `FILE` pinned onto (default: none, an empty baseline)")
 	return &ffcli.Command{
 		Name:       "lock",
-		ShortUsage: "resolverd registry lock (--out FILE | --check FILE | --import FILE --by WHO) [flags]",
-		ShortHelp:  "export, check or import the approved baseline as a lockfile",
+		ShortUsage: "resolverd registry lock (--out FILE [--listings FILE --by WHO [--base FILE]] | --check FILE | --import FILE --by WHO) [flags]",
+		ShortHelp:  "export, check or import the approved baseline as a lockfile, or make one offline",
 		LongHelp: `The approved baseline (the approvals topic) as a lockfile: one JSON
 object per reviewed definition (registry, server, tool, digest, state
 approved or rejected, by, at, reason), sorted, so that it can live in a
 repository and an approval be reviewed in a pull request.
 
---out FILE writes the approvals topic's baseline. --check FILE reads the
-current definitions (the listings topic, or --listings FILE) and exits 3,
-listing each with the approved digests and the diff, when one is not
-approved by FILE: rejected, changed since the approved one, or new
-(unless --allow-new). --import FILE writes to the approvals topic the
-events that make its baseline FILE's: the file's verdicts as they are,
-a revocation (by --by) of every definition the file does not name.`,
+--out FILE writes the approvals topic's baseline. --out FILE --listings
+FILE --by WHO needs no Kafka: it writes the lockfile that registry pin
+(by WHO, --reason, at --at) of every current definition of the listings
+file (--registry: of those registries) then lock --out would give, on a
+topic whose baseline is --base FILE's (default: empty): the offline way
+to make or extend a lockfile in a pull request that adds a tool.
+--check FILE reads the current definitions (the listings topic, or
+--listings FILE) and exits 3, listing each with the approved digests and
+the diff, when one is not approved by FILE: rejected, changed since the
+approved one, or new (unless --allow-new). --import FILE writes to the
+approvals topic the events that make its baseline FILE's: the file's
+verdicts as they are, a revocation (by --by) of every definition the
+file does not name.
+
+A flag the chosen form does not read is a usage error (exit 2), not
+ignored; the environment (RESOLVERD_*) is shared by every command and
+is not checked.`,
 		FlagSet: fs,
 		Options: []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
@@ -150,15 +165,34 @@ a revocation (by --by) of every definition the file does not name.`,
 			if len(args) > 0 || n != 1 {
 				return usageError{errors.New("registry lock needs one of --out FILE, --check FILE, --import FILE and no arguments")}
 			}
-			if *imp != "" && *by == "" {
-				return usageError{errors.New("registry lock --import needs --by WHO")}
+			offline := *out != "" && *src.file != ""
+			form, uses := lockForm(*out != "", *check != "", offline, *src.file != "")
+			if err := unusedFlags(fs, "registry lock "+form, uses); err != nil {
+				return err
+			}
+			if (*imp != "" || offline) && *by == "" {
+				return usageError{fmt.Errorf("registry lock %s needs --by WHO", form)}
+			}
+			log := commandLog(std)
+			if offline {
+				when := time.Now()
+				if *at != "" {
+					t, err := time.Parse(time.RFC3339Nano, *at)
+					if err != nil {
+						return usageError{fmt.Errorf("--at: %w", err)}
+					}
+					when = t
+				}
+				if *reason == "" {
+					return usageError{errors.New("registry lock --out --listings needs a --reason")}
+				}
+				return lockOutOffline(std, src, *out, *base, *by, *reason, when.UTC().Truncate(time.Millisecond), log)
 			}
 			opts, ctx, cancel, err := a.start(ctx)
 			if err != nil {
 				return err
 			}
 			defer cancel()
-			log := commandLog(std)
 			switch {
 			case *out != "":
 				return lockOut(ctx, std, opts, *a.topic, *out, log)
@@ -168,6 +202,56 @@ a revocation (by --by) of every definition the file does not name.`,
 			return lockImport(ctx, std, opts, *a.topic, *imp, *by, log)
 		},
 	}
+}
+
+// lockForm names a form of registry lock and the flags it reads (beyond
+// --timeout, which bounds every form): the Kafka ones where it reads
+// Kafka, the listings' where it reads listings.
+func lockForm(out, check, offline, listingsFile bool) (string, func(name string) bool) {
+	kafka := func(name string) bool {
+		return name == "brokers" || strings.HasPrefix(name, "kafka-")
+	}
+	in := func(names ...string) func(string) bool {
+		return func(name string) bool { return name == "timeout" || slices.Contains(names, name) }
+	}
+	switch {
+	case offline:
+		u := in("out", "listings", "registry", "by", "reason", "at", "base")
+		return "--out --listings", u
+	case out:
+		u := in("out", "approvals-topic")
+		return "--out", func(n string) bool { return u(n) || kafka(n) }
+	case check && listingsFile:
+		return "--check --listings", in("check", "listings", "registry", "allow-new")
+	case check:
+		u := in("check", "listings-topic", "registry", "allow-new")
+		return "--check", func(n string) bool { return u(n) || kafka(n) }
+	}
+	u := in("import", "by", "approvals-topic")
+	return "--import", func(n string) bool { return u(n) || kafka(n) }
+}
+
+// unusedFlags refuses the flags given on the command line that a command's
+// form does not read (uses): a flag silently ignored would let a user
+// believe it took effect. A flag whose value is the environment's
+// (RESOLVERD_<FLAG>) is not counted: the environment is shared by every
+// command.
+func unusedFlags(fs *flag.FlagSet, form string, uses func(string) bool) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if uses(f.Name) {
+			return
+		}
+		env := os.Getenv("RESOLVERD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		if env != "" && env == f.Value.String() {
+			return
+		}
+		bad = append(bad, "--"+f.Name)
+	})
+	if len(bad) > 0 {
+		return usageError{fmt.Errorf("%s does not read %s", form, strings.Join(bad, ", "))}
+	}
+	return nil
 }
 
 func loadBaseline(ctx context.Context, opts []kgo.Opt, t string, log *slog.Logger) (*approvals.Baseline, error) {
@@ -298,7 +382,8 @@ func writeItem(w io.Writer, it *review.Item) {
 	}
 	fmt.Fprintf(w, "%s  %s  %s  %s  %s", it.Registry, server, it.Tool, it.Approval, it.Digest)
 	if len(it.Approved) > 0 {
-		fmt.Fprintf(w, "  (approved: %s)", joinShort(it.Approved))
+		// Whole, as the current digest: the two are compared.
+		fmt.Fprintf(w, "  (approved: %s)", strings.Join(it.Approved, ", "))
 	}
 	if it.Approval == schema.ApprovalRejected {
 		fmt.Fprintf(w, "  rejected by %s: %s", it.By, it.Reason)
@@ -307,17 +392,6 @@ func writeItem(w io.Writer, it *review.Item) {
 	if it.Diff != nil {
 		writeDiff(w, it.Diff)
 	}
-}
-
-func joinShort(ds []string) string {
-	var b bytes.Buffer
-	for i, d := range ds {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(short(d))
-	}
-	return b.String()
 }
 
 // itemJSON is a definition as `registry pending --json` prints it.
@@ -504,17 +578,7 @@ them is unapproved. Prints each and the new baseline version.`,
 			if err != nil {
 				return err
 			}
-			at := time.Now().UTC().Truncate(time.Millisecond)
-			var es []*approvals.Event
-			for i := range items {
-				it := &items[i]
-				if it.Approval != schema.ApprovalNew || len(b.Tool(it.Registry, it.Server, it.Tool)) > 0 {
-					continue // reviewed before, either way
-				}
-				es = append(es, &approvals.Event{EventID: fmt.Sprintf("pin-%d-%d", at.UnixNano(), len(es)), Registry: it.Registry, Server: it.Server,
-					Tool: it.Tool, Digest: it.Digest, Verb: approvals.Approve, By: *by, At: at, Reason: *reason})
-				writeItem(std.out, it)
-			}
+			es := pinEvents(b, items, *by, *reason, time.Now().UTC().Truncate(time.Millisecond), func(it *review.Item) { writeItem(std.out, it) })
 			if len(es) == 0 {
 				fmt.Fprintf(std.err, "nothing new to pin (baseline version %d)\n", b.Version())
 				return nil
@@ -527,4 +591,75 @@ them is unapproved. Prints each and the new baseline version.`,
 			return nil
 		},
 	}
+}
+
+// pinEvents returns the approval, by by at at, of the current definition
+// of every tool of items never reviewed in b (what registry pending lists
+// as new), calling pinned for each: registry pin's events, and the offline
+// lockfile's.
+func pinEvents(b *approvals.Baseline, items []review.Item, by, reason string, at time.Time, pinned func(*review.Item)) []*approvals.Event {
+	var es []*approvals.Event
+	for i := range items {
+		it := &items[i]
+		if it.Approval != schema.ApprovalNew || len(b.Tool(it.Registry, it.Server, it.Tool)) > 0 {
+			continue // reviewed before, either way
+		}
+		es = append(es, &approvals.Event{EventID: fmt.Sprintf("pin-%d-%d", at.UnixNano(), len(es)), Registry: it.Registry, Server: it.Server,
+			Tool: it.Tool, Digest: it.Digest, Verb: approvals.Approve, By: by, At: at, Reason: reason})
+		pinned(it)
+	}
+	return es
+}
+
+// lockOutOffline writes, with no Kafka, the lockfile that registry pin of
+// the listings file's current definitions onto base's baseline (a
+// lockfile; "": empty), then lock --out, would give.
+func lockOutOffline(std stdio, src *listingSource, path, base, by, reason string, at time.Time, log *slog.Logger) error {
+	var es []*approvals.Event
+	if base != "" {
+		var err error
+		if es, err = readLockFile(base); err != nil {
+			return usageError{fmt.Errorf("--base: %w", err)}
+		}
+	}
+	var set approvals.Set
+	apply := func(es []*approvals.Event) error {
+		for _, e := range es {
+			if err := set.Apply(e, set.Version()+1); err != nil {
+				return fmt.Errorf("approval of %s %s %s: %w", e.Registry, e.Server, e.Tool, err)
+			}
+		}
+		return nil
+	}
+	if err := apply(es); err != nil {
+		return usageError{fmt.Errorf("--base %s: %w", base, err)}
+	}
+	cat, err := src.load(context.Background(), nil, log)
+	if err != nil {
+		return err
+	}
+	b := set.Snapshot()
+	items, err := cat.Review(b, splitList(*src.registries))
+	if err != nil {
+		return err
+	}
+	pins := pinEvents(b, items, by, reason, at, func(*review.Item) {})
+	if err := apply(pins); err != nil {
+		return err
+	}
+	b = set.Snapshot()
+	var buf bytes.Buffer
+	if err := approvals.WriteLock(&buf, b); err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err = std.out.Write(buf.Bytes())
+	} else {
+		err = os.WriteFile(path, buf.Bytes(), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.err, "%d definitions pinned, %d in all, written to %s\n", len(pins), b.Len(), path)
+	return nil
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +74,10 @@ func TestRegistryApprovals(t *testing.T) {
 	list := func(sec int, s string) { produce(listingEvent(t, sec, s)) }
 	run := func(wantCode int, args ...string) (string, string) {
 		t.Helper()
-		code, out, stderr := runCmd(t, "", append(append([]string{"registry"}, args...), "--brokers", addr)...)
+		if !slices.Contains(args, "--listings") { // offline: --brokers would be a flag not read
+			args = append(args, "--brokers", addr)
+		}
+		code, out, stderr := runCmd(t, "", append([]string{"registry"}, args...)...)
 		if code != wantCode {
 			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, stderr)
 		}
@@ -108,7 +113,7 @@ func TestRegistryApprovals(t *testing.T) {
 		t.Fatalf("pending after the change: %s", out)
 	}
 	out, stderr := run(exitDrift, "lock", "--check", lock1)
-	if !strings.Contains(out, "unapproved  "+v2+"  (approved: "+short(v1)+")") || !strings.Contains(out, "+ /bcc") || !strings.Contains(stderr, "1 of 1 current definitions not approved") {
+	if !strings.Contains(out, "unapproved  "+v2+"  (approved: "+v1+")") || !strings.Contains(out, "+ /bcc") || !strings.Contains(stderr, "1 of 1 current definitions not approved") {
 		t.Fatalf("check after the change:\n%s%s", out, stderr)
 	}
 	// The same check against a listings file.
@@ -174,6 +179,14 @@ func TestRegistryApprovalsUsage(t *testing.T) {
 		{append([]string{"reject", "--reason", "r"}, verdict[2:]...), "registry missing"},
 		{[]string{"approve", "--reason", "r", "--registry", "r", "--tool", "t", "--digest", "sha256:abc", "--by", "a"}, "is not sha256:"},
 		{[]string{"revoke", "--reason", "r", "--registry", "r", "--tool", "t", "--digest", d}, "by missing"},
+		// A flag the form does not read is refused, not ignored.
+		{[]string{"lock", "--out", "a", "--registry", "prod"}, "registry lock --out does not read --registry"},
+		{[]string{"lock", "--out", "a", "--listings-topic", "l", "--allow-new", "--by", "x"}, "does not read --allow-new, --by, --listings-topic"},
+		{[]string{"lock", "--import", "a", "--by", "x", "--registry", "prod"}, "registry lock --import does not read --registry"},
+		{[]string{"lock", "--check", "a", "--by", "x"}, "registry lock --check does not read --by"},
+		{[]string{"lock", "--check", "a", "--listings", "l", "--approvals-topic", "t"}, "registry lock --check --listings does not read --approvals-topic, --brokers"},
+		{[]string{"lock", "--out", "a", "--listings", "l", "--by", "x", "--allow-new"}, "registry lock --out --listings does not read --allow-new, --brokers"},
+		{[]string{"lock", "--out", "a", "--listings", "l"}, "does not read --brokers"},
 	} {
 		code, _, stderr := runCmd(t, "", append(append([]string{"registry"}, tc.args...), "--brokers", "127.0.0.1:1")...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
@@ -297,7 +310,8 @@ func TestCheckApprovals(t *testing.T) {
 
 // TestGatewayApprovalsFlags: the gateway's --approvals is refused when
 // malformed or without Kafka, and a missing approvals topic fails the
-// start (nothing is decided against a baseline not read).
+// start (nothing is decided against a baseline not read), saying how to
+// create it: on brokers it does not own, absent is not empty.
 func TestGatewayApprovalsFlags(t *testing.T) {
 	cfg := gatewayConfig(t)
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool-listings", "tool-audit"))
@@ -313,6 +327,7 @@ func TestGatewayApprovalsFlags(t *testing.T) {
 		{[]string{"--approvals", "deny"}, 2, `mode "deny"`},
 		{[]string{"--approvals", "block", "--brokers", ""}, 2, "--approvals needs Kafka"},
 		{[]string{"--approvals", "block", "--brokers", kf.ListenAddrs()[0], "--listen", "127.0.0.1:0"}, 1, "topic tool-approvals does not exist"},
+		{[]string{"--approvals", "block", "--brokers", kf.ListenAddrs()[0], "--listen", "127.0.0.1:0"}, 1, "create it with resolverd registry pin --by WHO"},
 	} {
 		code, out, stderr := runCmd(t, "", append([]string{"gateway", "--config", cfg}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+stderr, tc.msg) {
@@ -363,6 +378,97 @@ func TestRunApprovalsFlags(t *testing.T) {
 		code, _, stderr := runCmd(t, "", append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+}
+
+// TestRegistryLockOffline: `registry lock --out --listings FILE` needs no
+// Kafka and writes the lockfile that `registry pin` then `lock --out`
+// give, byte for byte: on an empty baseline, and onto a lockfile's
+// (--base) that rejected a tool, which pin leaves as it is; --registry
+// limits both alike.
+func TestRegistryLockOffline(t *testing.T) {
+	addr, list := listingsBroker(t)
+	chat := &schema.Listing{EventID: "chat", ObservedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Registry: "prod", Server: "chat", Op: schema.OpSnapshot}
+	staging := &schema.Listing{EventID: "stg", ObservedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Registry: "staging", Server: "chat", Op: schema.OpSnapshot}
+	events := [][]byte{listingEvent(t, 1, sendV1),
+		schema.AppendListing(nil, chat, [][]byte{[]byte(`{"name":"post","inputSchema":{"type":"object"}}`)}),
+		schema.AppendListing(nil, staging, [][]byte{[]byte(`{"name":"post","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}`)})}
+	list(events...)
+	dir := t.TempDir()
+	lf := filepath.Join(dir, "listings.jsonl")
+	os.WriteFile(lf, append(bytes.Join(events, []byte("\n")), '\n'), 0o600)
+	kafka := func(args ...string) {
+		t.Helper()
+		if code, out, stderr := runCmd(t, "", append(append([]string{"registry"}, args...), "--brokers", addr)...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, stderr)
+		}
+	}
+	offline := func(args ...string) []byte {
+		t.Helper()
+		code, out, stderr := runCmd(t, "", append([]string{"registry", "lock", "--out", "-", "--listings", lf, "--by", "ci"}, args...)...)
+		if code != 0 {
+			t.Fatalf("offline %v: exit %d\n%s", args, code, stderr)
+		}
+		return []byte(out)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// pinned's "at", as pin wrote it.
+	atOf := func(lock []byte) string {
+		t.Helper()
+		for _, l := range strings.Split(string(lock), "\n") {
+			var e struct{ At, State string }
+			if json.Unmarshal([]byte(l), &e) == nil && e.State == "approved" {
+				return e.At
+			}
+		}
+		t.Fatalf("no approved definition in\n%s", lock)
+		return ""
+	}
+
+	for _, tc := range []struct {
+		name  string
+		topic string
+		args  []string // --registry
+	}{{"every registry", "all", nil}, {"one registry", "prod", []string{"--registry", "prod"}}} {
+		kafka(append([]string{"pin", "--by", "ci", "--approvals-topic", tc.topic}, tc.args...)...)
+		kafka("lock", "--out", filepath.Join(dir, tc.topic+".lock"), "--approvals-topic", tc.topic)
+		want := read(tc.topic + ".lock")
+		got := offline(append([]string{"--at", atOf(want)}, tc.args...)...)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: offline:\n%s\npin + lock --out:\n%s", tc.name, got, want)
+		}
+		if n := bytes.Count(want, []byte("\n")) - 1; n != map[string]int{"all": 3, "prod": 2}[tc.topic] {
+			t.Fatalf("%s: %d definitions:\n%s", tc.name, n, want)
+		}
+	}
+	// Onto a baseline: send rejected, then pin.
+	kafka("reject", "--registry", "prod", "--server", "mail", "--tool", "send", "--digest", mustDigest(t, sendV1), "--by", "b", "--reason", "no", "--approvals-topic", "base")
+	kafka("lock", "--out", filepath.Join(dir, "rejected.lock"), "--approvals-topic", "base")
+	kafka("pin", "--by", "ci", "--approvals-topic", "base")
+	kafka("lock", "--out", filepath.Join(dir, "base.lock"), "--approvals-topic", "base")
+	want := read("base.lock")
+	got := offline("--base", filepath.Join(dir, "rejected.lock"), "--at", atOf(want))
+	if !bytes.Equal(got, want) || !bytes.Contains(want, []byte(`"state":"rejected"`)) {
+		t.Fatalf("offline onto a base:\n%s\npin + lock --out:\n%s", got, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"registry", "lock", "--out", "-", "--listings", lf}, "registry lock --out --listings needs --by WHO"},
+		{[]string{"registry", "lock", "--out", "-", "--listings", lf, "--by", "ci", "--at", "yesterday"}, "--at"},
+		{[]string{"registry", "lock", "--out", "-", "--listings", lf, "--by", "ci", "--registry", "nope"}, `registry "nope" has no listing`},
+	} {
+		code, _, stderr := runCmd(t, "", tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.msg)
 		}
 	}
 }

@@ -26,14 +26,14 @@ func TestMain(m *testing.M) {
 }
 
 // gatewayConfig writes a configuration with the fixture (this binary) as
-// its one upstream.
-func gatewayConfig(t *testing.T) string {
+// its one upstream, and the top-level lines extra.
+func gatewayConfig(t *testing.T, extra ...string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "gateway.yaml")
-	cfg := fmt.Sprintf("registry: cmdtest\nupstreams:\n  - name: fx\n    trust: 1\n    command: [%q]\n    env: {%s: fx}\n", exe, gatewaytest.FixtureEnv)
+	cfg := fmt.Sprintf("registry: cmdtest\n"+strings.Join(append(extra, ""), "\n")+"upstreams:\n  - name: fx\n    trust: 1\n    command: [%q]\n    env: {%s: fx}\n", exe, gatewaytest.FixtureEnv)
 	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&cfg.AnalysisID, "analysis", "", "analysis `ID` of the new decisions; required")
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	formats := formatsFlag(fs)
-	fs.StringVar(&cfg.PolicyVersion, "policy-version", "", "policy `VERSION` stamped on every decision (default: the mode)")
+	fs.StringVar(&cfg.PolicyVersion, "policy-version", "", "policy `VERSION` stamped on every decision (default: the resolver's stamp, as every decider's: the mode, +formats, +approvals(POLICY))")
 	source := fs.String("source", "kafka", "where the calls are read: kafka (the calls topic) or archive (table call_events)")
 	horizon := fs.Duration("horizon", 5*time.Minute, "with --source kafka: how far a partition may be out of place: a record stamped before its call's emitted_at, a call behind the calls before it")
 	fs.DurationVar(horizon, "skew", *horizon, "the former name of --horizon")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -123,7 +122,9 @@ keywords; and trust changes. Exact: read with FINAL.`,
 }
 
 // writeChanges prints the history as text: a line per change, then a
-// line per entry of its diff.
+// line per entry of its diff. Digests are printed whole, as everywhere a
+// person compares two (registry pending, lock --check, the M4 reasons):
+// a cut one cannot be compared with a whole one.
 func writeChanges(w io.Writer, cs []registrydiff.Change) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no changes")
@@ -139,14 +140,14 @@ func writeChanges(w io.Writer, cs []registrydiff.Change) {
 		case registrydiff.Trust:
 			fmt.Fprintf(w, "  trust %d -> %d", c.TrustBefore, c.TrustAfter)
 		case registrydiff.Changed:
-			fmt.Fprintf(w, "  %s -> %s", short(c.DigestBefore), short(c.DigestAfter))
+			fmt.Fprintf(w, "  %s -> %s", c.DigestBefore, c.DigestAfter)
 			if c.TrustBefore != c.TrustAfter {
 				fmt.Fprintf(w, ", trust %d -> %d", c.TrustBefore, c.TrustAfter)
 			}
 		case registrydiff.Added:
-			fmt.Fprintf(w, "  %s", short(c.DigestAfter))
+			fmt.Fprintf(w, "  %s", c.DigestAfter)
 		case registrydiff.Removed:
-			fmt.Fprintf(w, "  %s", short(c.DigestBefore))
+			fmt.Fprintf(w, "  %s", c.DigestBefore)
 		}
 		fmt.Fprintf(w, "  (listing %s)\n", c.EventID)
 		writeDiff(w, &c.Diff)
@@ -167,15 +168,6 @@ func writeDiff(w io.Writer, d *registrydiff.SchemaDiff) {
 			fmt.Fprintf(w, "    %s%s\n", l.mark, it)
 		}
 	}
-}
-
-// short is a digest's first 12 hex digits.
-func short(digest string) string {
-	d := strings.TrimPrefix(digest, "sha256:")
-	if len(d) > 12 {
-		d = d[:12]
-	}
-	return d
 }
 
 // changeJSON is a change as `registry diff --json` prints it.

@@ -281,6 +281,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		a.stream.Brokers = st.Brokers
 		a.ch.Addr = []string{st.ClickHouse.Addr()}
 		a.migrate = true
+		a.approvals.embedded = true // a missing approvals topic is created (gateFlags.follow)
 		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic); err != nil {
 			return err
 		}

@@ -67,7 +67,7 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *pr
 	if err != nil {
 		return err
 	}
-	if h, err = a.approvals.mount(ctx, g, h, append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals-api")}, a.kafkaOpts...), log, reg); err != nil {
+	if h, err = a.approvals.mount(ctx, g, h, tokens, append([]kgo.Opt{kgo.SeedBrokers(a.stream.Brokers...), kgo.ClientID(a.stream.ClientID + "-approvals-api")}, a.kafkaOpts...), log, reg); err != nil {
 		return err
 	}
 	srv, err := httpapi.NewServer(h, hf.server, log, reg)
