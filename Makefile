@@ -18,6 +18,13 @@ build:
 # resolveclient is a module of its own (see its doc): every check below
 # runs in it too (./... of this module stops at its go.mod). Its tests
 # run first: the run's last lines are then the whole module's.
+#
+# Everything runs with CGO_ENABLED=0, as the image is built (no package of
+# the module uses cgo; the embedded engine is loaded by purego): the test
+# binaries, the commands the tests build (internal/testkit/bins) and the
+# image's build in deploy's TestDockerfile then share one build cache,
+# where a cgo build beside a static one compiled every package twice.
+test: export CGO_ENABLED = 0
 test: fmt-check vet staticcheck tidy-check
 	@$(GO) build -o $(BIN)/testreport ./internal/testkit/testreport
 	cd resolveclient && $(abspath $(BIN))/testreport -- $(GO) test -json -count=1 ./...

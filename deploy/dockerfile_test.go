@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -99,13 +101,10 @@ func TestDockerfile(t *testing.T) {
 	// The build command's binary is static: no interpreter, no shared
 	// library. (Without -tags nochengine it is not: purego, which loads
 	// the embedded engine, links the C library even without cgo.) It says
-	// so when asked for the embedded engine.
-	out := filepath.Join(t.TempDir(), "resolverd")
-	c := exec.Command("go", "build", "-tags", "nochengine", "-trimpath", "-o", out, "../cmd/resolverd")
-	c.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, b)
-	}
+	// so when asked for the embedded engine. Built as bins.Image: the
+	// command's flags but -trimpath, which changes no linking and would
+	// compile every package again.
+	out := bins.Path(t, "resolverd", bins.Image)
 	f, err := elf.Open(out)
 	if err != nil {
 		t.Fatal(err)

@@ -9,26 +9,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 )
 
-// bin holds resolverd and ingest built from this checkout.
+// bin holds resolverd and ingest built from this checkout, as every
+// test run's other users of them do (bins.Dev: built once per run).
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "deploy-bin")
-	if err != nil {
-		panic(err)
-	}
-	bin = dir
 	for _, cmd := range []string{"resolverd", "ingest"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../cmd/"+cmd).CombinedOutput()
+		p, err := bins.Build(cmd, bins.Dev)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		bin = filepath.Dir(p)
 	}
-	leakcheck.Main(m, leakcheck.After(func() { os.RemoveAll(dir) }))
+	leakcheck.Main(m)
 }
 
 // flagSet is what a command's --help says: each flag with its default

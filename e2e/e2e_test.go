@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/htb"
+	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -33,16 +33,12 @@ var resolverd string // the binary under test
 
 func TestMain(m *testing.M) {
 	gatewaytest.ServeFixtureIfChild() // the gateway's tests run this binary as an MCP server
-	dir, err := os.MkdirTemp("", "e2e-bin")
-	if err != nil {
-		panic(err)
-	}
-	resolverd = filepath.Join(dir, "resolverd")
-	if out, err := exec.Command("go", "build", "-o", resolverd, "../cmd/resolverd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build resolverd: %v\n%s", err, out)
+	var err error
+	if resolverd, err = bins.Build("resolverd", bins.Dev); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(func() { os.RemoveAll(dir) }))
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main))
 }
 
 // corpus is the input of every test: the shared sample (every class) and a

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/tlstest"
 )
 
@@ -81,10 +82,7 @@ var (
 func ingestBinary(t *testing.T) string {
 	t.Helper()
 	ingestOnce.Do(func() {
-		ingestBin = filepath.Join(filepath.Dir(resolverd), "ingest")
-		if out, err := exec.Command("go", "build", "-o", ingestBin, "../cmd/ingest").CombinedOutput(); err != nil {
-			ingestErr = fmt.Errorf("build ingest: %v\n%s", err, out)
-		}
+		ingestBin, ingestErr = bins.Build("ingest", bins.Dev)
 	})
 	if ingestErr != nil {
 		t.Fatal(ingestErr)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
@@ -25,7 +26,7 @@ type NPM struct {
 // need's one rule: .ci/run installs both).
 func FindNPM(t testing.TB) *NPM {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := bins.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,24 +39,6 @@ func FindNPM(t testing.TB) *NPM {
 		}
 	}
 	return &NPM{Dir: dir, Node: node}
-}
-
-// moduleRoot is the directory of go.mod above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
 }
 
 // server is the command of a reference server.
