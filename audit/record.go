@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultTopic is the audit topic's default name.
-const DefaultTopic = "tool-audit"
+const DefaultTopic = schema.TopicAudit
 
 // Record is one decision taken in the call path.
 type Record struct {

@@ -45,7 +45,7 @@ import (
 )
 
 // DefaultTopic is a suggested name; the topic is off unless configured.
-const DefaultTopic = "tool-decisions"
+const DefaultTopic = schema.TopicDecisions
 
 // skipped are the columns the records leave out.
 var skipped = map[string]bool{"args_raw": true}

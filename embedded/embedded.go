@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/toolaudit/toolaudit/chengine"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Defaults of Options: fixed ports, so that `ingest` and a browser find
@@ -36,10 +37,10 @@ const (
 
 // Topics created on first start.
 var Topics = map[string]int32{
-	"tool-calls":     DefaultCallPartitions,
-	"tool-listings":  3,
-	"tool-calls-dlq": 1,
-	"tool-audit":     DefaultCallPartitions, // the API's audit trail (package audit)
+	schema.TopicCalls:    DefaultCallPartitions,
+	schema.TopicListings: 3,
+	schema.TopicCallsDLQ: 1,
+	schema.TopicAudit:    DefaultCallPartitions, // the API's audit trail (package audit)
 }
 
 // Options of Start. Dir is required.
@@ -105,7 +106,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if _, err := os.Stat(filepath.Join(kdir, "topics.json")); errors.Is(err, os.ErrNotExist) {
 		for t, n := range Topics {
-			if t == "tool-calls" {
+			if t == schema.TopicCalls {
 				n = o.CallPartitions
 			}
 			opts = append(opts, kfake.SeedTopics(n, t))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // ProducerConfig configures a [Producer]. Start from
@@ -33,8 +35,8 @@ type ProducerConfig struct {
 // DefaultProducerConfig returns the defaults, without brokers.
 func DefaultProducerConfig() ProducerConfig {
 	return ProducerConfig{
-		CallsTopic:      "tool-calls",
-		ListingsTopic:   "tool-listings",
+		CallsTopic:      schema.TopicCalls,
+		ListingsTopic:   schema.TopicListings,
 		DeliveryTimeout: 60 * time.Second,
 		ClientID:        "toolaudit-ingest",
 	}

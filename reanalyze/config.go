@@ -55,7 +55,7 @@ type Config struct {
 // DefaultConfig returns the defaults, without window or analysis.
 func DefaultConfig() Config {
 	return Config{
-		Window:     schema.Window{Topic: "tool-calls"},
+		Window:     schema.Window{Topic: schema.TopicCalls},
 		Workers:    runtime.GOMAXPROCS(0),
 		BatchRows:  100000,
 		BatchBytes: 64 << 20,

@@ -176,9 +176,9 @@ func DefaultConfig() Config {
 	return Config{
 		Group:              "resolverd",
 		ClientID:           "resolverd",
-		CallsTopic:         "tool-calls",
-		ListingsTopic:      "tool-listings",
-		DLQTopic:           "tool-calls-dlq",
+		CallsTopic:         schema.TopicCalls,
+		ListingsTopic:      schema.TopicListings,
+		DLQTopic:           schema.TopicCallsDLQ,
 		AuditTopic:         audit.DefaultTopic,
 		BatchRows:          100000,
 		BatchBytes:         64 << 20,

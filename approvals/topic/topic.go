@@ -22,7 +22,7 @@ import (
 )
 
 // Default is the approvals topic's default name.
-const Default = "tool-approvals"
+const Default = schema.TopicApprovals
 
 // ErrPartitions: the approvals topic must have exactly one partition, or
 // its events have no single order and instances could disagree on the

@@ -76,7 +76,7 @@ type listingSource struct {
 
 func (l *listingSource) register(fs *flag.FlagSet) {
 	l.file = fs.String("listings", "", "read the listings from this JSONL `FILE` instead of the listings topic")
-	l.topic = fs.String("listings-topic", "tool-listings", "listings `topic` (read whole)")
+	l.topic = fs.String("listings-topic", schema.TopicListings, "listings `topic` (read whole)")
 	l.registries = fs.String("registry", "", "only these `REGISTRIES`, comma-separated (default: every registry listed)")
 }
 

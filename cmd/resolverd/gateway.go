@@ -28,6 +28,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 const gatewayHelp = `Serves an MCP endpoint (Streamable HTTP, at /mcp on --listen) that merges
@@ -100,7 +101,7 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (empty: no Kafka, no audit trail; development only)")
 	f.kafka.Register(fs)
 	f.approvals.registerLive(fs)
-	fs.StringVar(&f.listingsTopic, "listings-topic", "tool-listings", "listings `topic` the upstreams' listings are produced to")
+	fs.StringVar(&f.listingsTopic, "listings-topic", schema.TopicListings, "listings `topic` the upstreams' listings are produced to")
 	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
 	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the call is refused (at least 1s)")
 	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")

@@ -97,7 +97,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	confirm := fs.Int("confirm", reanalyze.DefaultConfirm, "with --source kafka: calls in a row emitted at or after --to plus --horizon that end a partition's read")
 	accept := fs.Bool("accept-incomplete", false, "with --source kafka: exit 0 even when completeness is not proven (the report still says where)")
 	fs.StringVar(&cfg.Window.Topic, "calls-topic", cfg.Window.Topic, "calls `topic`")
-	listingsTopic := fs.String("listings-topic", "tool-listings", "listings `topic` (full history)")
+	listingsTopic := fs.String("listings-topic", schema.TopicListings, "listings `topic` (full history)")
 	fs.IntVar(&cfg.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines deciding calls")
 	fs.IntVar(&cfg.BatchRows, "batch-rows", cfg.BatchRows, "decisions per ClickHouse INSERT (two batches are held at most)")
 	batchMB := fs.Int("batch-mb", cfg.BatchBytes>>20, "most `MiB` of decisions in one INSERT")
