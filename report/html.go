@@ -36,6 +36,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 
 type view struct {
 	Title, Range, Filters, Created, Bucket, PrevNote string
+	// From, To, PrevFrom and PrevTo are the range and the period before
+	// (RFC 3339), for data- attributes; RangeNote and PrevRange as read.
+	From, To, PrevFrom, PrevTo, RangeNote, PrevRange string
 	Empty                                            bool
 	Tiles                                            []tile
 	Problems                                         []problemView
@@ -61,7 +64,9 @@ type problemView struct {
 
 type sectionView struct {
 	Table table
-	More  string
+	// More says what the table cut; Note, if set, stands for the table
+	// (approvals not in use).
+	More, Note string
 }
 
 type cell struct {
@@ -120,7 +125,11 @@ func (r *Report) view() view {
 		Created:  r.Created.Format(time.RFC3339),
 		Bucket:   human(r.Interval),
 		PrevNote: r.PrevNote(),
-		Note:     "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL). The dashboards list every row these tables cut.",
+		From:     r.From.UTC().Format(time.RFC3339), To: r.To.UTC().Format(time.RFC3339),
+		PrevFrom: r.PrevFrom.UTC().Format(time.RFC3339), PrevTo: r.PrevTo.UTC().Format(time.RFC3339),
+		RangeNote: r.RangeNote(),
+		PrevRange: r.PrevFrom.UTC().Format("2006-01-02 15:04") + " .. " + r.PrevTo.UTC().Format("2006-01-02 15:04") + " UTC",
+		Note:      "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL). The dashboards list every row these tables cut.",
 	}
 	if d, _ := num(r.Verdicts, "decisions"); d == 0 {
 		v.Empty = true
@@ -142,6 +151,11 @@ func (r *Report) view() view {
 		t := newTable(s.query, s.title, descs[s.query], c.Result)
 		t.Section = s.id
 		sv := sectionView{Table: t}
+		if n := r.ApprovalsNote(); s.id == "pending" && n != "" {
+			sv = sectionView{Table: table{ID: s.query, Section: s.id, Title: s.title, Description: t.Description}, Note: n}
+			v.Sections = append(v.Sections, sv)
+			continue
+		}
 		if c.MoreRows > 0 {
 			sv.More = fmt.Sprintf("and %d more%s", c.MoreRows, moreCalls(c, s.rank))
 		}
