@@ -25,14 +25,6 @@ import (
 // writer, and returns a connection to it.
 func periodConn(t *testing.T, db string, times []time.Time, listings ...*schema.Listing) driver.Conn {
 	t.Helper()
-	srv := chenginetest.Server(t)
-	ctx := context.Background()
-	cfg := sink.Config{Addr: []string{srv.Addr()}, Database: db}
-	w, err := sink.NewClickHouse(ctx, cfg, sink.WithMigrate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	var rows []schema.Row
 	for i, at := range times {
 		var r schema.Row
@@ -49,6 +41,22 @@ func periodConn(t *testing.T, db string, times []time.Time, listings ...*schema.
 		r.ResolverBuild, r.PolicyVersion, r.Topic = "test", "strict/v1", "tool-calls"
 		rows = append(rows, r)
 	}
+	return writeDB(t, db, rows, listings)
+}
+
+// writeDB writes rows and the registry history of listings through
+// resolverd's writer into database db of the shared engine, and returns
+// a connection whose default database it is.
+func writeDB(t *testing.T, db string, rows []schema.Row, listings []*schema.Listing) driver.Conn {
+	t.Helper()
+	srv := chenginetest.Server(t)
+	ctx := context.Background()
+	cfg := sink.Config{Addr: []string{srv.Addr()}, Database: db}
+	w, err := sink.NewClickHouse(ctx, cfg, sink.WithMigrate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	if err := w.Write(ctx, rows); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if s := r.Session; s != nil {
 		fmt.Fprintf(ew, "\n== Session %s\n", r.Options.Session)
-		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version"))
+		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "drift", "registry_version"))
 		section(ew, "Call path against stream (time of check, time of use)", s.TOCTOU)
 		cutSection(ew, "Registry changes in the range, newest first", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"), "")
 	}
