@@ -179,6 +179,9 @@ func TestPeriodBefore(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := b.String()
+			if unit := map[bool]string{true: "minutes", false: "hours"}[tc.name == "six hours"]; tc.from.IsZero() == strings.Contains(text, "rounded out to whole "+unit) {
+				t.Errorf("the text does not say (only) when the range asked is rounded out to whole %s:\n%s", unit, text)
+			}
 			if tc.none {
 				if !strings.Contains(text, "No decisions in the") || strings.Contains(text, "vs the") {
 					t.Errorf("nothing before the range, yet the text compares:\n%s", text)
