@@ -26,14 +26,14 @@ func pendingSQL(extra, limit string) string {
            maxIf(observed_at, change IN ('added', 'changed')) AS since,
            argMaxIf(summary, observed_at, change IN ('added', 'changed')) AS summary
     FROM registry_changes FINAL
-    WHERE deleted = 0 AND observed_at <= $__toTime_ms
+    WHERE deleted = 0 AND ` + upTo("observed_at") + `
       AND ` + reg + `
     GROUP BY registry, server, tool
     HAVING last_change != 'removed'
 ), verdicts AS (
     SELECT registry, server, tool, digest, argMax(verb, baseline_version) AS verb
     FROM approval_events FINAL
-    WHERE decided_at <= $__toTime_ms
+    WHERE ` + upTo("decided_at") + `
       AND ` + reg + `
     GROUP BY registry, server, tool, digest
 ), approved AS (
@@ -71,7 +71,7 @@ SELECT e.decided_at AS time, e.registry AS registry, e.server AS server, e.tool 
        e.baseline_version AS baseline_version` + extra + `
 FROM approval_events AS e FINAL
 LEFT JOIN defs ON defs.registry = e.registry AND defs.server = e.server AND defs.tool = e.tool AND defs.digest = e.digest
-WHERE $__timeFilter_ms(e.decided_at)
+WHERE ` + inRange("e.decided_at") + `
   AND ` + in("e.registry", VarRegistry) + `
 ORDER BY time DESC, baseline_version DESC
 LIMIT ` + limit
@@ -100,13 +100,18 @@ func ApprovalsRecent() Query {
 }
 
 // reportApprovals are the report's sections of the approved definitions:
-// the dashboard's queries, cut to ReportTop rows with total_rows.
+// the dashboard's queries, cut to ReportTop rows with total_rows; the
+// pending ones with reviews, the approval events up to the range's end.
 func reportApprovals() []Query {
 	total := ",\n       toUInt64(count() OVER ()) AS total_rows"
 	top := strconv.Itoa(ReportTop)
 	p, r := ApprovalsPending(), ApprovalsRecent()
+	// reviews: approval events of the selected registries up to the end
+	// of the range; none means approvals are not in use there, and the
+	// report says so instead of listing every definition as waiting.
+	reviews := total + ",\n       toUInt64((SELECT count() FROM approval_events WHERE " + upTo("decided_at") + " AND " + in("registry", VarRegistry) + ")) AS reviews"
 	return []Query{
-		{ID: "report.pending", Title: "Definitions waiting for approval", Format: Table, Description: p.Description, SQL: pendingSQL(total, top)},
+		{ID: "report.pending", Title: "Definitions waiting for approval", Format: Table, Description: p.Description, SQL: pendingSQL(reviews, top)},
 		{ID: "report.approvals", Title: "Approvals, rejections and revocations", Format: Table, Description: r.Description, SQL: verdictsSQL(total, top)},
 	}
 }

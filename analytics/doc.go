@@ -21,8 +21,9 @@
 //   - decisions_rollup_minute and decisions_rollup_hour (counts by
 //     registry, model, provider, surface, source, class): the minute tier
 //     for ranges up to TierSeconds (two days), the hour tier beyond, the
-//     other cut by a constant condition; the range is rounded out to whole
-//     buckets;
+//     other cut by a constant condition; the range, half-open, is
+//     rounded out to whole buckets (period.go: the one rule of a range,
+//     and how adjacent periods compare exactly);
 //   - decisions_by_tool_day and fabricated_names_day: whole UTC days;
 //   - sessions_by_hour, registry_versions_seen, call_path_decisions.
 //

@@ -9,7 +9,7 @@ package analytics
 // sessionsRange selects the rows of sessions_by_hour of the dashboard's
 // range and variables.
 var sessionsRange = and(is("analysis_id", VarAnalysis),
-	"hour >= toStartOfHour($__fromTime) AND hour <= $__toTime",
+	inBuckets("hour", "toStartOfHour"),
 	in("registry", VarRegistry), in("model", VarModel), in("agent_id", VarAgent))
 
 // Incident are the incident drill-down's queries.
@@ -50,13 +50,13 @@ SELECT emitted_at AS time, source, action, event_id, tool, server AS pin, class,
        registry_version, seen_digest, current_digest, agent_id AS agent, model
 FROM decisions FINAL
 WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession),
-				"$__timeFilter_ms(emitted_at)", in("registry", VarRegistry), in("class", VarClass)) + `
+				inRange("emitted_at"), in("registry", VarRegistry), in("class", VarClass)) + `
   AND call_key GLOBAL IN (
     SELECT arrayJoin(call_keys) FROM sessions_by_hour
-    WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession), "hour >= toStartOfHour($__fromTime) AND hour <= $__toTime") + `
+    WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession), inBuckets("hour", "toStartOfHour")) + `
     UNION ALL
     SELECT call_key FROM session_calls
-    WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession), "$__timeFilter_ms(emitted_at)") + `
+    WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession), inRange("emitted_at")) + `
   )
 ORDER BY time DESC, event_id DESC, source DESC
 LIMIT 5000
@@ -89,7 +89,7 @@ FROM decisions FINAL
 WHERE ` + is("analysis_id", VarAnalysis) + `
   AND call_key GLOBAL IN (
     SELECT call_key FROM call_path_decisions
-    WHERE ` + and(is("analysis_id", VarAnalysis), "$__timeFilter_ms(emitted_at)",
+    WHERE ` + and(is("analysis_id", VarAnalysis), inRange("emitted_at"),
 			in("registry", VarRegistry), in("model", VarModel), in("agent_id", VarAgent), session) + `
   )
 GROUP BY call_key
@@ -109,7 +109,7 @@ type VariableQuery struct {
 }
 
 // hourRange selects the hours of the dashboard's range in the hour tables.
-const hourRange = "hour >= toStartOfHour($__fromTime) AND hour <= $__toTime"
+var hourRange = inBuckets("hour", "toStartOfHour")
 
 // busiest lists col's values with decisions in the range, busiest first
 // (decisions_rollup_hour; first is the tie breaker's column order).

@@ -70,13 +70,13 @@ func rollup(cols string, where ...string) string {
     SELECT minute AS t, ` + cols + `
     FROM decisions_rollup_minute
     WHERE $__toTime - $__fromTime <= ` + strconv.Itoa(TierSeconds) + `
-      AND minute >= toStartOfMinute($__fromTime) AND minute <= $__toTime
+      AND ` + inBuckets("minute", "toStartOfMinute") + `
       AND ` + w + `
     UNION ALL
     SELECT hour AS t, ` + cols + `
     FROM decisions_rollup_hour
     WHERE $__toTime - $__fromTime > ` + strconv.Itoa(TierSeconds) + `
-      AND hour >= toStartOfHour($__fromTime) AND hour <= $__toTime
+      AND ` + inBuckets("hour", "toStartOfHour") + `
       AND ` + w + `
 )`
 }
@@ -191,14 +191,15 @@ ORDER BY time, ` + dim,
 }
 
 // Span is the time range that holds all of an analysis's decisions in
-// the rollups (from the start of the first hour to the end of the last),
+// the rollups, half-open: from the start of the first hour to the start
+// of the hour after the last,
 // for a report over all of it. A decision without a usable emitted_at
 // counts at its decision time, as in the rollups.
 func Span() Query {
 	return Query{
 		ID: "analysis.span", Title: "Time span of the analysis", Format: Table,
-		Description: "From the first hour to the end of the last hour with decisions of the analysis (decisions_rollup_hour).",
-		SQL: `SELECT min(hour) AS first, max(hour) + INTERVAL 3599 SECOND AS last
+		Description: "From the first hour with decisions of the analysis to the end of the last (decisions_rollup_hour), half-open: [first, last).",
+		SQL: `SELECT min(hour) AS first, max(hour) + INTERVAL 1 HOUR AS last
 FROM decisions_rollup_hour
 WHERE ` + is("analysis_id", VarAnalysis),
 	}

@@ -378,8 +378,9 @@ func TestFleetQueries(t *testing.T) {
 			check(t, byID(t, "fleet.by_surface"), e, oracleRateTable(rows, func(r schema.Row) string { return r.Surface }))
 		})
 	}
-	// The span of the analysis: the hours of its first and last call.
-	check(t, Span(), day0, [][]string{{cell(base.Add(time.Hour)), cell(base.Add(5*day + 4*time.Hour - time.Second))}})
+	// The span of the analysis: the hours of its first and last call,
+	// half-open.
+	check(t, Span(), day0, [][]string{{cell(base.Add(time.Hour)), cell(base.Add(5*day + 4*time.Hour))}})
 
 	// Known values, so that the oracle itself is checked: day 0 holds 17
 	// H1 calls of the bulk session and the incident's H1 delivered twice.

@@ -47,7 +47,7 @@ func Report() []Query {
            argMax(trust_after, observed_at) AS trust
     FROM registry_changes FINAL
     WHERE ` + in("registry", VarRegistry) + `
-      AND deleted = 0 AND observed_at <= $__toTime_ms
+      AND deleted = 0 AND ` + upTo("observed_at") + `
     GROUP BY registry, server, tool
     HAVING last_change != 'removed'
 ), names AS (
@@ -125,7 +125,7 @@ func fabricatedSQL(f []string, extra string) string {
     sum(rows) AS calls,
     arrayStringConcat(arraySort(groupUniqArray(model)), ', ') AS models` + extra + `
 FROM fabricated_names_day
-WHERE ` + and(append([]string{"$__dateFilter(day)"}, f...)...) + `
+WHERE ` + and(append([]string{inDays("day")}, f...)...) + `
 GROUP BY tool, suggested_tool
 ORDER BY calls DESC, emitted, nearest`
 }

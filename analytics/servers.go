@@ -3,20 +3,20 @@ package analytics
 // toolDayFilters are the filters of decisions_by_tool_day on the MCP
 // servers dashboard: whole UTC days, one registry.
 func toolDayFilters() []string {
-	return []string{"$__dateFilter(day)", is("analysis_id", VarAnalysis), in("registry", VarRegistry), in("source", VarSource)}
+	return []string{inDays("day"), is("analysis_id", VarAnalysis), in("registry", VarRegistry), in("source", VarSource)}
 }
 
 // providers is a WITH clause: the tools each server of the selected
 // registry provides at the end of the time range, with the server's
 // trust, replayed from registry_changes (each tool's last change up to
 // then, unless it was a removal).
-const providers = `WITH providers AS (
+var providers = `WITH providers AS (
     SELECT server, tool,
            argMax(change, observed_at) AS last_change,
            argMax(trust_after, observed_at) AS trust
     FROM registry_changes FINAL
     WHERE ` + "$__conditionalAll(registry IN (${registry:sqlstring}), $registry)" + `
-      AND deleted = 0 AND observed_at <= $__toTime_ms
+      AND deleted = 0 AND ` + upTo("observed_at") + `
     GROUP BY server, tool
     HAVING last_change != 'removed'
 )
@@ -123,7 +123,7 @@ ORDER BY time, server`,
            countIf(observed_at >= $__fromTime_ms) AS changes_in_range
     FROM registry_changes FINAL
     WHERE ` + "$__conditionalAll(registry IN (${registry:sqlstring}), $registry)" + `
-      AND deleted = 0 AND observed_at <= $__toTime_ms
+      AND deleted = 0 AND ` + upTo("observed_at") + `
     GROUP BY server, tool
 )
 SELECT d.server AS server, d.tool AS tool, d.stale AS stale, d.drifted AS drifted,
@@ -165,7 +165,7 @@ FROM (
     FROM registry_versions_seen
     WHERE ` + and(is("analysis_id", VarAnalysis), in("registry", VarRegistry)) + `
     GROUP BY registry, registry_version
-    HAVING first <= $__toTime_ms AND last >= $__fromTime_ms
+    HAVING first < $__toTime_ms AND last >= $__fromTime_ms
 )
 GROUP BY registry`
 }
@@ -179,7 +179,7 @@ func RegistryChanges() Query {
 		SQL: `SELECT observed_at AS time, registry, server, tool, change, summary,
        trust_before, trust_after, digest_before, digest_after, event_id
 FROM registry_changes FINAL
-WHERE deleted = 0 AND $__timeFilter_ms(observed_at)
+WHERE deleted = 0 AND ` + inRange("observed_at") + `
   AND ` + in("registry", VarRegistry) + `
 ORDER BY time DESC, registry, server, tool
 LIMIT 1000`,
@@ -196,7 +196,7 @@ func ChangeAnnotations() Query {
        concat(registry, '/', server, ': ', arrayStringConcat(arraySort(groupArray(concat(change, ' ', tool))), ', ')) AS text,
        concat(registry, ',', server) AS tags
 FROM registry_changes FINAL
-WHERE deleted = 0 AND $__timeFilter_ms(observed_at)
+WHERE deleted = 0 AND ` + inRange("observed_at") + `
   AND ` + in("registry", VarRegistry) + `
 GROUP BY registry, server, observed_at
 ORDER BY time DESC, text

@@ -212,7 +212,7 @@ func TestVersions(t *testing.T) {
 			t.Errorf("%s: schemaVersion %d, want %d (Grafana %s's)", f, d.SchemaVersion, SchemaVersion, MinGrafana)
 		}
 	}
-	if !used["fromTime_ms"] || !used["timeFilter_ms"] {
+	if !used["fromTime_ms"] || !used["toTime_ms"] {
 		t.Fatalf("macros used %v: the test reads the SQL wrong", used)
 	}
 	lacks := func(r pluginRelease) []string {

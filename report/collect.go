@@ -16,7 +16,7 @@ import (
 type Options struct {
 	// Analysis is the analysis id (resolverd run's --analysis).
 	Analysis string
-	// From and To bound the calls' emitted_at.
+	// From and To bound the calls' emitted_at: [From, To).
 	From, To time.Time
 	// Registries and Models narrow the report; empty means all.
 	Registries, Models []string
@@ -35,9 +35,12 @@ type Report struct {
 	// (Bucket).
 	Interval time.Duration
 	Created  time.Time
-	// PrevFrom and PrevTo are the period before, as long as the range:
-	// the headline's change is against it.
-	PrevFrom, PrevTo time.Time
+	// Options.From and To are the range counted: the one asked
+	// (AskedFrom, AskedTo) rounded out to whole buckets of the rollup
+	// tier it reads (analytics.Align), half-open. PrevFrom and PrevTo are
+	// the period before, as long and adjacent ([PrevFrom, From)): the
+	// headline's change is against it, exact, as no bucket is in both.
+	AskedFrom, AskedTo, PrevFrom, PrevTo time.Time
 
 	Rates, Verdicts, PrevRates, PrevVerdicts             *analytics.Result
 	ClassMix, ByModel, BySurface, ModelSeries, Malformed *analytics.Result
@@ -106,8 +109,13 @@ func Collect(ctx context.Context, conn driver.Conn, o Options) (*Report, error) 
 	if !o.To.After(o.From) {
 		return nil, fmt.Errorf("report: empty time range %s .. %s", o.From, o.To)
 	}
-	r := &Report{Options: o, Created: time.Now().UTC(), Interval: Bucket(o.To.Sub(o.From))}
-	r.PrevTo, r.PrevFrom = o.From, o.From.Add(-o.To.Sub(o.From))
+	// The range the rollups answer exactly, and the period before it,
+	// adjacent and as long (analytics.Align): the report says this range.
+	r := &Report{Options: o, Created: time.Now().UTC(), AskedFrom: o.From, AskedTo: o.To}
+	r.From, r.To = analytics.Align(o.From, o.To)
+	r.PrevFrom, r.PrevTo = analytics.Previous(r.From, r.To)
+	r.Interval = Bucket(r.To.Sub(r.From))
+	o = r.Options
 	p := o.Params(r.Interval)
 	prev := p
 	prev.From, prev.To = r.PrevFrom, r.PrevTo

@@ -36,6 +36,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 
 type view struct {
 	Title, Range, Filters, Created, Bucket, PrevNote string
+	// From, To, PrevFrom and PrevTo are the range and the period before
+	// (RFC 3339), for data- attributes; RangeNote and PrevRange as read.
+	From, To, PrevFrom, PrevTo, RangeNote, PrevRange string
 	Empty                                            bool
 	Tiles                                            []tile
 	Problems                                         []problemView
@@ -61,7 +64,9 @@ type problemView struct {
 
 type sectionView struct {
 	Table table
-	More  string
+	// More says what the table cut; Note, if set, stands for the table
+	// (approvals not in use).
+	More, Note string
 }
 
 type cell struct {
@@ -108,6 +113,8 @@ func raw(v any) string {
 		return ""
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano)
+	case bool:
+		return strconv.FormatBool(x)
 	}
 	return Format("", v)
 }
@@ -120,7 +127,11 @@ func (r *Report) view() view {
 		Created:  r.Created.Format(time.RFC3339),
 		Bucket:   human(r.Interval),
 		PrevNote: r.PrevNote(),
-		Note:     "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL). The dashboards list every row these tables cut.",
+		From:     r.From.UTC().Format(time.RFC3339), To: r.To.UTC().Format(time.RFC3339),
+		PrevFrom: r.PrevFrom.UTC().Format(time.RFC3339), PrevTo: r.PrevTo.UTC().Format(time.RFC3339),
+		RangeNote: r.RangeNote(),
+		PrevRange: r.PrevFrom.UTC().Format("2006-01-02 15:04") + " .. " + r.PrevTo.UTC().Format("2006-01-02 15:04") + " UTC",
+		Note:      "Counts are decisions as delivered, from the rollups the Grafana dashboards read: a call decided twice after a resolverd crash counts twice. The session's decisions are read exactly (FINAL). The dashboards list every row these tables cut.",
 	}
 	if d, _ := num(r.Verdicts, "decisions"); d == 0 {
 		v.Empty = true
@@ -142,6 +153,11 @@ func (r *Report) view() view {
 		t := newTable(s.query, s.title, descs[s.query], c.Result)
 		t.Section = s.id
 		sv := sectionView{Table: t}
+		if n := r.ApprovalsNote(); s.id == "pending" && n != "" {
+			sv = sectionView{Table: table{ID: s.query, Section: s.id, Title: s.title, Description: t.Description}, Note: n}
+			v.Sections = append(v.Sections, sv)
+			continue
+		}
 		if c.MoreRows > 0 {
 			sv.More = fmt.Sprintf("and %d more%s", c.MoreRows, moreCalls(c, s.rank))
 		}
@@ -153,8 +169,8 @@ func (r *Report) view() view {
 		changes := cut(s.Changes, "", maxChangeRows)
 		v.Session = &sessionView{
 			Name:      r.Options.Session,
-			Timeline:  newTimeline(s.Decisions),
-			Decisions: newTable("incident.session_decisions", "Decisions, in order", pick(inc, "incident.session_decisions").Description, decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version")),
+			Timeline:  newTimeline(s.Decisions, s.Changes),
+			Decisions: newTable("incident.session_decisions", "Decisions, in order", pick(inc, "incident.session_decisions").Description, decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "drift", "registry_version")),
 			TOCTOU:    newTable("incident.toctou_session", "Call path against stream (time of check, time of use)", analytics.TOCTOU(true).Description, s.TOCTOU),
 			Changes:   newTable("changes.in_range", "Registry changes in the range (newest first)", pick(inc, "changes.in_range").Description, changes.Select("time", "registry", "server", "tool", "change", "summary")),
 		}
@@ -389,6 +405,7 @@ type timeline struct {
 	From, To                   string
 	Lanes                      []lane
 	Marks                      []mark
+	Changes                    []changeLine
 	Classes                    []mark // one per class present, for the legend
 }
 
@@ -401,14 +418,34 @@ type mark struct {
 	X, Y         float64
 	Color, Title string
 	Class, Raw   string
+	Drift        bool
 }
 
-func newTimeline(res *analytics.Result) timeline {
+// changeLine is a listing change on the session's timeline.
+type changeLine struct {
+	X                 float64
+	Bottom            int
+	Raw, Label, Title string
+}
+
+// maxChangeLines bounds the listing changes drawn on a session's
+// timeline.
+const maxChangeLines = 10
+
+// newTimeline is the session's decisions on a time axis, one lane per
+// source; a decision whose tool changed after it (drift) ringed; and the
+// listing changes (changes.in_range) of the servers the session called
+// that fall inside its span, as vertical lines: a rug pull mid-session
+// shows as the line between the calls before and the stale (M4) ones
+// after.
+func newTimeline(res, changes *analytics.Result) timeline {
 	tl := timeline{Width: 860, Left: 80, PlotW: 740}
 	if res == nil || len(res.Rows) == 0 {
 		return tl
 	}
 	ti, si, ci, tooli, reasoni := res.Col("time"), res.Col("source"), res.Col("class"), res.Col("tool"), res.Col("reason")
+	drifti, serveri := res.Col("drift"), res.Col("resolved_server")
+	called := map[string]bool{}
 	var first, last time.Time
 	laneOf := map[string]int{}
 	for _, row := range res.Rows {
@@ -423,6 +460,11 @@ func newTimeline(res *analytics.Result) timeline {
 		if _, ok := laneOf[src]; !ok {
 			laneOf[src] = len(laneOf)
 		}
+		if serveri >= 0 {
+			if s, ok := row[serveri].(string); ok && s != "" {
+				called[s] = true
+			}
+		}
 	}
 	var names []string
 	for n := range laneOf {
@@ -431,9 +473,9 @@ func newTimeline(res *analytics.Result) timeline {
 	slices.Sort(names)
 	for i, n := range names {
 		laneOf[n] = i
-		tl.Lanes = append(tl.Lanes, lane{Name: n, Y: 24 + 36*i})
+		tl.Lanes = append(tl.Lanes, lane{Name: n, Y: 40 + 36*i})
 	}
-	tl.Height = 24 + 36*len(names) + 24
+	tl.Height = 40 + 36*len(names) + 24
 	span := last.Sub(first).Seconds()
 	tl.From, tl.To = first.UTC().Format("15:04:05.000"), last.UTC().Format("15:04:05.000")
 	for _, row := range res.Rows {
@@ -447,8 +489,27 @@ func newTimeline(res *analytics.Result) timeline {
 		if !slices.ContainsFunc(tl.Classes, func(m mark) bool { return m.Class == class }) {
 			tl.Classes = append(tl.Classes, mark{Class: class, Color: classColor(class)})
 		}
-		tl.Marks = append(tl.Marks, mark{X: round1(x), Y: float64(tl.Lanes[laneOf[src]].Y), Color: classColor(class), Class: class, Raw: raw(row[ti]),
-			Title: t.UTC().Format("15:04:05.000") + " " + src + " " + Format("", row[tooli]) + ": " + class + " " + Format("", row[reasoni])})
+		m := mark{X: round1(x), Y: float64(tl.Lanes[laneOf[src]].Y), Color: classColor(class), Class: class, Raw: raw(row[ti]),
+			Title: t.UTC().Format("15:04:05.000") + " " + src + " " + Format("", row[tooli]) + ": " + class + " " + Format("", row[reasoni])}
+		if drifti >= 0 && row[drifti] == true {
+			m.Drift = true
+			m.Title += " (drift: the tool changed after this call)"
+		}
+		tl.Marks = append(tl.Marks, m)
+	}
+	if changes != nil && span > 0 {
+		cti, csi, ctooli, cchi := changes.Col("time"), changes.Col("server"), changes.Col("tool"), changes.Col("change")
+		for _, row := range changes.Rows {
+			t, _ := row[cti].(time.Time)
+			srv := Format("", row[csi])
+			if t.Before(first) || t.After(last) || !called[srv] || len(tl.Changes) == maxChangeLines {
+				continue
+			}
+			x := round1(float64(tl.Left) + float64(tl.PlotW)*t.Sub(first).Seconds()/span)
+			tl.Changes = append(tl.Changes, changeLine{X: x, Raw: raw(row[cti]), Bottom: tl.Height - 16,
+				Label: srv + ": " + Format("", row[cchi]) + " " + Format("", row[ctooli]),
+				Title: t.UTC().Format("15:04:05.000") + " listing of " + srv + ": " + Format("", row[cchi]) + " " + Format("", row[ctooli])})
+		}
 	}
 	slices.SortFunc(tl.Classes, func(a, b mark) int { return schema.Class(a.Class).Index() - schema.Class(b.Class).Index() })
 	return tl

@@ -90,8 +90,9 @@ func TestText(t *testing.T) {
 	// Approvals wait whether or not calls were decided: the first
 	// listings (day 0 - 1h) are pending at the end of a range without
 	// decisions but for github's create_issue and search, which ana
-	// approved at its end.
-	o.From, o.To = base.Add(-90*time.Minute), base.Add(-30*time.Minute)
+	// approved at its end (the range is half-open: its last minute holds
+	// the approval).
+	o.From, o.To = base.Add(-90*time.Minute), base.Add(-29*time.Minute)
 	empty.Reset()
 	flat = ""
 	if err := collect(t, o).WriteText(&empty); err == nil {
@@ -158,7 +159,7 @@ func TestTOCTOU(t *testing.T) {
 // TestSpan: the span of the fixture's analysis.
 func TestSpan(t *testing.T) {
 	from, to, ok, err := SpanOf(context.Background(), fixture(t), analyticsfixture.Analysis)
-	if err != nil || !ok || !from.Equal(base.Add(time.Hour)) || !to.Equal(base.Add(5*24*time.Hour+4*time.Hour-time.Second)) {
+	if err != nil || !ok || !from.Equal(base.Add(time.Hour)) || !to.Equal(base.Add(5*24*time.Hour+4*time.Hour)) {
 		t.Errorf("span %v .. %v, %v, %v", from, to, ok, err)
 	}
 	if _, _, ok, err := SpanOf(context.Background(), fixture(t), "none"); ok || err != nil {

@@ -80,9 +80,45 @@ func (r *Report) Headlines() []Headline {
 // before has no decisions; "" otherwise.
 func (r *Report) PrevNote() string {
 	if d, _ := num(r.PrevVerdicts, "decisions"); d == 0 {
-		return "No decisions in the " + human(r.To.Sub(r.From)) + " before (" + r.PrevFrom.UTC().Format("2006-01-02 15:04") + " .. " + r.PrevTo.UTC().Format("2006-01-02 15:04") + " UTC): no change to show."
+		return "No decisions in the " + human(r.To.Sub(r.From)) + " before (" + r.PrevFrom.UTC().Format("2006-01-02 15:04") + " .. " + r.PrevTo.UTC().Format("2006-01-02 15:04") + " UTC, up to the range's start): no change to show."
 	}
 	return ""
+}
+
+// ApprovalsNote says, when definitions are current at the end of the
+// range but no approval event of the selected registries came before it,
+// that approvals are not in use and how many definitions were never
+// reviewed: the report shows that instead of a queue nobody keeps; ""
+// otherwise (approvals in use, or no definition).
+func (r *Report) ApprovalsNote() string {
+	if r.Pending == nil || len(r.Pending.Rows) == 0 || r.Pending.Col("reviews") < 0 {
+		return ""
+	}
+	if n, _ := analytics.Float(r.Pending.Rows[0][r.Pending.Col("reviews")]); n > 0 {
+		return ""
+	}
+	total, _ := analytics.Float(r.Pending.Rows[0][r.Pending.Col("total_rows")])
+	defs := fmt.Sprintf("%s definitions", Grouped("total_rows", uint64(total)))
+	if total == 1 {
+		defs = "1 definition"
+	}
+	return "Approvals are not in use: no definition of these registries was approved, rejected or revoked up to the end of the range. " +
+		defs + " current then were never reviewed (the MCP servers dashboard lists them; resolverd registry approve reviews one)."
+}
+
+// RangeNote says how the range counted differs from the one asked: its
+// ends rounded out to whole buckets of the rollups (analytics.Align);
+// "" when it is the one asked.
+func (r *Report) RangeNote() string {
+	if r.AskedFrom.Equal(r.From) && r.AskedTo.Equal(r.To) || r.AskedFrom.IsZero() {
+		return ""
+	}
+	unit := "minutes"
+	if analytics.Tier(r.To.Sub(r.From)) == time.Hour {
+		unit = "hours"
+	}
+	return "The range asked, " + r.AskedFrom.UTC().Format("2006-01-02 15:04:05") + " .. " + r.AskedTo.UTC().Format("2006-01-02 15:04:05") +
+		" UTC, rounded out to whole " + unit + " (the rollups' buckets), so that it and the period before count every call once."
 }
 
 // value is column col of the first row, or nil.
@@ -214,7 +250,7 @@ func cut(res *analytics.Result, rank string, n int) cutResult {
 		// The totals are the ranking's, not columns to show.
 		var cols []string
 		for _, c := range res.Columns {
-			if c != "total_rows" && c != "total_calls" {
+			if c != "total_rows" && c != "total_calls" && c != "reviews" {
 				cols = append(cols, c)
 			}
 		}

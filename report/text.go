@@ -16,6 +16,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "toolaudit report: analysis %q, calls emitted %s .. %s UTC (%s)\n", r.Analysis,
 		r.From.UTC().Format("2006-01-02 15:04:05"), r.To.UTC().Format("2006-01-02 15:04:05"), human(r.To.Sub(r.From)))
+	if n := r.RangeNote(); n != "" {
+		fmt.Fprintln(ew, n)
+	}
 	fmt.Fprintf(ew, "registries: %s; models: %s\n", list(r.Options.Registries), list(r.Models))
 
 	decisions, _ := num(r.Verdicts, "decisions")
@@ -24,7 +27,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		// Approvals wait whether or not calls were decided.
 		for _, s := range r.sections() {
 			if s.approvals {
-				cutSection(ew, s.title, s.res, s.rank)
+				r.writeSection(ew, s)
 			}
 		}
 		return ew.err
@@ -53,11 +56,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	for _, s := range r.sections() {
-		cutSection(ew, s.title, s.res, s.rank)
+		r.writeSection(ew, s)
 	}
 	if s := r.Session; s != nil {
 		fmt.Fprintf(ew, "\n== Session %s\n", r.Options.Session)
-		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "registry_version"))
+		section(ew, "Decisions, in order", s.Decisions.Select("time", "source", "action", "tool", "class", "reason", "path", "resolved_server", "resolved_tool", "nearest", "drift", "registry_version"))
 		section(ew, "Call path against stream (time of check, time of use)", s.TOCTOU)
 		cutSection(ew, "Registry changes in the range, newest first", s.Changes.Select("time", "registry", "server", "tool", "change", "summary"), "")
 	}
@@ -86,6 +89,16 @@ func (r *Report) sections() []sectionSpec {
 		{"pending", "Definitions waiting for approval at the end of the range, newest first", "report.pending", rank("report.pending"), r.Pending, true},
 		{"approvals", "Approvals, rejections and revocations in the range, newest first", "report.approvals", rank("report.approvals"), r.Approvals, true},
 	}
+}
+
+// writeSection prints a section: its top rows, or the note that stands
+// for them (ApprovalsNote).
+func (r *Report) writeSection(w io.Writer, s sectionSpec) {
+	if n := r.ApprovalsNote(); s.id == "pending" && n != "" {
+		fmt.Fprintf(w, "\n%s\n  %s\n", s.title, n)
+		return
+	}
+	cutSection(w, s.title, s.res, s.rank)
 }
 
 // cutSection prints a section's top rows and what was left out.

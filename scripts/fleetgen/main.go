@@ -5,6 +5,14 @@
 //
 //	go run ./scripts/fleetgen -sessions 20000 > fleet.jsonl
 //	go run ./scripts/fleetgen -sessions 6667 -brokers 127.0.0.1:19092 -rate 1000
+//
+// With -demo DIR it writes instead the demo's fleet (make demo): htb's
+// single-registry and MCP tracks (-trials, -honest) regrouped into agent
+// sessions of tens of calls (fleet.Sessions), two of them with an
+// incident (a rug pull mid-session, a model inventing a name again and
+// again), as DIR/listings.jsonl and DIR/calls.jsonl.
+//
+//	go run ./scripts/fleetgen -demo .demo/fleet -start 2026-12-01T00:00:00Z
 package main
 
 import (
@@ -13,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,7 +40,18 @@ func main() {
 	brokers := flag.String("brokers", "", "produce to this Kafka instead of writing JSONL")
 	topic := flag.String("topic", "tool-listings", "listings topic (with -brokers)")
 	rate := flag.Int("rate", 1000, "listings per second (with -brokers)")
+	demo := flag.String("demo", "", "write the demo's fleet of agent sessions into this directory instead")
+	start := flag.String("start", "2026-12-01T00:00:00Z", "the demo fleet's first call (with -demo)")
+	trials := flag.Int("trials", 40, "htb hostile trials per class (with -demo)")
+	honest := flag.Int("honest", 800, "htb honest trials per kind (with -demo)")
 	flag.Parse()
+	if *demo != "" {
+		if err := writeDemo(*demo, *start, *seed, *trials, *honest); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetgen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ms, err := fleet.ReadManifests(*manifests)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -91,4 +111,49 @@ func feed(brokers, topic, registry string, rate int, evs []fleet.Event) error {
 	default:
 		return nil
 	}
+}
+
+// writeDemo writes the demo's fleet: htb's tracks regrouped into
+// sessions, and says which sessions carry an incident.
+func writeDemo(dir, start string, seed uint64, trials, honest int) error {
+	at, err := time.Parse(time.RFC3339, start)
+	if err != nil {
+		return fmt.Errorf("-start: %w", err)
+	}
+	listings, out, rp, err := fleet.Demo(at, seed, trials, honest)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	lines := make([][]byte, len(out))
+	for i, c := range out {
+		lines[i] = c.Line
+	}
+	for name, ls := range map[string][][]byte{"listings.jsonl": listings, "calls.jsonl": lines} {
+		if err := writeLines(filepath.Join(dir, name), ls); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d calls; incidents: session %s (server %s of %s changes %s at %s), session %s (a model inventing a name)\n",
+		len(out), fleet.RugPullSession, rp.Server, rp.Registry, rp.Tool, rp.At.Format(time.RFC3339), fleet.InventingSession)
+	return nil
+}
+
+func writeLines(path string, lines [][]byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, l := range lines {
+		w.Write(l)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -2,7 +2,10 @@
 // host session lists its servers' tools when it starts, so almost every
 // listing repeats one the registry already has, and a few carry a changed
 // definition (a server upgraded). Benchmarks and tests of the registry
-// store use it; it is deterministic for a seed.
+// store use it; it is deterministic for a seed. Sessions (and Demo, the
+// demo's fleet) regroup a simulated fleet's calls into agent sessions of
+// tens of calls, two of them with an incident: a rug pull mid-session and
+// a model inventing a name again and again.
 package fleet
 
 import (
