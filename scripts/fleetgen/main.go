@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 func main() {
@@ -38,7 +39,7 @@ func main() {
 	registry := flag.String("registry", "fleet", "registry")
 	prefix := flag.String("id-prefix", "f-", "event id prefix")
 	brokers := flag.String("brokers", "", "produce to this Kafka instead of writing JSONL")
-	topic := flag.String("topic", "tool-listings", "listings topic (with -brokers)")
+	topic := flag.String("topic", schema.TopicListings, "listings topic (with -brokers)")
 	rate := flag.Int("rate", 1000, "listings per second (with -brokers)")
 	demo := flag.String("demo", "", "write the demo's fleet of agent sessions into this directory instead")
 	start := flag.String("start", "2026-12-01T00:00:00Z", "the demo fleet's first call (with -demo)")
