@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"strings"
@@ -51,4 +52,48 @@ func TestConnectClickHouseTLSRefused(t *testing.T) {
 		t.Fatalf("with the client certificate: %v", err)
 	}
 	ch.Close()
+}
+
+// TestClickHouseTLSDefaultAddr: with TLS on and --clickhouse not given,
+// the default address is ClickHouse's secure native port, 9440; a
+// --clickhouse given stays as given, :9000 included. The real run
+// migrates through a TLS proxy at 127.0.0.1:9440 in front of the engine.
+func TestClickHouseTLSDefaultAddr(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "127.0.0.1:9000"},
+		{[]string{"--clickhouse-tls"}, "127.0.0.1:9440"},
+		{[]string{"--clickhouse-tls-ca", "ca.pem"}, "127.0.0.1:9440"},
+		{[]string{"--clickhouse-tls", "--clickhouse", "127.0.0.1:9000"}, "127.0.0.1:9000"},
+		{[]string{"--clickhouse-tls", "--clickhouse", "ch.example:9441"}, "ch.example:9441"},
+		{[]string{"--clickhouse", "127.0.0.1:9440"}, "127.0.0.1:9440"},
+	} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		var c chFlags
+		c.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		// The CA file is not read here: TLS on, without files.
+		c.tls = connsec.TLS{Enable: c.tls.Enabled()}
+		cfg, err := c.config(func(string) string { return "" }, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.Addr, ","); got != tc.want {
+			t.Errorf("%v: address %s, want %s", tc.args, got, tc.want)
+		}
+	}
+
+	srv := chenginetest.Start(t, chengine.Options{})
+	certs := tlstest.New(t)
+	if _, err := tlstest.NewProxyAt(t, certs.Server(false), "127.0.0.1:9440", srv.Addr()); err != nil {
+		t.Skipf("cannot listen at ClickHouse's secure port here: %v", err)
+	}
+	code, _, stderr := runCmd(t, "", "migrate", "--clickhouse-tls-ca", certs.CAFile, "--database", "tls_default_addr")
+	if code != 0 {
+		t.Fatalf("migrate with --clickhouse-tls-ca and no --clickhouse: exit %d\n%s", code, stderr)
+	}
 }
