@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -311,9 +312,9 @@ func (r *recorder) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// checkLogin returns a refusal when the engine would refuse h's login,
-// which makes it abort; nil when it accepts it. It asks the engine's
-// HTTP interface with the same user and password. Markers of other
+// checkLogin returns a refusal when the engine would refuse h's login or
+// its database, which makes it abort; nil when it accepts them. It asks
+// the engine's HTTP interface with the same user, password and database. Markers of other
 // authentications (interserver secret, SSH keys, JWT) are refused: the
 // guard cannot check them.
 func (g *guard) checkLogin(h hello) *refusal {
@@ -327,7 +328,11 @@ func (g *guard) checkLogin(h hello) *refusal {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+g.httpAddr+"/?query=SELECT+1", nil)
+	q := url.Values{"query": {"SELECT 1"}}
+	if h.database != "" {
+		q.Set("database", h.database) // an unknown database aborts the engine too
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+g.httpAddr+"/?"+q.Encode(), nil)
 	if err != nil {
 		return &refusal{code: 210, message: err.Error(), log: "cannot check a login", attrs: []any{"err", err}}
 	}
@@ -349,7 +354,7 @@ func (g *guard) checkLogin(h hello) *refusal {
 		code = 516
 	}
 	return &refusal{code: int32(code), message: msg, log: "refused a native login the engine does not accept (it would abort on it)",
-		attrs: []any{"user", h.user, "client", h.client, "engine_says", msg}}
+		attrs: []any{"user", h.user, "database", h.database, "client", h.client, "engine_says", msg}}
 }
 
 // exceptionPacket is a native-protocol Exception (server packet 2): code

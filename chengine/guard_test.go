@@ -63,7 +63,8 @@ func sendRaw(t *testing.T, addr string, b []byte, closeEarly bool) byte {
 
 // TestGuard: with Options.Guard, connections that abort the engine when
 // they reach it are answered by the guard (a native exception, packet 2)
-// and logged, and the engine serves on: failed logins, a TLS ClientHello,
+// and logged, and the engine serves on: failed logins, an unknown
+// database, a TLS ClientHello,
 // HTTP, garbage, a Hello without a user or too large, a Hello cut short,
 // a client reset between queries. Good logins pass, a configured user's
 // included, and so do queries and INSERTs.
@@ -94,7 +95,16 @@ func TestGuard(t *testing.T) {
 			t.Errorf("login %s/%s: %v, want an authentication failure", bad[0], bad[1], err)
 		}
 	}
-	_, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	// An unknown database in the Hello: UNKNOWN_DATABASE, from the guard.
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: "no_such_db"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Ping(ctx); !errors.As(err, &ex) || ex.Code != 81 {
+		t.Errorf("unknown database: %v, want UNKNOWN_DATABASE", err)
+	}
+	conn.Close()
+	_, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	var rh tls.RecordHeaderError
 	if !errors.As(err, &rh) {
 		t.Errorf("TLS ClientHello: %v, want a plain-text answer", err)
@@ -111,8 +121,8 @@ func TestGuard(t *testing.T) {
 	}
 	sendRaw(t, addr, rawHello("stray", "", "default", "")[:5], true) // cut short
 	// A client killed between queries: reset while the engine waits.
-	conn, last := dialRecorder(t, addr)
-	if err := conn.Ping(ctx); err != nil {
+	rc, last := dialRecorder(t, addr)
+	if err := rc.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 	reset(last())

@@ -18,7 +18,7 @@ import (
 
 // TestStackSurvivesStrayConnections: connections that make the engine
 // abort when they reach it (a failed native login: a wrong password, an
-// unknown user; a TLS ClientHello on its plain port; a client reset
+// unknown user, an unknown database; a TLS ClientHello on its plain port; a client reset
 // between queries) leave the stack's engine serving: no restart, the same
 // process, and each stray client gets an answer that says what is wrong.
 func TestStackSurvivesStrayConnections(t *testing.T) {
@@ -65,6 +65,16 @@ func TestStackSurvivesStrayConnections(t *testing.T) {
 		t.Errorf("unknown user: %v, want AUTHENTICATION_FAILED", err)
 	}
 	survived("an unknown user")
+
+	db, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: "no_such_db"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(ctx); !errors.As(err, &ex) || ex.Code != 81 {
+		t.Errorf("unknown database: %v, want UNKNOWN_DATABASE", err)
+	}
+	db.Close()
+	survived("an unknown database")
 
 	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	var rec tls.RecordHeaderError
