@@ -81,30 +81,17 @@ func TestGuard(t *testing.T) {
 		t.Fatal("the engine listens on the guarded port")
 	}
 	ctx := context.Background()
-	login := func(user, password string) error {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: user, Password: password}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		return conn.Ping(ctx)
-	}
 	var ex *clickhouse.Exception
 	for _, bad := range [][2]string{{"default", "wrong"}, {"nobody", ""}, {"alice", "wrong"}} {
-		if err := login(bad[0], bad[1]); !errors.As(err, &ex) || ex.Code != 516 && (ex.Code < 192 || ex.Code > 194) {
+		if err := chenginetest.Login(t, addr, bad[0], bad[1], ""); !errors.As(err, &ex) || ex.Code != 516 && (ex.Code < 192 || ex.Code > 194) {
 			t.Errorf("login %s/%s: %v, want an authentication failure", bad[0], bad[1], err)
 		}
 	}
 	// An unknown database in the Hello: UNKNOWN_DATABASE, from the guard.
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: "no_such_db"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.Ping(ctx); !errors.As(err, &ex) || ex.Code != 81 {
+	if err := chenginetest.Login(t, addr, "default", "", "no_such_db"); !errors.As(err, &ex) || ex.Code != 81 {
 		t.Errorf("unknown database: %v, want UNKNOWN_DATABASE", err)
 	}
-	conn.Close()
-	_, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	_, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	var rh tls.RecordHeaderError
 	if !errors.As(err, &rh) {
 		t.Errorf("TLS ClientHello: %v, want a plain-text answer", err)
@@ -121,11 +108,7 @@ func TestGuard(t *testing.T) {
 	}
 	sendRaw(t, addr, rawHello("stray", "", "default", "")[:5], true) // cut short
 	// A client killed between queries: reset while the engine waits.
-	rc, last := dialRecorder(t, addr)
-	if err := rc.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reset(last())
+	chenginetest.ResetIdle(t, addr)
 
 	// An abort would end the engine within about 4 s of its fatal line.
 	time.Sleep(5 * time.Second)
@@ -142,7 +125,7 @@ func TestGuard(t *testing.T) {
 		}
 	}
 
-	if err := login("alice", "s3cret"); err != nil {
+	if err := chenginetest.Login(t, addr, "alice", "s3cret", ""); err != nil {
 		t.Fatalf("alice: %v", err)
 	}
 	c := open(t, addr)

@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/toolaudit/toolaudit/chengine"
+	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 )
 
 // TestStackSurvivesStrayConnections: connections that make the engine
@@ -45,35 +46,22 @@ func TestStackSurvivesStrayConnections(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	login := func(user, password string) error {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: user, Password: password}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		return conn.Ping(ctx)
-	}
 	var ex *clickhouse.Exception
 	authFailed := func(err error) bool { // REQUIRED_PASSWORD, AUTHENTICATION_FAILED, ...
 		return errors.As(err, &ex) && (ex.Code == 516 || ex.Code >= 192 && ex.Code <= 194)
 	}
-	if err := login("default", "wrong"); !authFailed(err) {
+	if err := chenginetest.Login(t, addr, "default", "wrong", ""); !authFailed(err) {
 		t.Errorf("wrong password: %v, want AUTHENTICATION_FAILED", err)
 	}
 	survived("a wrong password")
-	if err := login("nobody", ""); !authFailed(err) {
+	if err := chenginetest.Login(t, addr, "nobody", "", ""); !authFailed(err) {
 		t.Errorf("unknown user: %v, want AUTHENTICATION_FAILED", err)
 	}
 	survived("an unknown user")
 
-	db, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: "no_such_db"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Ping(ctx); !errors.As(err, &ex) || ex.Code != 81 {
+	if err := chenginetest.Login(t, addr, "default", "", "no_such_db"); !errors.As(err, &ex) || ex.Code != 81 {
 		t.Errorf("unknown database: %v, want UNKNOWN_DATABASE", err)
 	}
-	db.Close()
 	survived("an unknown database")
 
 	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -88,27 +76,10 @@ func TestStackSurvivesStrayConnections(t *testing.T) {
 
 	// A client killed between queries: its connection reset while the
 	// engine waits for the next query.
-	var last *net.TCPConn
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, MaxOpenConns: 1,
-		DialContext: func(ctx context.Context, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-			if err == nil {
-				last = c.(*net.TCPConn)
-			}
-			return c, err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	last.SetLinger(0)
-	last.Close()
-	conn.Close()
+	chenginetest.ResetIdle(t, addr)
 	survived("a client reset between queries")
 
-	if err := login("default", ""); err != nil {
+	if err := chenginetest.Login(t, addr, "default", "", ""); err != nil {
 		t.Fatalf("the engine after the stray connections: %v", err)
 	}
 	if b, _ := os.ReadFile(chengine.LogPath(filepath.Join(dir, "clickhouse"))); strings.Contains(string(b), "<Fatal>") {
