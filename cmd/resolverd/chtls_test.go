@@ -97,3 +97,23 @@ func TestClickHouseTLSDefaultAddr(t *testing.T) {
 		t.Fatalf("migrate with --clickhouse-tls-ca and no --clickhouse: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestClickHouseTLSToPlainPort: --clickhouse-tls with a --clickhouse that
+// is a plain port (the embedded engine's, guarded) fails at once, saying
+// the port does not speak TLS and which is the secure one; the engine
+// serves on.
+func TestClickHouseTLSToPlainPort(t *testing.T) {
+	srv := chenginetest.Start(t, chengine.Options{Guard: true})
+	start := time.Now()
+	code, _, stderr := runCmd(t, "", "migrate", "--clickhouse-tls", "--clickhouse", srv.Addr(), "--database", "tls_plain_port")
+	if code == 0 || !strings.Contains(stderr, "does not speak TLS") || !strings.Contains(stderr, "9440") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("failed after %s, want at once", d)
+	}
+	time.Sleep(5 * time.Second) // an abort would end the engine within 4.5 s
+	if err := chenginetest.Login(t, srv.Addr(), "default", "", ""); err != nil {
+		t.Fatalf("the engine after a TLS ClientHello: %v", err)
+	}
+}
