@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,31 @@ func TestClickHouseTLSToPlainPort(t *testing.T) {
 	time.Sleep(5 * time.Second) // an abort would end the engine within 4.5 s
 	if err := chenginetest.Login(t, srv.Addr(), "default", "", ""); err != nil {
 		t.Fatalf("the engine after a TLS ClientHello: %v", err)
+	}
+}
+
+// TestConnectClickHouseResetWithTLS: a server that resets every
+// connection is waited for a few seconds as before, but with TLS already
+// on the error does not ask whether the port is a TLS one.
+func TestConnectClickHouseResetWithTLS(t *testing.T) {
+	rst, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rst.Close()
+	go func() {
+		for {
+			c, err := rst.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	cfg := sink.Config{Addr: []string{rst.Addr().String()}, Database: "x", TLS: &tls.Config{}}
+	_, err = connectClickHouse(context.Background(), slog.New(slog.DiscardHandler), cfg, 30*time.Second)
+	if err == nil || strings.Contains(err.Error(), "a TLS port?") || !strings.Contains(err.Error(), "TLS is on") {
+		t.Fatalf("reset with TLS on: %v", err)
 	}
 }
