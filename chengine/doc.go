@@ -112,6 +112,30 @@
 // writers' retries carry the pipeline over the gap, and exactly-once holds
 // (e2e TestKillMidInsertStack).
 //
+// # Why a failed login aborts it too, and the guard
+//
+// The same handler ends the engine on every exception that escapes a
+// connection's thread, and the native handler lets escape what goes wrong
+// before a session exists: a failed login (a wrong password, an unknown
+// user: "uncaught exception: Code: 516 ... Authentication failed"), an
+// unknown database in the Hello, a first packet that is neither a Hello
+// nor HTTP (a TLS ClientHello from a client with TLS on), a Hello without
+// a user. clickhouse-server logs these and carries on; this engine
+// aborts, and no setting changes that.
+// [Options.Guard] keeps them from reaching it: a guard listens on the
+// native port, the engine on another loopback port behind it. The guard
+// reads each connection's Hello (64 KiB and 10 s at most), asks the
+// engine's HTTP interface whether it accepts the same user, password and
+// database (a failed HTTP login is only an answer), and forwards the connection,
+// Hello included, only then; anything else it answers itself with a
+// native exception (a TLS client sees a plain-text answer) and logs, at
+// most a line a second for each kind. When the client's side ends, by a
+// reset too, the guard ends the engine's side with a FIN and reads the
+// engine's side to its end, so the reset that aborts the engine between
+// queries never reaches it. The embedded stack guards its engine
+// (package embedded); tests (chenginetest) talk to the engine directly.
+// What the guard cannot stop, and what it costs, is in README.md.
+//
 // # Tests
 //
 // Package chenginetest gives test binaries one shared server (or one per

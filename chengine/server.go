@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -52,12 +53,22 @@ type Options struct {
 	// engine merges over its own configuration (the log); the ports and the
 	// path above win over its settings.
 	ConfigFile string
+	// Guard puts a guard in front of the native port (TCPPort): the
+	// engine listens on another loopback port, and the guard forwards
+	// only connections that open with a ClickHouse Hello whose login the
+	// engine accepts, answering the others itself (a wrong password, an
+	// unknown user, a TLS ClientHello, HTTP), and ends a client's reset
+	// connection with a FIN. Each of those aborts this engine (package
+	// doc); the guard costs a copy of every byte (chengine/README.md).
+	Guard bool
 }
 
 // Server is a running engine child process. Its methods are safe for
 // concurrent use.
 type Server struct {
 	addr, httpAddr string
+	engineAddr     string // the engine's own native port: addr, or behind guard
+	guard          *guard // nil without Options.Guard
 	cmd            *exec.Cmd
 	parentEnd      *os.File // write end of the child's stdin; see package doc
 	out            *tailWriter
@@ -73,6 +84,10 @@ type Server struct {
 
 // Addr is the native protocol address, "127.0.0.1:port".
 func (s *Server) Addr() string { return s.addr }
+
+// EngineAddr is the engine's own native port: Addr, or with
+// Options.Guard the one behind the guard.
+func (s *Server) EngineAddr() string { return s.engineAddr }
 
 // HTTPAddr is the HTTP interface address, "127.0.0.1:port".
 func (s *Server) HTTPAddr() string { return s.httpAddr }
@@ -137,36 +152,65 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tcpPort))
+	httpAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort))
+	engineAddr := addr
+	var g *guard
+	if opts.Guard {
+		// The guard holds the public port from now on; the engine gets a
+		// free one.
+		var enginePort int
+		if enginePort, _, err = pickPorts(0, httpPort); err != nil {
+			return nil, err
+		}
+		engineAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(enginePort))
+		if g, err = startGuard(addr, engineAddr, httpAddr, opts.Logger); err != nil {
+			err = fmt.Errorf("chengine: guard of the native port: %w", err)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				err = &portBusyError{err}
+			}
+			return nil, err
+		}
+		tcpPort = enginePort
+	}
 	argv := append([]string{"clickhouse"}, cfgArgs...)
 	argv = append(argv,
 		"--path="+opts.Dir,
-		"--tcp_port="+strconv.Itoa(tcpPort),
+		"--tcp_port="+strconv.Itoa(tcpPort), // the engine's: behind the guard if any
 		"--http_port="+strconv.Itoa(httpPort),
 		"--listen_host=127.0.0.1",
 		"--query=SYSTEM START LISTEN QUERIES ALL; "+keepAlive,
 	)
+	fail := func(err error) (*Server, error) {
+		if g != nil {
+			g.close()
+		}
+		return nil, err
+	}
 	spec, err := json.Marshal(childSpec{Lib: opts.Lib, Argv: argv})
 	if err != nil {
-		return nil, fmt.Errorf("chengine: %w", err)
+		return fail(fmt.Errorf("chengine: %w", err))
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("chengine: cannot re-execute self: %w", err)
+		return fail(fmt.Errorf("chengine: cannot re-execute self: %w", err))
 	}
 	childEnd, parentEnd, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("chengine: %w", err)
+		return fail(fmt.Errorf("chengine: %w", err))
 	}
 	s := &Server{
-		addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(tcpPort)),
-		httpAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
-		parentEnd: parentEnd,
-		out:       &tailWriter{max: 8 << 10, log: opts.Logger},
-		logPath:   LogPath(opts.Dir),
-		logFrom:   logSize(LogPath(opts.Dir)),
-		started:   t0,
-		done:      make(chan struct{}),
-		log:       opts.Logger,
+		addr:       addr,
+		httpAddr:   httpAddr,
+		engineAddr: engineAddr,
+		guard:      g,
+		parentEnd:  parentEnd,
+		out:        &tailWriter{max: 8 << 10, log: opts.Logger},
+		logPath:    LogPath(opts.Dir),
+		logFrom:    logSize(LogPath(opts.Dir)),
+		started:    t0,
+		done:       make(chan struct{}),
+		log:        opts.Logger,
 	}
 	s.cmd = &exec.Cmd{
 		Path:        exe,
@@ -181,10 +225,13 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	childEnd.Close() // only the child may hold the read end
 	if err != nil {
 		parentEnd.Close()
-		return nil, fmt.Errorf("chengine: start child %s: %w", exe, err)
+		return fail(fmt.Errorf("chengine: start child %s: %w", exe, err))
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
+		if g != nil {
+			g.close() // frees the port for the next engine
+		}
 		close(s.done)
 	}()
 	if err := s.waitReady(ctx); err != nil {
@@ -196,7 +243,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	s.log.Info("chengine: ready", "addr", s.addr, "http", s.httpAddr, "dir", opts.Dir,
+	s.log.Info("chengine: ready", "addr", s.addr, "http", s.httpAddr, "engine_addr", s.engineAddr, "dir", opts.Dir,
 		"pid", s.cmd.Process.Pid, "took", time.Since(t0).Round(time.Millisecond))
 	return s, nil
 }

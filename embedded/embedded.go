@@ -7,8 +7,11 @@
 // The engine is supervised (chengine.Supervise): when it exits on its own
 // or stops answering, it is restarted on its data and ports after a
 // backoff, the cause is logged and the restart counted, and Ready reports
-// the stack not ready until the new engine answers. The broker runs in
-// this process and ends only with it.
+// the stack not ready until the new engine answers. The engine's native
+// port is guarded (chengine.Options.Guard): a failed login, a TLS
+// ClientHello or a client's reset, each of which aborts this engine, is
+// answered or absorbed in front of it. The broker runs in this process
+// and ends only with it.
 package embedded
 
 import (
@@ -131,6 +134,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		Lib:        lib,
 		Logger:     o.Logger,
 		ConfigFile: o.ClickHouseConfig,
+		Guard:      true, // a stray connection must not abort a development stack's engine
 	}, sup...)
 	if err != nil {
 		k.Close()

@@ -176,7 +176,7 @@ func (c Config) open(ctx context.Context, db string) (driver.Conn, error) {
 	}
 	if err := conn.Ping(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("sink: clickhouse ping %v: %w", c.Addr, err)
+		return nil, fmt.Errorf("sink: clickhouse ping %v: %w", c.Addr, withTLSHint(err))
 	}
 	return conn, nil
 }

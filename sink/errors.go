@@ -61,6 +61,7 @@ const (
 	KindOverload = "overload" // too many parts, memory, too many queries: retryable
 	KindServer   = "server"   // other server exception, unknown error: retryable
 	KindAuth     = "auth"     // authentication, access: retryable (see IsRetryable)
+	KindTLS      = "tls"      // TLS handshake refused, certificate not verified: retryable (see IsRetryable)
 	KindSchema   = "schema"   // table or columns missing or of another type: permanent
 	KindData     = "data"     // the rows cannot be stored: permanent
 	KindCanceled = "canceled" // the caller's context was canceled: neither
@@ -84,9 +85,10 @@ func markPermanent(err error) error {
 // too many simultaneous queries), connection refused, and every error not
 // known to be permanent, because dead-lettering good decisions on an
 // unrecognised transient error would drop them while retrying only delays.
-// Authentication and access errors are retryable for the same reason: they
-// are the deployment's fault, not the data's, and NewClickHouse has already
-// refused to start with bad credentials. Canceled contexts and a closed
+// Authentication, access and TLS errors are retryable for the same reason:
+// they are the deployment's fault, not the data's (a certificate that
+// expires mid-run), and NewClickHouse has already refused to start with
+// bad credentials or certificates. Canceled contexts and a closed
 // writer are neither retryable nor permanent; nor is nil.
 func IsRetryable(err error) bool {
 	switch Kind(err) {
@@ -129,6 +131,11 @@ func Kind(err error) string {
 	var colErr *column.Error
 	if errors.As(err, &conv) || errors.As(err, &colErr) {
 		return KindSchema // our Go types do not fit the table's columns
+	}
+	// Before the network errors: a TLS alert is a *net.OpError.
+	var tr *tlsRefusal
+	if errors.As(err, &tr) || tlsHint(err) != "" {
+		return KindTLS
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

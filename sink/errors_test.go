@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,8 @@ func TestKind(t *testing.T) {
 		{"unknown exception", &clickhouse.Exception{Code: 1002}, KindServer, true, false},
 		{"unknown error", errors.New("something odd"), KindServer, true, false},
 		{"auth", &clickhouse.Exception{Code: 516}, KindAuth, true, false},
+		{"certificate required", fmt.Errorf("read: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}), KindTLS, true, false},
+		{"not TLS", fmt.Errorf("dial: %w", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), KindTLS, true, false},
 		{"acquire timeout", clickhouse.ErrAcquireConnTimeout, KindOverload, true, false},
 		{"no such column", &clickhouse.Exception{Code: 16}, KindSchema, false, true},
 		{"unknown table", &clickhouse.Exception{Code: 60}, KindSchema, false, true},

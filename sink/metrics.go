@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, sink string) *metrics {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolaudit_sink_write_errors_total", ConstLabels: labels,
-			Help: "Failed Writes by kind (network, timeout, overload, server, auth: retryable; schema, data: permanent; canceled, closed).",
+			Help: "Failed Writes by kind (network, timeout, overload, server, auth, tls: retryable; schema, data: permanent; canceled, closed).",
 		}, []string{"kind"}),
 		clamped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolaudit_sink_clamped_times_total", ConstLabels: labels,

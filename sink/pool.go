@@ -88,7 +88,7 @@ func (p *pool) dial(ctx context.Context) (*ch.Client, error) {
 		if err == nil {
 			return cl, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		errs = append(errs, fmt.Errorf("%s: %w", addr, withTLSHint(err)))
 		if ctx.Err() != nil {
 			break
 		}

@@ -18,14 +18,38 @@ const (
 	envClickHousePasswordDeprecated = "RESOLVERD_CLICKHOUSE_PASSWORD"
 )
 
+// The default --clickhouse: ClickHouse's plain native port, and its
+// secure one when TLS is on and the flag is not given.
+const (
+	defaultCHAddr    = "127.0.0.1:9000"
+	defaultCHTLSAddr = "127.0.0.1:9440"
+)
+
 // chFlags are the ClickHouse flags of every command that opens ClickHouse.
 type chFlags struct {
 	addr, db, user, passwordFile, compression string
+	addrGiven                                 bool // --clickhouse set (command line or environment)
 	tls                                       connsec.TLS
 }
 
+// givenString is a string flag that records whether it was set.
+type givenString struct {
+	s     *string
+	given *bool
+}
+
+func (g givenString) String() string {
+	if g.s == nil {
+		return ""
+	}
+	return *g.s
+}
+
+func (g givenString) Set(v string) error { *g.s, *g.given = v, true; return nil }
+
 func (c *chFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "clickhouse", "127.0.0.1:9000", "ClickHouse native protocol `addresses`, comma-separated (the secure port, 9440, with --clickhouse-tls)")
+	c.addr = defaultCHAddr
+	fs.Var(givenString{&c.addr, &c.addrGiven}, "clickhouse", "ClickHouse native protocol `addresses`, comma-separated (default with --clickhouse-tls: "+defaultCHTLSAddr+", ClickHouse's secure native port)")
 	fs.StringVar(&c.db, "database", sink.DefaultDatabase, "ClickHouse `database`")
 	fs.StringVar(&c.user, "clickhouse-user", "default", "ClickHouse `user`")
 	fs.StringVar(&c.passwordFile, "clickhouse-password-file", "", "`FILE` holding the password of --clickhouse-user (default: the "+envClickHousePassword+" variable, else none; never a flag value, which ps shows)")
@@ -45,6 +69,12 @@ func (c *chFlags) secured(getenv func(string) string) bool {
 func (c *chFlags) config(getenv func(string) string, log *slog.Logger) (sink.Config, error) {
 	cfg := sink.DefaultConfig()
 	cfg.Addr = splitList(c.addr)
+	if !c.addrGiven && c.addr == defaultCHAddr && c.tls.Enabled() {
+		// The plain port's default would fail the handshake. A :9000
+		// given with TLS stays as given (a server may take TLS there).
+		cfg.Addr = []string{defaultCHTLSAddr}
+		log.Info("clickhouse: TLS is on and --clickhouse is not given: using the secure native port", "addr", defaultCHTLSAddr)
+	}
 	cfg.Database, cfg.Username = c.db, c.user
 	cfg.Compression = c.compression
 	pw, from, err := connsec.Secret{File: c.passwordFile, Env: envClickHousePassword}.Read(getenv)

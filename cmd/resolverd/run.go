@@ -406,8 +406,10 @@ func checkKafka(ctx context.Context, log *slog.Logger, brokers []string, clientI
 // server is waited for only resetWait: an engine that aborts resets the
 // connections it had (chengine) and is back within about two seconds,
 // while a plaintext client at a TLS port is reset every time, and that
-// configuration error must fail fast. A refused login or a schema that
-// does not fit fails at once.
+// configuration error must fail fast. A refused login, a refused TLS
+// handshake (sink.KindTLS: a client certificate missing or not trusted, a
+// server certificate that does not verify) or a schema that does not fit
+// fails at once.
 func connectClickHouse(ctx context.Context, log *slog.Logger, cfg sink.Config, timeout time.Duration, opts ...sink.Option) (*sink.ClickHouse, error) {
 	const resetWait = 5 * time.Second
 	start := time.Now()
@@ -427,7 +429,11 @@ func connectClickHouse(ctx context.Context, log *slog.Logger, cfg sink.Config, t
 		}
 		if time.Since(start)+wait > limit {
 			if limit < timeout {
-				return nil, fmt.Errorf("connection closed by the server on every try for %s (a TLS port? see --clickhouse-tls): %w", time.Since(start).Round(100*time.Millisecond), err)
+				hint := "a TLS port? see --clickhouse-tls"
+				if cfg.TLS != nil { // a refused handshake fails at once (sink.KindTLS): not that
+					hint = "TLS is on: is this ClickHouse's secure port? see --clickhouse"
+				}
+				return nil, fmt.Errorf("connection closed by the server on every try for %s (%s): %w", time.Since(start).Round(100*time.Millisecond), hint, err)
 			}
 			return nil, fmt.Errorf("not reachable for %s (--connect-timeout): %w", timeout, err)
 		}

@@ -22,18 +22,29 @@ type Proxy struct {
 	failed    atomic.Int64
 }
 
-// NewProxy starts a proxy to target.
+// NewProxy starts a proxy to target on a free port.
 func NewProxy(tb testing.TB, cfg *tls.Config, target string) *Proxy {
 	tb.Helper()
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	p, err := NewProxyAt(tb, cfg, "127.0.0.1:0", target)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return p
+}
+
+// NewProxyAt starts a proxy to target listening at addr (a fixed port,
+// such as a default one), or says why it cannot listen there.
+func NewProxyAt(tb testing.TB, cfg *tls.Config, addr, target string) (*Proxy, error) {
+	tb.Helper()
+	ln, err := tls.Listen("tcp", addr, cfg)
+	if err != nil {
+		return nil, err
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	tb.Cleanup(p.close)
-	return p
+	return p, nil
 }
 
 // Addr is the proxy's address, "127.0.0.1:port".

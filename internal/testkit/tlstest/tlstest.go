@@ -70,20 +70,40 @@ func New(tb testing.TB) *Set {
 	s.Pool.AddCert(s.caCert)
 	s.CAFile = filepath.Join(dir, "ca.pem")
 	write(tb, s.CAFile, "CERTIFICATE", der)
-	s.ServerCert, s.ServerCertFile, s.ServerKeyFile = s.issue(tb, dir, "server", &x509.Certificate{
+	s.ServerCert, s.ServerCertFile, s.ServerKeyFile = s.issue(tb, dir, "server", serverTemplate(), time.Now().Add(24*time.Hour))
+	s.ClientCert, s.ClientCertFile, s.ClientKeyFile = s.issue(tb, dir, "client", clientTemplate(), time.Now().Add(24*time.Hour))
+	return s
+}
+
+func serverTemplate() *x509.Certificate {
+	return &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "localhost"},
 		DNSNames:    []string{"localhost", ServerName},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	s.ClientCert, s.ClientCertFile, s.ClientKeyFile = s.issue(tb, dir, "client", &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "toolaudit-test"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	return s
+	}
 }
 
-func (s *Set) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate) (tls.Certificate, string, string) {
+func clientTemplate() *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "toolaudit-test"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+}
+
+// Expired is a certificate signed by the CA like ServerCert (server) or
+// ClientCert, that expired a minute ago.
+func (s *Set) Expired(tb testing.TB, server bool) tls.Certificate {
+	tb.Helper()
+	tmpl, name := clientTemplate(), "expired-client"
+	if server {
+		tmpl, name = serverTemplate(), "expired-server"
+	}
+	c, _, _ := s.issue(tb, tb.TempDir(), name, tmpl, time.Now().Add(-time.Minute))
+	return c
+}
+
+func (s *Set) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate, notAfter time.Time) (tls.Certificate, string, string) {
 	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -92,7 +112,7 @@ func (s *Set) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate) (tl
 	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64)); err != nil {
 		tb.Fatal(err)
 	}
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), notAfter
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.caCert, &key.PublicKey, s.caKey)
 	if err != nil {
