@@ -128,8 +128,10 @@ func diffCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if cfg.Addr, err = stackDefault(ctx, fs, "clickhouse", cfg.Addr, embeddedClickHouse, log); err != nil {
-				return err
+			if cfg.TLS == nil { // the embedded stack takes no TLS: no fallback to it then
+				if cfg.Addr, err = stackDefault(ctx, fs, "clickhouse", cfg.Addr, embeddedClickHouse, log); err != nil {
+					return err
+				}
 			}
 			store, err := sink.NewClickHouse(ctx, cfg)
 			if err != nil {

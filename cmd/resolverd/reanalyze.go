@@ -162,8 +162,10 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if chCfg.Addr, err = stackDefault(ctx, fs, "clickhouse", chCfg.Addr, embeddedClickHouse, log); err != nil {
-				return err
+			if chCfg.TLS == nil { // the embedded stack takes no TLS: no fallback to it then
+				if chCfg.Addr, err = stackDefault(ctx, fs, "clickhouse", chCfg.Addr, embeddedClickHouse, log); err != nil {
+					return err
+				}
 			}
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
