@@ -165,6 +165,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if chCfg.Addr, err = stackDefault(ctx, fs, "clickhouse", chCfg.Addr, embeddedClickHouse, log); err != nil {
 				return err
 			}
+			kafka.Log = log
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}

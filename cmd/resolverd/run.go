@@ -201,6 +201,7 @@ func runCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			kafka.Log = log
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}
