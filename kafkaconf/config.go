@@ -71,7 +71,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OAuth.ClientSecretFile, "kafka-sasl-oauth-client-secret-file", "", "oauthbearer: `FILE` holding the OAuth client secret (default: the "+EnvOAuthClientSecret+" variable, readable in /proc/PID/environ; never a flag value)")
 	fs.StringVar(&c.OAuth.Scope, "kafka-sasl-oauth-scope", "", "oauthbearer: the `SCOPE` to ask the token for (space-separated; default: none)")
 	fs.StringVar(&c.OAuth.ClientAuth, "kafka-sasl-oauth-client-auth", ClientAuthBasic, "oauthbearer: how the client authenticates to the token endpoint: basic (HTTP Basic) or post (client_id and client_secret in the form)")
-	fs.Var(&c.OAuth.Extensions, "kafka-sasl-oauth-extension", "oauthbearer: a SASL extension `KEY=VALUE` sent with the token, repeatable (Confluent Cloud: logicalCluster=lkc-..., identityPoolId=pool-...)")
+	fs.Var(&c.OAuth.Extensions, "kafka-sasl-oauth-extension", "oauthbearer: SASL extensions `KEY=VALUE[,KEY=VALUE]` sent with the token, repeatable (Confluent Cloud: logicalCluster=lkc-...,identityPoolId=pool-...)")
 }
 
 // Enabled reports whether c asks for TLS or SASL.

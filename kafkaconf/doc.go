@@ -12,7 +12,7 @@
 //	--kafka-sasl-user USER, --kafka-sasl-password-file FILE
 //	--kafka-sasl-oauth-token-url URL, --kafka-sasl-oauth-client-id ID,
 //	--kafka-sasl-oauth-client-secret-file FILE, --kafka-sasl-oauth-scope SCOPE,
-//	--kafka-sasl-oauth-client-auth basic|post, --kafka-sasl-oauth-extension KEY=VALUE
+//	--kafka-sasl-oauth-client-auth basic|post, --kafka-sasl-oauth-extension KEY=VALUE[,KEY=VALUE]
 //
 // The password is read from --kafka-sasl-password-file or, without it,
 // from the environment variable TOOLAUDIT_KAFKA_SASL_PASSWORD (the same

@@ -98,7 +98,7 @@ func loopback(host string) bool {
 }
 
 // Extensions are SASL OAUTHBEARER extensions, set by a repeatable
-// KEY=VALUE flag.
+// KEY=VALUE[,KEY=VALUE] flag.
 type Extensions map[string]string
 
 // String is the flag's value, sorted.
@@ -113,10 +113,21 @@ func (e Extensions) String() string {
 	return b.String()
 }
 
-// Set adds one KEY=VALUE. RFC 7628 §3.1: a key is letters only and not
+// Set adds KEY=VALUE, or several separated by commas (a variable such as
+// RESOLVERD_KAFKA_SASL_OAUTH_EXTENSION sets a flag once), so a value
+// cannot hold a comma. RFC 7628 §3.1: a key is letters only and not
 // "auth" (the token's own key); a value is printable characters, spaces
 // and tabs (no control character, which would end the field).
 func (e *Extensions) Set(s string) error {
+	for kv := range strings.SplitSeq(s, ",") {
+		if err := e.set(kv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Extensions) set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
 		return fmt.Errorf("extension %q: want KEY=VALUE", s)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -466,8 +467,26 @@ func TestExtensions(t *testing.T) {
 	}
 	e := Extensions{}
 	_ = e.Set("b=2")
-	_ = e.Set("a=1")
-	if e.String() != "a=1,b=2" {
+	_ = e.Set("a=1,c=3")
+	if e.String() != "a=1,b=2,c=3" {
 		t.Errorf("String = %q", e.String())
+	}
+}
+
+// TestRegisterOAuth: the oauthbearer flags fill Config; the extension
+// flag repeats, or takes a list (as one environment variable sets it).
+func TestRegisterOAuth(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	c.Register(fs)
+	if err := fs.Parse([]string{"--kafka-sasl-mechanism", "oauthbearer", "--kafka-sasl-oauth-token-url", "https://idp.example/token",
+		"--kafka-sasl-oauth-client-id", "c", "--kafka-sasl-oauth-scope", "a b", "--kafka-sasl-oauth-client-auth", "post",
+		"--kafka-sasl-oauth-extension", "logicalCluster=lkc-1", "--kafka-sasl-oauth-extension", "identityPoolId=pool-1,x=y"}); err != nil {
+		t.Fatal(err)
+	}
+	want := OAuth{TokenURL: "https://idp.example/token", ClientID: "c", Scope: "a b", ClientAuth: ClientAuthPost,
+		Extensions: Extensions{"logicalCluster": "lkc-1", "identityPoolId": "pool-1", "x": "y"}}
+	if fmt.Sprint(c.OAuth) != fmt.Sprint(want) {
+		t.Fatalf("parsed %+v, want %+v", c.OAuth, want)
 	}
 }
