@@ -222,7 +222,7 @@ func (c Config) Describe() []any {
 		}
 		if c.OAuth.TokenURL != "" {
 			if u, err := tokenURL(c.OAuth.TokenURL); err == nil {
-				kv = append(kv, "kafka_sasl_oauth_token_url", u.Redacted(), "kafka_sasl_oauth_client_id", c.OAuth.ClientID)
+				kv = append(kv, "kafka_sasl_oauth_token_url", shownURL(u), "kafka_sasl_oauth_client_id", c.OAuth.ClientID)
 			}
 		}
 	}

@@ -78,16 +78,20 @@ func tokenURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("--kafka-sasl-oauth-token-url: %w", err)
 	}
 	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("--kafka-sasl-oauth-token-url %q: want an https:// address", u.Redacted())
+		return nil, fmt.Errorf("--kafka-sasl-oauth-token-url %q: want an https:// address", shownURL(u))
 	}
 	if u.User != nil {
 		return nil, errors.New("--kafka-sasl-oauth-token-url: no user information in the address: the client id and secret have their own flags")
 	}
 	if u.Scheme == "http" && !loopback(u.Hostname()) {
-		return nil, fmt.Errorf("--kafka-sasl-oauth-token-url %s: the client secret would cross the network in clear text: use https (http only to a loopback address)", u.Redacted())
+		return nil, fmt.Errorf("--kafka-sasl-oauth-token-url %s: the client secret would cross the network in clear text: use https (http only to a loopback address)", shownURL(u))
 	}
 	return u, nil
 }
+
+// shownURL is u for messages and logs: without a query, which could
+// hold a key.
+func shownURL(u *url.URL) string { return u.Scheme + "://" + u.Host + u.EscapedPath() }
 
 func loopback(host string) bool {
 	if host == "localhost" {
@@ -228,6 +232,7 @@ const (
 // token is still valid logs a warning and hands out the cached token.
 type tokenSource struct {
 	url      *url.URL
+	shown    string // url without its query, for messages
 	clientID string
 	secret   func() (string, error)
 	scope    string
@@ -253,7 +258,7 @@ func newTokenSource(o OAuth, secret func() (string, error), log *slog.Logger) (*
 	tr.ResponseHeaderTimeout = tokenTimeout
 	tr.MaxResponseHeaderBytes = 64 << 10
 	return &tokenSource{
-		url: u, clientID: o.ClientID, secret: secret, scope: o.Scope, post: o.ClientAuth == ClientAuthPost,
+		url: u, shown: shownURL(u), clientID: o.ClientID, secret: secret, scope: o.Scope, post: o.ClientAuth == ClientAuthPost,
 		client: &http.Client{
 			Transport: tr,
 			Timeout:   tokenTimeout,
@@ -293,7 +298,7 @@ func (s *tokenSource) Token(ctx context.Context) (string, error) {
 // fetch asks the endpoint for a token once.
 func (s *tokenSource) fetch(ctx context.Context) (string, time.Duration, error) {
 	fail := func(status int, err error) (string, time.Duration, error) {
-		return "", 0, &TokenError{URL: s.url.Redacted(), Status: status, Err: err}
+		return "", 0, &TokenError{URL: s.shown, Status: status, Err: err}
 	}
 	secret, err := s.secret()
 	if err != nil {
@@ -341,7 +346,7 @@ func (s *tokenSource) fetch(ctx context.Context) (string, time.Duration, error) 
 			Description string `json:"error_description"`
 		}
 		_ = json.Unmarshal(body, &e) // not JSON: the status alone says it
-		return "", 0, &TokenError{URL: s.url.Redacted(), Status: resp.StatusCode, Code: clean(e.Code), Description: clean(e.Description)}
+		return "", 0, &TokenError{URL: s.shown, Status: resp.StatusCode, Code: clean(e.Code), Description: clean(e.Description)}
 	}
 	var t struct {
 		AccessToken string          `json:"access_token"`

@@ -417,7 +417,7 @@ func TestTokenEndpointAnswers(t *testing.T) {
 				_, _ = w.Write([]byte(tc.body))
 			}))
 			defer srv.Close()
-			ts, err := newTokenSource(OAuth{TokenURL: srv.URL, ClientID: "c"}, func() (string, error) { return "s", nil }, slog.Default())
+			ts, err := newTokenSource(OAuth{TokenURL: srv.URL + "/token?key=q5ecret", ClientID: "c"}, func() (string, error) { return "s", nil }, slog.Default())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -431,6 +431,9 @@ func TestTokenEndpointAnswers(t *testing.T) {
 			var te *TokenError
 			if !errors.As(err, &te) || te.Refused() != tc.refused || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("fetch = %v, want a TokenError (refused %v) saying %q", err, tc.refused, tc.want)
+			}
+			if strings.Contains(err.Error(), "q5ecret") || !strings.Contains(err.Error(), "/token:") {
+				t.Errorf("the message shows the URL's query, or not its path: %v", err)
 			}
 			if len(err.Error()) > 600 || strings.ContainsRune(err.Error(), 0x1b) {
 				t.Errorf("error text not bounded or not cleaned: %q", err.Error())
