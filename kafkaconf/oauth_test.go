@@ -493,3 +493,24 @@ func TestRegisterOAuth(t *testing.T) {
 		t.Fatalf("parsed %+v, want %+v", c.OAuth, want)
 	}
 }
+
+// TestTokenSourceOneFetch: connections authenticating at once (franz-go
+// opens several per broker) share one request to the endpoint.
+func TestTokenSourceOneFetch(t *testing.T) {
+	e := newTokenEndpoint(t, time.Minute)
+	ts, err := newTokenSource(oauthConfig(t, e).OAuth, func() (string, error) { return e.secret, nil }, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	toks := make([]string, 20)
+	for i := range toks {
+		wg.Go(func() { toks[i], _ = ts.Token(context.Background()) })
+	}
+	wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fetches != 1 || toks[0] != "tok-1" || toks[19] != "tok-1" {
+		t.Fatalf("%d fetches, tokens %v", e.fetches, toks)
+	}
+}
