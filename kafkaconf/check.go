@@ -48,6 +48,7 @@ const eofRefusals = 3
 func (c Config) Check(ctx context.Context, p Pinger) error {
 	wait := 100 * time.Millisecond
 	eofs := 0
+	var prev error // the attempt before, whose failure is a better "last error" than a cut one
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := p.Ping(actx)
@@ -67,6 +68,12 @@ func (c Config) Check(ctx context.Context, p Pinger) error {
 		}
 		select {
 		case <-ctx.Done():
+			if prev != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				// The caller's deadline cut this attempt short (a
+				// dial, a token request): the one before says why
+				// nothing answered.
+				err = prev
+			}
 			var (
 				te *TokenError
 				ce *CredentialsError
@@ -84,6 +91,7 @@ func (c Config) Check(ctx context.Context, p Pinger) error {
 			return fmt.Errorf("no Kafka broker answered: %w (last error: %w)%s", context.Cause(ctx), err, hint)
 		case <-time.After(wait):
 		}
+		prev = err
 		wait = min(2*wait, time.Second)
 	}
 }

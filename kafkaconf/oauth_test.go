@@ -514,3 +514,28 @@ func TestTokenSourceOneFetch(t *testing.T) {
 		t.Fatalf("%d fetches, tokens %v", e.fetches, toks)
 	}
 }
+
+// pingFunc is a Pinger of a test's own.
+type pingFunc func(ctx context.Context) error
+
+func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// TestCheckLastError: when the caller's deadline cuts an attempt short
+// (a dial under way), the error names the failure of the attempt before
+// (here the token endpoint's 503), not the cut dial.
+func TestCheckLastError(t *testing.T) {
+	calls := 0
+	p := pingFunc(func(ctx context.Context) error {
+		if calls++; calls == 1 {
+			return &TokenError{URL: "https://idp.example/token", Status: http.StatusServiceUnavailable}
+		}
+		<-ctx.Done()
+		return fmt.Errorf("unable to dial: %w", ctx.Err())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := Config{SASLMechanism: "oauthbearer"}.Check(ctx, p)
+	if err == nil || !strings.Contains(err.Error(), "OAuth token endpoint gave no token") || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Fatalf("Check = %v", err)
+	}
+}
