@@ -98,7 +98,7 @@ func (c Config) Validate(getenv func(string) string) error {
 		}
 	case MechanismAWSMSKIAM:
 		if c.SASLUser != "" || c.SASLPasswordFile != "" {
-			return errors.New("--kafka-sasl-mechanism aws-msk-iam takes no user or password: it signs with " + EnvAWSAccessKeyID + " and " + EnvAWSSecretAccessKey)
+			return errors.New("--kafka-sasl-mechanism aws-msk-iam takes no user or password: it signs with AWS credentials (" + EnvAWSAccessKeyID + " and " + EnvAWSSecretAccessKey + ", or the AWS credential chain)")
 		}
 		if (getenv(EnvAWSAccessKeyID) == "") != (getenv(EnvAWSSecretAccessKey) == "") {
 			return fmt.Errorf("--kafka-sasl-mechanism aws-msk-iam: static credentials need both %s and %s (or neither, for the AWS credential chain)", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
