@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,6 +48,7 @@ const eofRefusals = 3
 func (c Config) Check(ctx context.Context, p Pinger) error {
 	wait := 100 * time.Millisecond
 	eofs := 0
+	var prev error // the attempt before, whose failure is a better "last error" than a cut one
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := p.Ping(actx)
@@ -54,7 +56,7 @@ func (c Config) Check(ctx context.Context, p Pinger) error {
 		if err == nil {
 			return nil
 		}
-		if hint := refusal(err); hint != "" {
+		if hint := refusal(err, strings.ToLower(c.SASLMechanism)); hint != "" {
 			return fmt.Errorf("%w: %s: %w", ErrRefused, hint, err)
 		}
 		if c.SASLMechanism != "" && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
@@ -66,6 +68,22 @@ func (c Config) Check(ctx context.Context, p Pinger) error {
 		}
 		select {
 		case <-ctx.Done():
+			if prev != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				// The caller's deadline cut this attempt short (a
+				// dial, a token request): the one before says why
+				// nothing answered.
+				err = prev
+			}
+			var (
+				te *TokenError
+				ce *CredentialsError
+			)
+			switch {
+			case errors.As(err, &te):
+				return fmt.Errorf("the OAuth token endpoint gave no token: %w (last error: %w)", context.Cause(ctx), err)
+			case errors.As(err, &ce):
+				return fmt.Errorf("the AWS credential chain gave no credentials: %w (last error: %w)", context.Cause(ctx), err)
+			}
 			hint := ""
 			if c.TLS.Enabled() && errors.Is(err, context.DeadlineExceeded) {
 				hint = " (a TLS handshake that never ends is the sign of a plaintext listener: is the port the broker's TLS listener?)"
@@ -73,13 +91,14 @@ func (c Config) Check(ctx context.Context, p Pinger) error {
 			return fmt.Errorf("no Kafka broker answered: %w (last error: %w)%s", context.Cause(ctx), err, hint)
 		case <-time.After(wait):
 		}
+		prev = err
 		wait = min(2*wait, time.Second)
 	}
 }
 
 // refusal says why err is a refusal of the connection's security, or ""
-// when it is not one.
-func refusal(err error) string {
+// when it is not one. mech is the SASL mechanism, lower case.
+func refusal(err error, mech string) string {
 	var (
 		unknownCA  x509.UnknownAuthorityError
 		hostname   x509.HostnameError
@@ -89,8 +108,22 @@ func refusal(err error) string {
 		op         *net.OpError
 		firstRead  *kgo.ErrFirstReadEOF
 		kafkaError *kerr.Error
+		token      *TokenError
+		creds      *CredentialsError
 	)
 	switch {
+	// The mechanism's own failures first: they come before any word
+	// with the broker.
+	case errors.As(err, &token):
+		if token.Refused() {
+			return "the OAuth token endpoint refused to give a token (check --kafka-sasl-oauth-token-url, --kafka-sasl-oauth-client-id, the client secret, --kafka-sasl-oauth-scope and --kafka-sasl-oauth-client-auth)"
+		}
+		return ""
+	case errors.As(err, &creds):
+		if creds.Refused() {
+			return "the AWS credential chain gave no credentials (static AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, web identity: AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE, a profile, container or instance role)"
+		}
+		return ""
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
 		return "the broker's certificate does not verify (check --kafka-tls-ca and --kafka-tls-server-name)"
 	case errors.As(err, &record):
@@ -99,6 +132,12 @@ func refusal(err error) string {
 		// A TLS alert from the broker: crypto/tls reports it so.
 		return "the broker rejected the TLS handshake (does it require a client certificate, or not trust this one? check --kafka-tls-cert and --kafka-tls-key)"
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		switch mech {
+		case MechanismOAuthBearer:
+			return "SASL authentication failed: the broker refused the OAuth token (check --kafka-sasl-oauth-scope, --kafka-sasl-oauth-extension, and that the broker trusts the token's issuer and audience)"
+		case MechanismAWSMSKIAM:
+			return "SASL authentication failed: the broker refused the IAM signature (check the role's kafka-cluster:Connect permission on the cluster)"
+		}
 		return "SASL authentication failed (check --kafka-sasl-user and the password)"
 	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
 		return "the broker does not accept this SASL mechanism (check --kafka-sasl-mechanism)"

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/aws"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -20,7 +23,8 @@ import (
 // --kafka-sasl-password-file is not given.
 const EnvSASLPassword = "TOOLAUDIT_KAFKA_SASL_PASSWORD"
 
-// The standard AWS variables of aws-msk-iam's static credentials.
+// The standard AWS variables of aws-msk-iam's static credentials; without
+// them, aws-msk-iam takes the SDK's default credential chain.
 const (
 	EnvAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
 	EnvAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
@@ -33,7 +37,10 @@ const (
 	MechanismScramSHA256 = "scram-sha-256"
 	MechanismScramSHA512 = "scram-sha-512"
 	MechanismAWSMSKIAM   = "aws-msk-iam"
+	MechanismOAuthBearer = "oauthbearer"
 )
+
+const mechanisms = "plain, scram-sha-256, scram-sha-512, aws-msk-iam or oauthbearer"
 
 // Config is a Kafka client's connection security. The zero value is
 // plain TCP without authentication.
@@ -46,14 +53,25 @@ type Config struct {
 	// SASLPasswordFile holds the password of plain and SCRAM; empty: the
 	// variable EnvSASLPassword.
 	SASLPasswordFile string
+	// OAuth is where oauthbearer gets its tokens.
+	OAuth OAuth
+	// Log gets the warnings of the mechanisms (a failed token refresh
+	// while the current token is still valid); nil: slog.Default().
+	Log *slog.Logger
 }
 
 // Register adds the --kafka-tls* and --kafka-sasl-* flags to fs.
 func (c *Config) Register(fs *flag.FlagSet) {
 	c.TLS.Register(fs, "kafka", "Kafka")
-	fs.StringVar(&c.SASLMechanism, "kafka-sasl-mechanism", "", "SASL `MECHANISM` to authenticate to Kafka with: plain, scram-sha-256, scram-sha-512 or aws-msk-iam (default: none)")
+	fs.StringVar(&c.SASLMechanism, "kafka-sasl-mechanism", "", "SASL `MECHANISM` to authenticate to Kafka with: "+mechanisms+" (default: none)")
 	fs.StringVar(&c.SASLUser, "kafka-sasl-user", "", "SASL `USER` of plain and SCRAM")
-	fs.StringVar(&c.SASLPasswordFile, "kafka-sasl-password-file", "", "`FILE` holding the SASL password (default: the "+EnvSASLPassword+" variable; never a flag value, which ps shows)")
+	fs.StringVar(&c.SASLPasswordFile, "kafka-sasl-password-file", "", "`FILE` holding the SASL password (default: the "+EnvSASLPassword+" variable, which other processes of the same user and root can read in /proc/PID/environ; never a flag value, which ps shows)")
+	fs.StringVar(&c.OAuth.TokenURL, "kafka-sasl-oauth-token-url", "", "oauthbearer: the OAuth token endpoint's `URL` (https), asked for tokens by the client credentials grant")
+	fs.StringVar(&c.OAuth.ClientID, "kafka-sasl-oauth-client-id", "", "oauthbearer: the OAuth client `ID`")
+	fs.StringVar(&c.OAuth.ClientSecretFile, "kafka-sasl-oauth-client-secret-file", "", "oauthbearer: `FILE` holding the OAuth client secret (default: the "+EnvOAuthClientSecret+" variable, readable in /proc/PID/environ; never a flag value)")
+	fs.StringVar(&c.OAuth.Scope, "kafka-sasl-oauth-scope", "", "oauthbearer: the `SCOPE` to ask the token for (space-separated; default: none)")
+	fs.StringVar(&c.OAuth.ClientAuth, "kafka-sasl-oauth-client-auth", ClientAuthBasic, "oauthbearer: how the client authenticates to the token endpoint: basic (HTTP Basic) or post (client_id and client_secret in the form)")
+	fs.Var(&c.OAuth.Extensions, "kafka-sasl-oauth-extension", "oauthbearer: SASL extensions `KEY=VALUE[,KEY=VALUE]` sent with the token, repeatable (Confluent Cloud: logicalCluster=lkc-...,identityPoolId=pool-...)")
 }
 
 // Enabled reports whether c asks for TLS or SASL.
@@ -62,7 +80,11 @@ func (c Config) Enabled() bool { return c.TLS.Enabled() || c.SASLMechanism != ""
 // Validate checks the flags' consistency without reading any file.
 func (c Config) Validate(getenv func(string) string) error {
 	pw := connsec.Secret{File: c.SASLPasswordFile, Env: EnvSASLPassword}
-	switch strings.ToLower(c.SASLMechanism) {
+	mech := strings.ToLower(c.SASLMechanism)
+	if mech != MechanismOAuthBearer && c.OAuth.given() {
+		return errors.New("--kafka-sasl-oauth-* need --kafka-sasl-mechanism oauthbearer")
+	}
+	switch mech {
 	case "":
 		if c.SASLUser != "" || c.SASLPasswordFile != "" {
 			return errors.New("--kafka-sasl-user and --kafka-sasl-password-file need --kafka-sasl-mechanism")
@@ -76,16 +98,26 @@ func (c Config) Validate(getenv func(string) string) error {
 		}
 	case MechanismAWSMSKIAM:
 		if c.SASLUser != "" || c.SASLPasswordFile != "" {
-			return errors.New("--kafka-sasl-mechanism aws-msk-iam takes no user or password: it signs with " + EnvAWSAccessKeyID + " and " + EnvAWSSecretAccessKey)
+			return errors.New("--kafka-sasl-mechanism aws-msk-iam takes no user or password: it signs with AWS credentials (" + EnvAWSAccessKeyID + " and " + EnvAWSSecretAccessKey + ", or the AWS credential chain)")
 		}
-		if getenv(EnvAWSAccessKeyID) == "" || getenv(EnvAWSSecretAccessKey) == "" {
-			return fmt.Errorf("--kafka-sasl-mechanism aws-msk-iam needs %s and %s in the environment", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
+		if (getenv(EnvAWSAccessKeyID) == "") != (getenv(EnvAWSSecretAccessKey) == "") {
+			return fmt.Errorf("--kafka-sasl-mechanism aws-msk-iam: static credentials need both %s and %s (or neither, for the AWS credential chain)", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
 		}
 		if !c.TLS.Enabled() {
 			return errors.New("--kafka-sasl-mechanism aws-msk-iam needs --kafka-tls (MSK's IAM listener is TLS only)")
 		}
+	case MechanismOAuthBearer:
+		if c.SASLUser != "" || c.SASLPasswordFile != "" {
+			return errors.New("--kafka-sasl-mechanism oauthbearer takes no user or password: it authenticates with a token from --kafka-sasl-oauth-token-url")
+		}
+		if err := c.OAuth.validate(); err != nil {
+			return err
+		}
+		if !(connsec.Secret{File: c.OAuth.ClientSecretFile, Env: EnvOAuthClientSecret}).Given(getenv) {
+			return fmt.Errorf("--kafka-sasl-mechanism oauthbearer needs a client secret: --kafka-sasl-oauth-client-secret-file FILE or the %s variable", EnvOAuthClientSecret)
+		}
 	default:
-		return fmt.Errorf("--kafka-sasl-mechanism %q: want plain, scram-sha-256, scram-sha-512 or aws-msk-iam", c.SASLMechanism)
+		return fmt.Errorf("--kafka-sasl-mechanism %q: want %s", c.SASLMechanism, mechanisms)
 	}
 	return nil
 }
@@ -122,7 +154,7 @@ func (c Config) Opts(getenv func(string) string) ([]kgo.Opt, error) {
 func (c Config) mechanism(getenv func(string) string) (sasl.Mechanism, error) {
 	mech := strings.ToLower(c.SASLMechanism)
 	password := func() (string, error) { return "", nil }
-	if mech != MechanismAWSMSKIAM {
+	if mech == MechanismPlain || mech == MechanismScramSHA256 || mech == MechanismScramSHA512 {
 		read, err := connsec.Secret{File: c.SASLPasswordFile, Env: EnvSASLPassword}.Reader(getenv)
 		if err != nil {
 			return nil, fmt.Errorf("kafka sasl password: %w", err)
@@ -152,12 +184,28 @@ func (c Config) mechanism(getenv func(string) string) (sasl.Mechanism, error) {
 		}
 		return scram.Sha512(auth), nil
 	case MechanismAWSMSKIAM:
-		return aws.ManagedStreamingIAM(func(context.Context) (aws.Auth, error) {
-			a := aws.Auth{AccessKey: getenv(EnvAWSAccessKeyID), SecretKey: getenv(EnvAWSSecretAccessKey), SessionToken: getenv(EnvAWSSessionToken)}
-			if a.AccessKey == "" || a.SecretKey == "" {
-				return a, fmt.Errorf("kafka aws-msk-iam: %s or %s is empty", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
-			}
-			return a, nil
+		creds, err := awsCredentials(getenv)
+		if err != nil {
+			return nil, err
+		}
+		return aws.ManagedStreamingIAM(creds), nil
+	case MechanismOAuthBearer:
+		read, err := connsec.Secret{File: c.OAuth.ClientSecretFile, Env: EnvOAuthClientSecret}.Reader(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("kafka oauth client secret: %w", err)
+		}
+		log := c.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		ts, err := newTokenSource(c.OAuth, read, log)
+		if err != nil {
+			return nil, err
+		}
+		ext := maps.Clone(c.OAuth.Extensions)
+		return oauth.Oauth(func(ctx context.Context) (oauth.Auth, error) {
+			tok, err := ts.Token(ctx)
+			return oauth.Auth{Token: tok, Extensions: ext}, err
 		}), nil
 	}
 	return nil, fmt.Errorf("--kafka-sasl-mechanism %q: unknown", c.SASLMechanism)
@@ -171,6 +219,11 @@ func (c Config) Describe() []any {
 		kv = append(kv, "kafka_sasl", strings.ToLower(c.SASLMechanism))
 		if c.SASLUser != "" {
 			kv = append(kv, "kafka_sasl_user", c.SASLUser)
+		}
+		if c.OAuth.TokenURL != "" {
+			if u, err := tokenURL(c.OAuth.TokenURL); err == nil {
+				kv = append(kv, "kafka_sasl_oauth_token_url", shownURL(u), "kafka_sasl_oauth_client_id", c.OAuth.ClientID)
+			}
 		}
 	}
 	return kv

@@ -212,7 +212,19 @@ func TestValidate(t *testing.T) {
 		{"cert without key", Config{TLS: connsec.TLS{Cert: pw}}, nil, "both"},
 		{"ca not pem", Config{TLS: connsec.TLS{CA: pw}}, nil, "no PEM certificate"},
 		{"msk iam without tls", Config{SASLMechanism: "aws-msk-iam"}, map[string]string{EnvAWSAccessKeyID: "a", EnvAWSSecretAccessKey: "s"}, "needs --kafka-tls"},
-		{"msk iam without keys", Config{SASLMechanism: "aws-msk-iam", TLS: connsec.TLS{Enable: true}}, nil, EnvAWSAccessKeyID},
+		{"msk iam with the credential chain", Config{SASLMechanism: "aws-msk-iam", TLS: connsec.TLS{Enable: true}}, nil, ""},
+		{"msk iam with half a static key", Config{SASLMechanism: "aws-msk-iam", TLS: connsec.TLS{Enable: true}}, map[string]string{EnvAWSAccessKeyID: "a"}, EnvAWSSecretAccessKey},
+		{"oauth flags without oauthbearer", Config{SASLMechanism: "plain", SASLUser: "u", SASLPasswordFile: pw, OAuth: OAuth{Scope: "s"}}, nil, "need --kafka-sasl-mechanism oauthbearer"},
+		{"oauthbearer", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "https://idp.example/oauth2/token", ClientID: "c", ClientSecretFile: pw}}, nil, ""},
+		{"oauthbearer env secret", Config{SASLMechanism: "OAUTHBEARER", OAuth: OAuth{TokenURL: "http://127.0.0.1:8080/token", ClientID: "c"}}, map[string]string{EnvOAuthClientSecret: "p"}, ""},
+		{"oauthbearer without url", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{ClientID: "c", ClientSecretFile: pw}}, nil, "needs --kafka-sasl-oauth-token-url"},
+		{"oauthbearer without client id", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "https://idp.example/t", ClientSecretFile: pw}}, nil, "--kafka-sasl-oauth-client-id"},
+		{"oauthbearer without secret", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "https://idp.example/t", ClientID: "c"}}, nil, EnvOAuthClientSecret},
+		{"oauthbearer over http", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "http://idp.example/t", ClientID: "c", ClientSecretFile: pw}}, nil, "clear text"},
+		{"oauthbearer url with user", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "https://c:p@idp.example/t", ClientID: "c", ClientSecretFile: pw}}, nil, "no user information"},
+		{"oauthbearer relative url", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "/t", ClientID: "c", ClientSecretFile: pw}}, nil, "https://"},
+		{"oauthbearer bad client auth", Config{SASLMechanism: "oauthbearer", OAuth: OAuth{TokenURL: "https://idp.example/t", ClientID: "c", ClientSecretFile: pw, ClientAuth: "jwt"}}, nil, "basic or post"},
+		{"oauthbearer with a user", Config{SASLMechanism: "oauthbearer", SASLUser: "u", OAuth: OAuth{TokenURL: "https://idp.example/t", ClientID: "c", ClientSecretFile: pw}}, nil, "no user"},
 		{"msk iam with a user", Config{SASLMechanism: "aws-msk-iam", SASLUser: "u", TLS: connsec.TLS{Enable: true}}, map[string]string{EnvAWSAccessKeyID: "a", EnvAWSSecretAccessKey: "s"}, "no user"},
 		{"msk iam", Config{SASLMechanism: "aws-msk-iam", TLS: connsec.TLS{Enable: true}}, map[string]string{EnvAWSAccessKeyID: "a", EnvAWSSecretAccessKey: "s"}, ""},
 	} {
@@ -274,15 +286,15 @@ func TestTLSToPlaintext(t *testing.T) {
 	}
 }
 
-// client is a client of cluster c with cfg's options, closed at the end
-// of the test.
-func client(t *testing.T, cfg Config, c *kfake.Cluster) *kgo.Client {
+// client is a client of cluster c with cfg's options and more, closed at
+// the end of the test.
+func client(t *testing.T, cfg Config, c *kfake.Cluster, more ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts, err := cfg.Opts(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.ListenAddrs()...))...)
+	cl, err := kgo.NewClient(append(append(opts, kgo.SeedBrokers(c.ListenAddrs()...)), more...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +320,7 @@ func TestRefusal(t *testing.T) {
 		{io.EOF, ""},
 		{context.DeadlineExceeded, ""},
 	} {
-		if got := refusal(tc.err); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+		if got := refusal(tc.err, ""); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("refusal(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -103,9 +103,17 @@ INGEST_<FLAG> (upper case, "-" as "_"), e.g. INGEST_BROKERS.
 
 Secured Kafka: --kafka-tls (with --kafka-tls-ca, --kafka-tls-cert and
 --kafka-tls-key for a private CA or client certificates) and
---kafka-sasl-mechanism with --kafka-sasl-user; the password comes from
---kafka-sasl-password-file or the TOOLAUDIT_KAFKA_SASL_PASSWORD variable,
-never from a flag. resolverd takes the same flags.`
+--kafka-sasl-mechanism: plain and SCRAM with --kafka-sasl-user and a
+password from --kafka-sasl-password-file or the
+TOOLAUDIT_KAFKA_SASL_PASSWORD variable; oauthbearer with
+--kafka-sasl-oauth-token-url, --kafka-sasl-oauth-client-id and a client
+secret from --kafka-sasl-oauth-client-secret-file or the
+TOOLAUDIT_KAFKA_SASL_OAUTH_CLIENT_SECRET variable; aws-msk-iam with the
+AWS credential chain (static AWS_* variables, web identity, container or
+instance role). Secrets never come from a flag (ps shows them); prefer
+the files: a process's environment can be read in /proc/PID/environ by
+the same user's other processes and by root. resolverd takes the same
+flags.`
 
 // config is what the flags say.
 type config struct {
@@ -309,6 +317,7 @@ func (c *config) openSink(ctx context.Context, stdout, stderr io.Writer) (ingest
 	cfg.CallsTopic, cfg.ListingsTopic = c.callsTopic, c.listingsTopic
 	cfg.DeliveryTimeout = c.deliveryTimeout
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	c.kafka.Log = cfg.Logger
 	sec, err := c.kafka.Opts(os.Getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"flag"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
@@ -312,5 +316,62 @@ func TestSecuredKafka(t *testing.T) {
 	}
 	if strings.Contains(o.stderr, "Wr0ngP4ss") {
 		t.Fatalf("the password is in the output:\n%s", o.stderr)
+	}
+}
+
+// TestOAuthKafka: ingest produces with an OAUTHBEARER token from the
+// client credentials grant, the client secret in the environment, to a
+// broker whose SASL exchange kfake's control hooks answer (kfake knows
+// PLAIN and SCRAM only); a token endpoint that refuses the client fails
+// at once, naming the endpoint, and no output shows the secret.
+func TestOAuthKafka(t *testing.T) {
+	const secret = "cl13nt-s3cret"
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, s, _ := r.BasicAuth(); id != "ingest" || s != secret {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"access_token":"tok-ingest","token_type":"Bearer","expires_in":300}`))
+	}))
+	defer tokens.Close()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "calls", "listings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cluster.ControlKey(kmsg.SASLHandshake.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		return r.(*kmsg.SASLHandshakeRequest).ResponseKind(), nil, true
+	})
+	var bearer atomic.Value
+	cluster.ControlKey(kmsg.SASLAuthenticate.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		req := r.(*kmsg.SASLAuthenticateRequest)
+		bearer.Store(string(req.SASLAuthBytes))
+		return req.ResponseKind(), nil, true
+	})
+	file := writeFile(t, "events.jsonl", eventLine)
+	args := []string{"--brokers", strings.Join(cluster.ListenAddrs(), ","), "--calls-topic", "calls", "--listings-topic", "listings",
+		"--kafka-sasl-mechanism", "oauthbearer", "--kafka-sasl-oauth-token-url", tokens.URL + "/token",
+		"--kafka-sasl-oauth-client-id", "ingest", "--connect-timeout", "20s", file}
+	t.Setenv("TOOLAUDIT_KAFKA_SASL_OAUTH_CLIENT_SECRET", secret)
+	if o := runCmd(t, "", args...); o.code != exitOK || !strings.Contains(o.stderr, "delivered to Kafka: listings 1") {
+		t.Fatalf("right secret: exit %d\n%s", o.code, o.stderr)
+	}
+	if b, _ := bearer.Load().(string); b != "n,,\x01auth=Bearer tok-ingest\x01\x01" {
+		t.Fatalf("the broker got %q", b)
+	}
+	t.Setenv("TOOLAUDIT_KAFKA_SASL_OAUTH_CLIENT_SECRET", "Wr0ng-"+secret)
+	start := time.Now()
+	o := runCmd(t, "", args...)
+	if o.code != exitFailure || !strings.Contains(o.stderr, "OAuth token endpoint refused") || !strings.Contains(o.stderr, "invalid_client") {
+		t.Fatalf("wrong secret: exit %d\n%s", o.code, o.stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("wrong secret took %v to fail", d)
+	}
+	if strings.Contains(o.stderr, secret) {
+		t.Fatalf("the secret is in the output:\n%s", o.stderr)
 	}
 }

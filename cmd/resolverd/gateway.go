@@ -173,6 +173,7 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	if len(brokers) == 0 {
 		log.Warn("no Kafka (--brokers is empty): listings are not produced and decisions are not audited; for development only")
 	} else {
+		f.kafka.Log = log
 		kopts, err := f.kafka.Opts(os.Getenv)
 		if err != nil {
 			return usageError{err}

@@ -167,6 +167,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 					return err
 				}
 			}
+			kafka.Log = log
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}

@@ -97,13 +97,17 @@ reanalyze --source archive can decide calls again once Kafka's
 retention has dropped them. The events hold the raw arguments, which
 may be secrets: grant SELECT on call_events only to whoever re-analyses.
 
-Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's) for
-Kafka, --clickhouse-tls* for ClickHouse's secure native port. Passwords
-come from --kafka-sasl-password-file and --clickhouse-password-file or
-the TOOLAUDIT_KAFKA_SASL_PASSWORD and TOOLAUDIT_CLICKHOUSE_PASSWORD
-variables, never from flags (ps shows them). A broker that refuses the
-TLS handshake or the SASL authentication stops resolverd at start with
-an error saying what to check.
+Secured services: --kafka-tls* and --kafka-sasl-* (as ingest's; SASL
+OAUTHBEARER with --kafka-sasl-oauth-*, AWS MSK IAM with the AWS
+credential chain) for Kafka, --clickhouse-tls* for ClickHouse's secure
+native port. Passwords come from --kafka-sasl-password-file and
+--clickhouse-password-file or the TOOLAUDIT_KAFKA_SASL_PASSWORD and
+TOOLAUDIT_CLICKHOUSE_PASSWORD variables, never from flags (ps shows
+them); prefer the files: the same user's other processes and root can
+read a process's environment in /proc/PID/environ. A broker that refuses
+the TLS handshake or the SASL authentication (or a token endpoint that
+refuses the client) stops resolverd at start with an error saying what
+to check.
 
 --cluster NAME writes to a ClickHouse cluster: the start-up migration
 lays the schema out on it (see resolverd migrate --help), and the
@@ -197,6 +201,7 @@ func runCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			kafka.Log = log
 			kafkaOpts, err := kafka.Opts(os.Getenv)
 			if err != nil {
 				return usageError{err}

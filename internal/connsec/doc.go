@@ -4,8 +4,12 @@
 //
 // Secrets come from a file or from one fixed environment variable, never
 // from a flag value: ps shows every process's arguments to every user of
-// the machine, while a file's permissions and a process's environment are
-// private. Secret.Read reads it once; Secret.Reader reads the file again
+// the machine. A process's environment is less exposed but not private:
+// /proc/PID/environ is readable by every process of the same user and by
+// root, children inherit it, and container runtimes show it (docker
+// inspect, a Pod's spec). A file can be readable by its owner alone, so
+// the documentation recommends files and offers the variable for
+// convenience. Secret.Read reads it once; Secret.Reader reads the file again
 // at each use, so that a rotated Kubernetes Secret, updated in place in
 // its mounted volume, takes effect at the next connection without a
 // restart (Kafka's SASL password; the ClickHouse password is read once, at
