@@ -11,6 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -23,7 +24,7 @@ import (
 // through resolverd's writer into database db of the shared engine.
 func demoConn(t *testing.T, db string, start time.Time) (driver.Conn, fleet.RugPull) {
 	t.Helper()
-	lines, calls, rp, err := fleet.Demo(start, 1, 40, 800) // fleetgen -demo's
+	lines, calls, rp, err := demofleet.Demo(start, 1, 40, 800) // fleetgen -demo's
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -121,7 +122,7 @@ func writeDemo(dir, start string, seed uint64, trials, honest int) error {
 	if err != nil {
 		return fmt.Errorf("-start: %w", err)
 	}
-	listings, out, rp, err := fleet.Demo(at, seed, trials, honest)
+	listings, out, rp, err := demofleet.Demo(at, seed, trials, honest)
 	if err != nil {
 		return err
 	}

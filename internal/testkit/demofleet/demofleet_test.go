@@ -1,4 +1,4 @@
-package fleet_test
+package demofleet_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/offline"
 	"github.com/toolaudit/toolaudit/registryversions"
@@ -23,11 +24,11 @@ import (
 // then shows.
 func TestSessions(t *testing.T) {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	outL, outC, rp, err := fleet.Demo(start, 1, 40, 800) // fleetgen -demo's
+	outL, outC, rp, err := demofleet.Demo(start, 1, 40, 800) // fleetgen -demo's
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, againC, _, _ := fleet.Demo(start, 1, 40, 800)
+	again, againC, _, _ := demofleet.Demo(start, 1, 40, 800)
 	if !slices.EqualFunc(outL, again, bytes.Equal) || len(againC) != len(outC) || !bytes.Equal(againC[len(againC)-1].Line, outC[len(outC)-1].Line) {
 		t.Error("not deterministic for a seed")
 	}
