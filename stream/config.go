@@ -99,7 +99,9 @@ type Config struct {
 
 	// AnalysisID, ResolverBuild and PolicyVersion stamp every row.
 	// AnalysisID defaults to "live"; PolicyVersion, when empty, is the
-	// resolver's mode ("strict" or "pin-assisted").
+	// resolver's policy (resolve.Resolver.Policy: its mode and what else
+	// decides, e.g. "strict+formats+approvals(block+tofu)"), the one stamp
+	// every path gives the same policy.
 	AnalysisID    string
 	ResolverBuild string
 	PolicyVersion string
