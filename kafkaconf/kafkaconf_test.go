@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +351,34 @@ func TestLogger(t *testing.T) {
 		if n := strings.Count(b.String(), `msg="kafka: m" broker=1`); n != tc.lines {
 			t.Errorf("slog %v: %d lines, want %d:\n%s", tc.level, n, tc.lines, b.String())
 		}
+	}
+}
+
+// TestBrokers: --brokers is declared with the command's default and note,
+// and lists the seeds, blanks and empty items left out.
+func TestBrokers(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{DefaultBrokers}},
+		{[]string{"--brokers", " a:1, ,b:2 ,"}, []string{"a:1", "b:2"}},
+		{[]string{"--brokers", ""}, nil},
+	} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		var b Brokers
+		b.Register(fs, DefaultBrokers, "empty: no Kafka")
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.List(); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var b Brokers
+	b.Register(fs, "", "required")
+	if u := fs.Lookup("brokers").Usage; u != "Kafka seed `BROKERS` (host:port), comma-separated (required)" {
+		t.Errorf("usage %q", u)
 	}
 }

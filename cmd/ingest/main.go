@@ -117,7 +117,7 @@ flags.`
 
 // config is what the flags say.
 type config struct {
-	brokers         string
+	brokers         kafkaconf.Brokers
 	callsTopic      string
 	listingsTopic   string
 	format          string
@@ -146,7 +146,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
 	c := &config{}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.brokers, "brokers", "", "Kafka seed `BROKERS` (host:port), comma-separated; required unless --dry-run or --out")
+	c.brokers.Register(fs, "", "required unless --dry-run or --out")
 	fs.StringVar(&c.callsTopic, "calls-topic", "tool-calls", "`topic` of call events")
 	fs.StringVar(&c.listingsTopic, "listings-topic", "tool-listings", "`topic` of listing events")
 	fs.StringVar(&c.format, "format", "auto", "input `format`: auto (detect per line), event, openai, anthropic, bedrock, mcp, otel")
@@ -310,7 +310,7 @@ func (c *config) openSink(ctx context.Context, stdout, stderr io.Writer) (ingest
 		}, nil
 	}
 	cfg := ingest.DefaultProducerConfig()
-	cfg.Brokers = splitList(c.brokers)
+	cfg.Brokers = c.brokers.List()
 	if len(cfg.Brokers) == 0 {
 		return nil, nil, fmt.Errorf("%w: --brokers (or INGEST_BROKERS) is required unless --dry-run or --out", errUsage)
 	}

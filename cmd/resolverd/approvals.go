@@ -44,14 +44,14 @@ func approvalCommands(std stdio) []*ffcli.Command {
 
 // approvalFlags are the Kafka flags of the approval commands.
 type approvalFlags struct {
-	brokers *string
+	brokers kafkaconf.Brokers
 	kafka   kafkaconf.Config
 	topic   *string
 	timeout *time.Duration
 }
 
 func (a *approvalFlags) register(fs *flag.FlagSet) {
-	a.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	a.brokers.Register(fs, kafkaconf.DefaultBrokers, "")
 	a.kafka.Register(fs)
 	a.topic = fs.String("approvals-topic", topic.Default, "approvals `topic` (one partition, compacted)")
 	a.timeout = fs.Duration("timeout", time.Minute, "give up after `DURATION`")
@@ -65,7 +65,7 @@ func (a *approvalFlags) start(ctx context.Context) ([]kgo.Opt, context.Context, 
 		return nil, nil, nil, usageError{err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *a.timeout)
-	return append([]kgo.Opt{kgo.SeedBrokers(splitList(*a.brokers)...), kgo.ClientID("resolverd-registry")}, o...), ctx, cancel, nil
+	return append([]kgo.Opt{kgo.SeedBrokers(a.brokers.List()...), kgo.ClientID("resolverd-registry")}, o...), ctx, cancel, nil
 }
 
 // listingSource is where the review commands read the current

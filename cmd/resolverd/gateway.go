@@ -82,7 +82,8 @@ Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 // gatewayFlags are the command's flags.
 type gatewayFlags struct {
 	commonFlags
-	config, listen, brokers, listingsTopic string
+	config, listen, listingsTopic string
+	brokers                              kafkaconf.Brokers
 	kafka                                  kafkaconf.Config
 	auditTopic                             string
 	auditTimeout                           time.Duration
@@ -98,7 +99,7 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	var f gatewayFlags
 	fs.StringVar(&f.config, "config", "", "gateway configuration `FILE` (YAML or JSON)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8090", "HTTP listen `address`: the MCP endpoint /mcp, /metrics, /healthz, /readyz")
-	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (empty: no Kafka, no audit trail; development only)")
+	f.brokers.Register(fs, kafkaconf.DefaultBrokers, "empty: no Kafka, no audit trail; development only")
 	f.kafka.Register(fs)
 	f.approvals.registerLive(fs)
 	fs.StringVar(&f.listingsTopic, "listings-topic", schema.TopicListings, "listings `topic` the upstreams' listings are produced to")
@@ -166,7 +167,7 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	}
 	followApprovals := func(context.Context) error { return nil }
 
-	brokers := splitList(f.brokers)
+	brokers := f.brokers.List()
 	if len(brokers) == 0 && opts.Approvals != nil {
 		return usageError{errors.New("--approvals needs Kafka (--brokers): the baseline is the approvals topic")}
 	}
@@ -287,6 +288,6 @@ func checkTopics(ctx context.Context, log *slog.Logger, f gatewayFlags, cl *kgo.
 			return fmt.Errorf("kafka: topic %s does not exist (create it, or name another)", t)
 		}
 	}
-	log.Info("kafka connected", append([]any{"brokers", f.brokers, "topics", topics}, f.kafka.Describe()...)...)
+	log.Info("kafka connected", append([]any{"brokers", f.brokers.String(), "topics", topics}, f.kafka.Describe()...)...)
 	return nil
 }

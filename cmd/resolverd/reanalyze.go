@@ -81,7 +81,8 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	fs.SetOutput(std.err)
 	var ch chFlags
 	ch.register(fs)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated (not given: the embedded stack's, 127.0.0.1:19092, when nothing answers here and it does)")
+	var brokers kafkaconf.Brokers
+	brokers.Register(fs, kafkaconf.DefaultBrokers, "not given: the embedded stack's, 127.0.0.1:19092, when nothing answers here and it does")
 	var kafka kafkaconf.Config
 	kafka.Register(fs)
 	cfg := reanalyze.DefaultConfig()
@@ -172,7 +173,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			bs, err := stackDefault(ctx, fs, "brokers", splitList(*brokers), embeddedKafka, log)
+			bs, err := stackDefault(ctx, fs, "brokers", brokers.List(), embeddedKafka, log)
 			if err != nil {
 				return err
 			}

@@ -122,7 +122,8 @@ func runCommand(std stdio) *ffcli.Command {
 	var ch chFlags
 	ch.register(fs)
 	sc := stream.DefaultConfig()
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed `brokers`, comma-separated")
+	var brokers kafkaconf.Brokers
+	brokers.Register(fs, kafkaconf.DefaultBrokers, "")
 	var kafka kafkaconf.Config
 	kafka.Register(fs)
 	var cf clusterFlags
@@ -229,7 +230,7 @@ func runCommand(std stdio) *ffcli.Command {
 			if sc.Resolver.Approvals, err = gf.gate(); err != nil {
 				return err
 			}
-			sc.Brokers = splitList(*brokers)
+			sc.Brokers = brokers.List()
 			sc.ResolverBuild = build()
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
