@@ -83,14 +83,14 @@ Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 type gatewayFlags struct {
 	commonFlags
 	config, listen, listingsTopic string
-	brokers                              kafkaconf.Brokers
-	kafka                                  kafkaconf.Config
-	auditTopic                             string
-	auditTimeout                           time.Duration
-	tlsCert, tlsKey, tokensFile            string
-	maxConns                               int
-	gcPercent                              int
-	approvals                              gateFlags
+	brokers                       kafkaconf.Brokers
+	kafka                         kafkaconf.Config
+	auditTopic                    string
+	auditTimeout                  time.Duration
+	tlsCert, tlsKey, tokensFile   string
+	maxConns                      int
+	gcPercent                     int
+	approvals                     gateFlags
 }
 
 func gatewayCommand(std stdio) *ffcli.Command {
