@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/ingest"
 	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 func main() {
@@ -147,8 +148,8 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.brokers.Register(fs, "", "required unless --dry-run or --out")
-	fs.StringVar(&c.callsTopic, "calls-topic", "tool-calls", "`topic` of call events")
-	fs.StringVar(&c.listingsTopic, "listings-topic", "tool-listings", "`topic` of listing events")
+	fs.StringVar(&c.callsTopic, "calls-topic", schema.TopicCalls, "`topic` of call events")
+	fs.StringVar(&c.listingsTopic, "listings-topic", schema.TopicListings, "`topic` of listing events")
 	fs.StringVar(&c.format, "format", "auto", "input `format`: auto (detect per line), event, openai, anthropic, bedrock, mcp, otel")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "write the events as JSONL to standard output instead of Kafka (same as --out -)")
 	fs.StringVar(&c.out, "out", "", `write the events as JSONL to `+"`FILE`"+` ("-" = standard output) instead of Kafka`)

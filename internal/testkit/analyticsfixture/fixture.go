@@ -151,7 +151,7 @@ func Rows() (first, again []schema.Row) {
 			}
 			r.EmittedAt = Base.Add(s.at + time.Duration(i)*time.Second)
 			r.DecidedAt = r.EmittedAt.Add(time.Second)
-			r.ResolverBuild, r.PolicyVersion, r.Topic = "test", "strict/v1", "tool-calls"
+			r.ResolverBuild, r.PolicyVersion, r.Topic = "test", "strict/v1", schema.TopicCalls
 			first = append(first, r)
 			if s.redelivered {
 				r.DecidedAt = r.DecidedAt.Add(time.Minute)
