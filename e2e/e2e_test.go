@@ -397,7 +397,8 @@ func TestLateListing(t *testing.T) {
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 6)
 	d := e.start("--listing-hold", "2s")
-	time.Sleep(2 * time.Second) // caught up on an empty listings topic
+	d.waitLog(t, "listings caught up", 30*time.Second) // on an empty listings topic
+	d.waitLog(t, "partitions assigned", 30*time.Second)
 	e.produce("tool-calls", c.calls, 0)
 	time.Sleep(300 * time.Millisecond)
 	e.produce("tool-listings", c.listings, 0)
