@@ -63,7 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./resolve/
 	$(GO) test -run '^$$' -fuzz FuzzDifferentialOracle -fuzztime $(FUZZTIME) ./signature/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./audit/
-	$(GO) test -run '^$$' -fuzz FuzzLoadCheckpoint -fuzztime $(FUZZTIME) ./registryversions/
+	$(GO) test -run '^$$' -fuzz FuzzLoadCheckpoint -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz FuzzDifferentialGenerated -fuzztime $(FUZZTIME) ./signature/
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime $(FUZZTIME) ./signature/ecmare/
 	$(GO) test -run '^$$' -fuzz FuzzFormats -fuzztime $(FUZZTIME) ./signature/format/

@@ -20,7 +20,7 @@ import (
 	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -30,16 +30,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
 	sampleOnce  sync.Once
-	sampleStore *registryversions.Store
+	sampleStore *registry.Store
 	sampleCalls map[string][]byte // by event id
 )
 
 // sample is the shared sample corpus: its registry history and its
 // calls by event id.
-func sample(t *testing.T) (*registryversions.Store, map[string][]byte) {
+func sample(t *testing.T) (*registry.Store, map[string][]byte) {
 	t.Helper()
 	sampleOnce.Do(func() {
-		s := registryversions.New()
+		s := registry.New()
 		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
 	"github.com/toolaudit/toolaudit/stream"
@@ -114,7 +114,7 @@ func TestEveryRejection(t *testing.T) {
 	cfg.Brokers = c.ListenAddrs()
 	cfg.ListingHold, cfg.BatchWait, cfg.ListingsPoll = 0, 20*time.Millisecond, 20*time.Millisecond
 	cfg.AuditTopic = ""
-	p, err := stream.New(cfg, registryversions.New(), appender.Tee(store, k), nil, nil)
+	p, err := stream.New(cfg, registry.New(), appender.Tee(store, k), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

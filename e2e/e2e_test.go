@@ -25,7 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -77,7 +77,7 @@ func load(t *testing.T) corpus {
 				c.calls = append(c.calls, x.Line)
 			}
 		}
-		store := registryversions.New()
+		store := registry.New()
 		if _, err := offline.LoadListings(bytes.NewReader(bytes.Join(c.listings, []byte("\n"))), store, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -337,7 +337,7 @@ func ceil(d time.Duration) time.Duration {
 // H5 it names the tool as server/tool. They are read back by the
 // registry version's servers and tools: a name that does not read back
 // gives no hint.
-func (g *Gateway) fitting(v *registryversions.Version, d *schema.Decision) []string {
+func (g *Gateway) fitting(v *registry.Version, d *schema.Decision) []string {
 	if v == nil {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -174,7 +174,7 @@ func (g *Gateway) arguments(w *callWork, raw json.RawMessage) ([]byte, error) {
 // current one the decision stands, since a seen_digest equal to the
 // resolved tool's digest changes no check (TestRugPullSpellings decides
 // the recorded events again).
-func (g *Gateway) decide(w *callWork, s *session, principal, name, claimed string, args []byte, vs *registryversions.Snapshot) *audit.Record {
+func (g *Gateway) decide(w *callWork, s *session, principal, name, claimed string, args []byte, vs *registry.Snapshot) *audit.Record {
 	c := schema.Call{
 		EventID:   g.ids.next('c'),
 		EmittedAt: g.clock.call(),
@@ -242,7 +242,7 @@ func sessionShown(s *session) *catalogue {
 }
 
 // decideEvent encodes call c with args and decides it into w.rec.
-func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registryversions.Snapshot) *audit.Record {
+func (g *Gateway) decideEvent(w *callWork, c *schema.Call, args []byte, vs *registry.Snapshot) *audit.Record {
 	w.event = schema.AppendCall(w.event[:0], c, schema.CallArgs{JSON: args})
 	g.step.Decide(vs, &w.dec, w.event, &w.call, &w.rec)
 	// The gateway made the event: its key is c's even when the event
@@ -338,7 +338,7 @@ func (g *Gateway) hints(vs resolve.Versions, c *schema.Call, d *schema.Decision)
 // the names clients call: qualified with the gateway's separator. A bare
 // name is the pinned server's tool when the call had a pin, else its one
 // provider's.
-func (g *Gateway) clientNames(v *registryversions.Version, pin string, names []string) []string {
+func (g *Gateway) clientNames(v *registry.Version, pin string, names []string) []string {
 	if v == nil || len(names) == 0 {
 		return names
 	}

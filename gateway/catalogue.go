@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 // MetaDigest is the _meta member of every tool the gateway lists: the
@@ -21,10 +21,10 @@ const MetaDigest = "io.toolaudit/digest"
 // version: every tool of every server under its qualified name. It is
 // immutable; a session keeps the one it was last shown.
 type catalogue struct {
-	version *registryversions.Version // nil before any listing
-	at      time.Time                 // observed_at of the listing that built it
-	tools   []*mcp.Tool               // sorted by qualified name
-	byName  map[string]*entry         // by qualified name
+	version *registry.Version // nil before any listing
+	at      time.Time         // observed_at of the listing that built it
+	tools   []*mcp.Tool       // sorted by qualified name
+	byName  map[string]*entry // by qualified name
 	// byTool holds every tool of the catalogue by server and tool name,
 	// and the tools withdrawn by a listing (digest ""): the history a
 	// stateless client's call is checked against (heldDigest).
@@ -49,7 +49,7 @@ type entry struct {
 // by tool name; a tool of v without one is left out. prev is the
 // catalogue before: each tool's history carries on from it. A withdrawn
 // tool's entry is kept while it changed within keep of at.
-func newCatalogue(v *registryversions.Version, at time.Time, defs map[string]map[string]*mcp.Tool, sep string, prev *catalogue, keep time.Duration) *catalogue {
+func newCatalogue(v *registry.Version, at time.Time, defs map[string]map[string]*mcp.Tool, sep string, prev *catalogue, keep time.Duration) *catalogue {
 	c := &catalogue{version: v, at: at, byName: map[string]*entry{}, byTool: map[toolKey]*entry{}}
 	if v == nil {
 		return c

@@ -17,7 +17,7 @@
 // registry, server, trust, op snapshot, observed_at, the tools as the SDK
 // read them), decodes it with the pipeline's own decoder, produces it to
 // the listings topic (Publisher; acknowledged), and only then applies it
-// to its own registryversions.Store, rebuilds the catalogue and tells
+// to its own registry.Store, rebuilds the catalogue and tells
 // every client session that the tool list changed. The registry the
 // gateway decides against is therefore the one the pipeline reads from
 // Kafka. A listing the registry would refuse whole (a tool without a name

@@ -20,7 +20,7 @@ import (
 	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/gateway/upstream"
 	"github.com/toolaudit/toolaudit/internal/connsec"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -73,7 +73,7 @@ type Gateway struct {
 	log  *slog.Logger
 	step callpath.Step // decide, record, answer
 
-	store     *registryversions.Store
+	store     *registry.Store
 	upstreams map[string]*upstream.Upstream
 	trust     map[string]int
 	order     []*upstream.Upstream // in configuration order
@@ -126,7 +126,7 @@ func New(opts Options) (*Gateway, error) {
 		step: callpath.Step{Resolver: resolver,
 			Audit: opts.Audit, Source: schema.SourceGateway, Action: schema.ActionEnforced,
 			ResolverBuild: opts.ResolverBuild, PolicyVersion: resolver.Policy()},
-		store:     registryversions.New(registryversions.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
+		store:     registry.New(registry.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
 		upstreams: map[string]*upstream.Upstream{},
 		trust:     map[string]int{},
 		sessions:  newSessions(cfg.Limits.MaxSessions),
@@ -195,7 +195,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // Store is the gateway's registry: the listings of its upstreams.
-func (g *Gateway) Store() *registryversions.Store { return g.store }
+func (g *Gateway) Store() *registry.Store { return g.store }
 
 // Ready reports whether every upstream has been listed at least once
 // since start (the catalogue is whole), and which upstreams are not
@@ -294,7 +294,7 @@ func (g *Gateway) record(ctx context.Context, server string, tools []*mcp.Tool) 
 	return nil
 }
 
-func versionID(v *registryversions.Version) string {
+func versionID(v *registry.Version) string {
 	if v == nil {
 		return ""
 	}

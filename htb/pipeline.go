@@ -7,7 +7,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -49,11 +49,11 @@ func newEnv(w *world) *Env {
 	return &Env{w: w, fuzzy: map[string][]fuzzyKey{}, comp: c, jsch: map[string]*jsonschema.Schema{}, jerr: map[string]error{}}
 }
 
-func (e *Env) version(c *schema.Call) *registryversions.Version {
+func (e *Env) version(c *schema.Call) *registry.Version {
 	return e.w.snap.At(c.Registry, c.EmittedAt)
 }
 
-func executed(t *registryversions.Tool) Outcome {
+func executed(t *registry.Tool) Outcome {
 	return Outcome{Executed: true, Server: t.Server, Tool: t.Name}
 }
 
@@ -121,7 +121,7 @@ func (g Gate) Decide(e *Env, c *schema.Call) Outcome {
 	return executed(t)
 }
 
-func (e *Env) gate(c *schema.Call, t *registryversions.Tool) (Outcome, bool) {
+func (e *Env) gate(c *schema.Call, t *registry.Tool) (Outcome, bool) {
 	if c.HasVisible && !onFrontier(c.Visible, c.Tool, t.Server, t.Name) {
 		return blocked("gate", "tool is not on the agent's frontier"), false
 	}
@@ -132,7 +132,7 @@ func (e *Env) gate(c *schema.Call, t *registryversions.Tool) (Outcome, bool) {
 	return Outcome{}, true
 }
 
-func (e *Env) verify(c *schema.Call, t *registryversions.Tool) (Outcome, bool) {
+func (e *Env) verify(c *schema.Call, t *registry.Tool) (Outcome, bool) {
 	def := e.w.def(c.Registry, t)
 	if def == nil {
 		return Outcome{}, true
@@ -162,7 +162,7 @@ func (r Resolver) Decide(e *Env, c *schema.Call) Outcome {
 	return executed(t)
 }
 
-func (e *Env) resolve(m resolve.Mode, c *schema.Call) (*registryversions.Tool, Outcome) {
+func (e *Env) resolve(m resolve.Mode, c *schema.Call) (*registry.Tool, Outcome) {
 	res := resolve.Resolver{Mode: m}
 	res.Resolve(e.w.snap, c, &e.dec)
 	if e.dec.Verdict != schema.Allow {
@@ -210,7 +210,7 @@ func (f Full) Decide(e *Env, c *schema.Call) Outcome {
 // contain T's: the arguments then carry everything S needs, including a
 // key T only permits, and S explains them better than T. Such a call is
 // held (not executed).
-func (e *Env) selectTool(c *schema.Call, t *registryversions.Tool) (Outcome, bool) {
+func (e *Env) selectTool(c *schema.Call, t *registry.Tool) (Outcome, bool) {
 	v := e.version(c)
 	td := e.w.def(c.Registry, t)
 	if td == nil {

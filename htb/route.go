@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -16,11 +16,11 @@ import (
 // they do with a name they cannot place.
 
 // splitFlat parses a flattened name whose prefix is a connected server.
-func splitFlat(v *registryversions.Version, name string) (*registryversions.ServerState, string, bool) {
+func splitFlat(v *registry.Version, name string) (*registry.ServerState, string, bool) {
 	if v.Single() {
 		return nil, "", false
 	}
-	try := func(n, sep string) (*registryversions.ServerState, string, bool) {
+	try := func(n, sep string) (*registry.ServerState, string, bool) {
 		for i := 0; ; {
 			j := strings.Index(n[i:], sep)
 			if j < 0 {
@@ -54,16 +54,16 @@ const (
 	highestTrust                // highest trust, then connection order
 )
 
-func (e *Env) pick(p policy, registry string, provs []*registryversions.Tool) *registryversions.Tool {
+func (e *Env) pick(p policy, reg string, provs []*registry.Tool) *registry.Tool {
 	if len(provs) == 0 {
 		return nil
 	}
 	ps := slices.Clone(provs)
-	slices.SortStableFunc(ps, func(a, b *registryversions.Tool) int {
+	slices.SortStableFunc(ps, func(a, b *registry.Tool) int {
 		if p == highestTrust && a.Trust != b.Trust {
 			return cmp.Compare(b.Trust, a.Trust)
 		}
-		return cmp.Compare(e.w.rank(registry, a.Server), e.w.rank(registry, b.Server))
+		return cmp.Compare(e.w.rank(reg, a.Server), e.w.rank(reg, b.Server))
 	})
 	return ps[0]
 }
@@ -72,7 +72,7 @@ func (e *Env) pick(p policy, registry string, provs []*registryversions.Tool) *r
 // fuzzy router (before it corrects) and the schema validator: a pin or a
 // prefix names a connected server's tool, a bare name its first provider
 // in connection order; anything else is not in the namespace.
-func (e *Env) flatLookup(v *registryversions.Version, c *schema.Call) *registryversions.Tool {
+func (e *Env) flatLookup(v *registry.Version, c *schema.Call) *registry.Tool {
 	if c.Server != "" {
 		s := v.Server(c.Server)
 		if s == nil {
@@ -99,7 +99,7 @@ func (e *Env) flatLookup(v *registryversions.Version, c *schema.Call) *registryv
 // when that server is connected and has the tool; otherwise it treats the
 // pin as a hint, strips any prefix, and routes the bare name to one of its
 // providers under the host's policy.
-func (e *Env) hostRoute(p policy, v *registryversions.Version, c *schema.Call) *registryversions.Tool {
+func (e *Env) hostRoute(p policy, v *registry.Version, c *schema.Call) *registry.Tool {
 	if c.Server != "" {
 		if s := v.Server(c.Server); s != nil {
 			if t := s.Tool(c.Tool); t != nil {
@@ -131,7 +131,7 @@ func (e *Env) hostRoute(p policy, v *registryversions.Version, c *schema.Call) *
 // corrects to.
 type fuzzyKey struct {
 	norm string
-	tool *registryversions.Tool
+	tool *registry.Tool
 }
 
 func normName(s string) string {
@@ -144,7 +144,7 @@ func normName(s string) string {
 	return s
 }
 
-func (e *Env) fuzzyKeys(v *registryversions.Version) []fuzzyKey {
+func (e *Env) fuzzyKeys(v *registry.Version) []fuzzyKey {
 	if ks, ok := e.fuzzy[v.ID]; ok {
 		return ks
 	}
@@ -175,13 +175,13 @@ func (e *Env) fuzzyKeys(v *registryversions.Version) []fuzzyKey {
 
 // nearest returns the closest namespace entry to the emitted name and its
 // similarity, 1 - edit distance / longer length.
-func (e *Env) nearest(v *registryversions.Version, c *schema.Call) (*registryversions.Tool, float64) {
+func (e *Env) nearest(v *registry.Version, c *schema.Call) (*registry.Tool, float64) {
 	q := c.Tool
 	if c.Server != "" {
 		q = c.Server + "__" + c.Tool
 	}
 	q = normName(q)
-	var best *registryversions.Tool
+	var best *registry.Tool
 	bestSim := -1.0
 	for _, k := range e.fuzzyKeys(v) {
 		d := levenshtein(q, k.norm)

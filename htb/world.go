@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -36,15 +36,15 @@ type toolKey struct{ registry, server, digest string }
 // reads, and the raw definitions, contracts and connection order that
 // the generators and the other pipelines read.
 type world struct {
-	store *registryversions.Store
-	snap  *registryversions.Snapshot
+	store *registry.Store
+	snap  *registry.Snapshot
 	defs  map[toolKey]*toolDef
 	order map[string]map[string]int // registry → server → connection rank
 }
 
 // newWorld applies listing events (JSONL lines of the wire contract).
 func newWorld(lines [][]byte) (*world, error) {
-	w := &world{store: registryversions.New(), defs: map[toolKey]*toolDef{}, order: map[string]map[string]int{}}
+	w := &world{store: registry.New(), defs: map[toolKey]*toolDef{}, order: map[string]map[string]int{}}
 	ls := make([]*schema.Listing, 0, len(lines))
 	raws := make([]obj, 0, len(lines))
 	for i, line := range lines {
@@ -114,7 +114,7 @@ func newWorld(lines [][]byte) (*world, error) {
 }
 
 // def returns the definition of a resolved tool.
-func (w *world) def(registry string, t *registryversions.Tool) *toolDef {
+func (w *world) def(registry string, t *registry.Tool) *toolDef {
 	return w.defs[toolKey{registry, t.Server, t.Digest}]
 }
 

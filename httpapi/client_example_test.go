@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolveclient"
 )
 
@@ -21,7 +21,7 @@ const listing = `{"type":"listing","event_id":"l-1","observed_at":"2026-01-01T00
 // demoServer stands in for `resolverd run --http`: the real handler over
 // a registry holding the listing above.
 func demoServer() *httptest.Server {
-	store := registryversions.New()
+	store := registry.New()
 	if _, err := offline.LoadListings(strings.NewReader(strings.ReplaceAll(listing, "\n", "")), store, nil); err != nil {
 		panic(err)
 	}

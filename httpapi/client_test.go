@@ -22,13 +22,13 @@ import (
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolveclient"
 )
 
 func sampleServer(t *testing.T, cfg httpapi.Config) *httptest.Server {
 	t.Helper()
-	store := registryversions.New()
+	store := registry.New()
 	if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", store, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/internal/ratelog"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -35,7 +35,7 @@ const (
 
 // Config of the handler. Store is required; the rest may be zero.
 type Config struct {
-	Store *registryversions.Store
+	Store *registry.Store
 	// Resolver decides the calls; a request's ?mode= overrides its Mode.
 	Resolver resolve.Resolver
 	// Suggester computes the hints of rejections; nil makes one.

@@ -20,21 +20,21 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 var (
 	storeOnce sync.Once
-	theStore  *registryversions.Store
+	theStore  *registry.Store
 )
 
 // sampleStore is the shared sample's registry history, loaded once.
-func sampleStore(t testing.TB) *registryversions.Store {
+func sampleStore(t testing.TB) *registry.Store {
 	t.Helper()
 	storeOnce.Do(func() {
-		s := registryversions.New()
+		s := registry.New()
 		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/audit"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
@@ -199,7 +199,7 @@ func TestAuditFailClosed(t *testing.T) {
 // its tool's contract the checker does not enforce (a reference outside
 // the schema) is refused with a reason that says so, never allowed.
 func TestUnenforcedRefused(t *testing.T) {
-	store := registryversions.New()
+	store := registry.New()
 	l, err := schema.DecodeListing([]byte(`{"type":"listing","event_id":"l1","observed_at":"2026-12-01T00:00:00Z","registry":"u","server":"","op":"snapshot",
 		"tools":[{"name":"deploy","inputSchema":{"type":"object","properties":{"target":{"$ref":"https://schemas.example/t.json"},"dry":{"type":"boolean"}}}}]}`))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -89,7 +89,7 @@ type chunk struct {
 // (the shared tape 128, lines in flight 32, the line being read up to 32;
 // per worker a LongLine's tape and its chunks' buffers). A UTF-8 byte
 // order mark at the start of calls is skipped, as ingest does.
-func Check(ctx context.Context, cfg Config, snap *registryversions.Snapshot, calls io.Reader, out io.Writer) (Summary, error) {
+func Check(ctx context.Context, cfg Config, snap *registry.Snapshot, calls io.Reader, out io.Writer) (Summary, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -247,7 +247,7 @@ func read(ctx context.Context, cfg Config, r io.Reader, free <-chan *chunk, work
 
 type worker struct {
 	res     resolve.Resolver
-	snap    *registryversions.Snapshot
+	snap    *registry.Snapshot
 	maxLine int
 	hash    bool // add args_hash
 	own     decider

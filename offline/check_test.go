@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -27,9 +27,9 @@ func corpus(parts ...string) string {
 	return filepath.Join(append([]string{"..", "testdata", "corpus"}, parts...)...)
 }
 
-func load(t testing.TB, files ...string) *registryversions.Snapshot {
+func load(t testing.TB, files ...string) *registry.Snapshot {
 	t.Helper()
-	s := registryversions.New()
+	s := registry.New()
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
@@ -255,7 +255,7 @@ func TestPinAssistedMode(t *testing.T) {
 func TestCheckBOMAndLongLines(t *testing.T) {
 	bom := "\xef\xbb\xbf"
 	listing := `{"type":"listing","event_id":"l1","observed_at":"2026-01-01T00:00:00Z","registry":"r1","server":"","op":"snapshot","tools":[{"name":"t","inputSchema":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}}}}]}`
-	s := registryversions.New()
+	s := registry.New()
 	st, err := LoadListings(strings.NewReader(bom+listing+"\n"), s, nil)
 	if err != nil || st.Applied != 1 || st.Bad != 0 {
 		t.Fatalf("LoadListings = %+v, %v", st, err)
@@ -334,7 +334,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestLoadListingsLongLine(t *testing.T) {
 	good := `{"type":"listing","event_id":"l1","observed_at":"2026-01-01T00:00:00Z","registry":"r1","tools":[]}`
 	in := good + "\n" + `{"pad":"` + strings.Repeat("x", DefaultMaxLine) + `"}` + "\n" + strings.Replace(good, "l1", "l2", 1)
-	st, err := LoadListings(strings.NewReader(in), registryversions.New(), nil)
+	st, err := LoadListings(strings.NewReader(in), registry.New(), nil)
 	if err != nil || st.Lines != 3 || st.Applied != 2 || st.Bad != 1 {
 		t.Fatalf("LoadListings = %+v, %v", st, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -51,7 +51,7 @@ func FuzzCheck(f *testing.F) {
 		[]byte(`{"event_id":"c","emitted_at":"2026-06-01T00:00:00Z","registry":"r","tool":"t","arguments":{"n":{"n":{"n":{"n":{"n":{"n":{"x":1}}}}}}}}`))
 	f.Fuzz(func(t *testing.T, listings, calls []byte) {
 		start := time.Now()
-		s := registryversions.New()
+		s := registry.New()
 		if _, err := LoadListings(bytes.NewReader(listings), s, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -9,14 +9,14 @@ import (
 	"strconv"
 
 	"github.com/toolaudit/toolaudit/internal/lines"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// Applier applies listings: *registryversions.Store, or anything that
+// Applier applies listings: *registry.Store, or anything that
 // keeps more of them (the review catalog of package approvals/review).
 type Applier interface {
-	Apply(ls ...*schema.Listing) []registryversions.Issue
+	Apply(ls ...*schema.Listing) []registry.Issue
 }
 
 // LoadStats counts what LoadListings read.

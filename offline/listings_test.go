@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -39,12 +39,12 @@ func TestLoadListingsBatches(t *testing.T) {
 	if in.Len() < 2*loadBatchBytes {
 		t.Fatalf("input of %d bytes: not several batches", in.Len())
 	}
-	s := registryversions.New()
+	s := registry.New()
 	st, err := LoadListings(&in, s, nil)
 	if err != nil || st.Bad != bad || st.Applied != len(good) || st.Issues != 0 {
 		t.Fatalf("LoadListings = %+v, %v; want %d bad, %d applied", st, err, bad, len(good))
 	}
-	all := registryversions.New()
+	all := registry.New()
 	all.Apply(good...)
 	if got, want := s.Snapshot().Versions("fleet"), all.Snapshot().Versions("fleet"); got != want || got < 10 {
 		t.Fatalf("%d versions, want %d (and more than 10)", got, want)

@@ -21,7 +21,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -166,9 +166,9 @@ func newStore(t testing.TB) *sink.ClickHouse {
 }
 
 // history loads the cluster's listings topic.
-func history(t testing.TB, c *kfake.Cluster) *registryversions.Snapshot {
+func history(t testing.TB, c *kfake.Cluster) *registry.Snapshot {
 	t.Helper()
-	store := registryversions.New()
+	store := registry.New()
 	st, err := LoadListings(testContext(t, 30*time.Second), clientOpts(c), listingsTopic, store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func stored(t testing.TB, ch *sink.ClickHouse, analysis string) map[string]schem
 // decision lines by event id.
 func checked(t testing.TB, mode resolve.Mode, calls [][]byte) map[string]schema.Class {
 	t.Helper()
-	store := registryversions.New()
+	store := registry.New()
 	f, err := os.Open(corpus("sample", "listings.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func live(t testing.TB, c *kfake.Cluster, ch *sink.ClickHouse, analysis string, 
 	cfg := stream.DefaultConfig()
 	cfg.Brokers, cfg.AnalysisID, cfg.Group, cfg.ArchiveCalls = c.ListenAddrs(), analysis, analysis, archive
 	cfg.ListingHold, cfg.ListingsPoll, cfg.BatchWait = 0, 20*time.Millisecond, 20*time.Millisecond
-	p, err := stream.New(cfg, registryversions.New(), ch.Appender(), nil, nil)
+	p, err := stream.New(cfg, registry.New(), ch.Appender(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -19,7 +19,7 @@ type ListingStats struct {
 
 // LoadListings reads the listings topic whole, every partition from its
 // start to its end as listed when it is called, and applies every listing
-// to store (in event time, whatever the order: registryversions): the
+// to store (in event time, whatever the order: registry): the
 // registry history that a re-analysis decides against, as complete as the
 // topic holds it, late listings included. A listing that does not decode
 // is logged and skipped, as the pipeline does.
@@ -27,7 +27,7 @@ type ListingStats struct {
 // It is the re-analysis's one reader of the history, through the public
 // API of the store and the topic; it changes with the way the pipeline
 // starts (a checkpoint of the store, then the topic's tail).
-func LoadListings(ctx context.Context, opts []kgo.Opt, topic string, store *registryversions.Store, log *slog.Logger) (ListingStats, error) {
+func LoadListings(ctx context.Context, opts []kgo.Opt, topic string, store *registry.Store, log *slog.Logger) (ListingStats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

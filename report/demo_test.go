@@ -14,7 +14,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -28,7 +28,7 @@ func demoConn(t *testing.T, db string, start time.Time) (driver.Conn, fleet.RugP
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := registryversions.New()
+	store := registry.New()
 	if st, err := offline.LoadListings(bytes.NewReader(bytes.Join(lines, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
 		t.Fatalf("listings: %+v, %v", st, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/toolaudit/toolaudit/analytics"
 	"github.com/toolaudit/toolaudit/chengine"
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
-	"github.com/toolaudit/toolaudit/registryhistory"
+	"github.com/toolaudit/toolaudit/registry/history"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -127,7 +127,7 @@ func fleetConn(tb testing.TB, n, perRegistry int) driver.Conn {
 			tb.Fatal(err)
 		}
 	}
-	if err := w.WriteRegistryChanges(ctx, registryhistory.Rows(listings...)); err != nil {
+	if err := w.WriteRegistryChanges(ctx, history.Rows(listings...)); err != nil {
 		tb.Fatal(err)
 	}
 	conn, err := cfg.OpenIn(ctx)

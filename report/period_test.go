@@ -15,7 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
-	"github.com/toolaudit/toolaudit/registryhistory"
+	"github.com/toolaudit/toolaudit/registry/history"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -60,7 +60,7 @@ func writeDB(t *testing.T, db string, rows []schema.Row, listings []*schema.List
 	if err := w.Write(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WriteRegistryChanges(ctx, registryhistory.Rows(listings...)); err != nil {
+	if err := w.WriteRegistryChanges(ctx, history.Rows(listings...)); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := cfg.OpenIn(ctx)

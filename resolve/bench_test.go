@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
@@ -22,7 +22,7 @@ import (
 // schema validator alone could check), decoded once, with its resolved
 // tool's schema compiled by the baseline validator.
 type benchCorpus struct {
-	snap     *registryversions.Snapshot
+	snap     *registry.Snapshot
 	lines    [][]byte
 	calls    []*schema.Call
 	baseline []*jsonschema.Schema
@@ -36,7 +36,7 @@ type benchCorpus struct {
 func loadBench(b *testing.B) *benchCorpus {
 	b.Helper()
 	dir := filepath.Join("..", "testdata", "corpus")
-	store := registryversions.New()
+	store := registry.New()
 	for _, part := range []string{"sample", "bfcl"} {
 		f, err := os.Open(filepath.Join(dir, part, "listings.jsonl"))
 		if err != nil {

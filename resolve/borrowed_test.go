@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -59,7 +59,7 @@ func TestBorrowed(t *testing.T) {
 // wrong value is H2 or H3 even where another tool accepts it (the v1.1
 // rule made each of these H5).
 func TestH5NeedsBorrowedKey(t *testing.T) {
-	s := registryversions.New()
+	s := registry.New()
 	s.Apply(
 		snap("fs", 0, "r", "fs", 1,
 			tl("write_file", `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`),
@@ -104,7 +104,7 @@ func TestTieBreak(t *testing.T) {
 	mk := func(key string) schema.Tool {
 		return tl("put", `{"type":"object","properties":{"`+key+`":{"type":"string"},"common":{"type":"string"}},"required":["`+key+`"]}`)
 	}
-	s := registryversions.New()
+	s := registry.New()
 	s.Apply(
 		snap("a", 0, "r", "alpha", 2, mk("a")),
 		snap("b", 0, "r", "bravo", 2, mk("b")),

@@ -2,7 +2,7 @@ package resolve
 
 import (
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 // smallScan is the most tools a version may have for the H5 search to try
@@ -16,7 +16,7 @@ const smallScan = 32
 // rejected calls costs a few OK calls each, not a check against every
 // tool of a 5,000-tool catalogue; the answer is the exhaustive search's
 // (TestCandidatesDifferential).
-func otherAccepting(v *registryversions.Version, name string, args jsontape.Value) *registryversions.Tool {
+func otherAccepting(v *registry.Version, name string, args jsontape.Value) *registry.Tool {
 	all := v.Tools()
 	if len(all) <= smallScan {
 		for _, o := range all {

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 // exhaustive is the H5 search as it was: every other tool of the version.
-func exhaustive(v *registryversions.Version, name string, args jsontape.Value) *registryversions.Tool {
+func exhaustive(v *registry.Version, name string, args jsontape.Value) *registry.Tool {
 	for _, o := range v.Tools() {
 		if o.Name != name && o.Sig.Accepts(args) {
 			return o
@@ -91,8 +91,8 @@ func argsFor(rng *rand.Rand, ks []string, wrongType bool) string {
 	return b.String()
 }
 
-func mcpVersion(t testing.TB) *registryversions.Version {
-	s := registryversions.New()
+func mcpVersion(t testing.TB) *registry.Version {
+	s := registry.New()
 	for _, f := range []string{"listings.jsonl", "history.jsonl"} {
 		data, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "mcp", f))
 		if err != nil {
@@ -119,9 +119,9 @@ func mcpVersion(t testing.TB) *registryversions.Version {
 // wrong types, empty), against the 406 real MCP tools and synthetic
 // 1,000-tool catalogues with and without open tools.
 func TestCandidatesDifferential(t *testing.T) {
-	catalogue := func(open bool) (*registryversions.Version, [][]string) {
+	catalogue := func(open bool) (*registry.Version, [][]string) {
 		tools, keys := synthetic(1000, 1, open)
-		s := registryversions.New()
+		s := registry.New()
 		s.Apply(&schema.Listing{EventID: "syn", ObservedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Registry: "syn", Op: schema.OpSnapshot, Tools: tools})
 		return s.At("syn", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)), keys
 	}
@@ -136,7 +136,7 @@ func TestCandidatesDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
 		name string
-		v    *registryversions.Version
+		v    *registry.Version
 		keys [][]string
 		open bool // open tools without required keys accept nearly anything
 	}{{"mcp", mcp, mcpKeys, false}, {"synthetic", synV, synKeys, true}, {"synthetic-closed", closedV, closedKeys, false}} {
@@ -179,7 +179,7 @@ func TestCandidatesDifferential(t *testing.T) {
 	}
 }
 
-func toolName(t *registryversions.Tool) string {
+func toolName(t *registry.Tool) string {
 	if t == nil {
 		return "none"
 	}
@@ -207,7 +207,7 @@ func TestCandidatesDoNotAllocate(t *testing.T) {
 // exhaustive search.
 func BenchmarkLargeRegistry(b *testing.B) {
 	tools, keys := synthetic(5000, 2, false)
-	s := registryversions.New()
+	s := registry.New()
 	s.Apply(&schema.Listing{EventID: "big", ObservedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Registry: "big", Op: schema.OpSnapshot, Tools: tools})
 	snap := s.Snapshot()
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -105,7 +105,7 @@ func enumValues(n int) string {
 // decision, at 10 KB, 100 KB and 1 MB; ns/byte flat across the sizes is
 // linear cost. One tool per shape, in a single registry.
 func BenchmarkHostile(b *testing.B) {
-	store := registryversions.New()
+	store := registry.New()
 	for i, s := range hostileShapes {
 		l, err := schema.DecodeListing([]byte(fmt.Sprintf(`{"type":"listing","event_id":"l%d","observed_at":"2026-01-01T00:00:00Z","registry":"r%d","tools":[{"name":"t","inputSchema":%s}]}`,
 			i, i, strings.ReplaceAll(s.schema, "\n", ""))))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -44,18 +44,18 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Versions is what the resolver reads of the registry history;
-// *registryversions.Snapshot implements it.
+// *registry.Snapshot implements it.
 type Versions interface {
-	At(registry string, t time.Time) *registryversions.Version
+	At(registry string, t time.Time) *registry.Version
 }
 
-var _ Versions = (*registryversions.Snapshot)(nil)
+var _ Versions = (*registry.Snapshot)(nil)
 
 // Resolver resolves calls. The zero value is a strict resolver.
 type Resolver struct {
 	Mode Mode
 	// Formats: the store's signatures assert format
-	// (registryversions.WithSignatureOptions with signature.Options
+	// (registry.WithSignatureOptions with signature.Options
 	// Formats). Resolution reads the signatures as compiled; this says so
 	// in the policy stamp, so that decisions under either are told apart.
 	Formats bool
@@ -151,7 +151,7 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 }
 
 // arguments classifies arguments that fail the resolved tool t.
-func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *registryversions.Tool, res signature.Result, d *schema.Decision) {
+func (r *Resolver) arguments(v *registry.Version, c *schema.Call, t *registry.Tool, res signature.Result, d *schema.Decision) {
 	for _, o := range v.Providers(t.Name) {
 		if o != t && o.Sig.Accepts(c.Arguments) {
 			d.Set(schema.M5, "arguments fit "+quote(t.Name)+" on server "+quote(o.Server)+", not on "+quote(t.Server))
@@ -181,7 +181,7 @@ func (r *Resolver) arguments(v *registryversions.Version, c *schema.Call, t *reg
 
 // name resolves the emitted name (spec v1, rule 2). It returns the tool and
 // OK, or no tool and the failing class, or (pin-assisted) a tool and M3.
-func (r *Resolver) name(v *registryversions.Version, c *schema.Call) (*registryversions.Tool, schema.Class, string) {
+func (r *Resolver) name(v *registry.Version, c *schema.Call) (*registry.Tool, schema.Class, string) {
 	if c.Server != "" {
 		s := v.Server(c.Server)
 		if s == nil {
@@ -241,7 +241,7 @@ func (r *Resolver) name(v *registryversions.Version, c *schema.Call) (*registryv
 // the one whose digest is seen_digest, else the first by server name
 // whose signature accepts the arguments, else the first by server name
 // (contract v1.2). provs is in server-name order.
-func tieBreak(c *schema.Call, provs []*registryversions.Tool, top int) *registryversions.Tool {
+func tieBreak(c *schema.Call, provs []*registry.Tool, top int) *registry.Tool {
 	if c.SeenDigest != "" {
 		for _, p := range provs {
 			if p.Trust == top && p.Digest == c.SeenDigest {
@@ -249,7 +249,7 @@ func tieBreak(c *schema.Call, provs []*registryversions.Tool, top int) *registry
 			}
 		}
 	}
-	var first *registryversions.Tool
+	var first *registry.Tool
 	for _, p := range provs {
 		if p.Trust != top {
 			continue
@@ -267,7 +267,7 @@ func tieBreak(c *schema.Call, provs []*registryversions.Tool, top int) *registry
 // split parses a flattened name: "mcp__server__tool", "server__tool" or
 // "server/tool", only where the prefix is a connected, named server (an
 // exact name was already tried; BFCL has tool names beginning with "__").
-func split(v *registryversions.Version, name string) (*registryversions.ServerState, string, bool) {
+func split(v *registry.Version, name string) (*registry.ServerState, string, bool) {
 	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
 		if s, tool, ok := cutAny(v, rest, "__"); ok {
 			return s, tool, true
@@ -281,7 +281,7 @@ func split(v *registryversions.Version, name string) (*registryversions.ServerSt
 
 // cutAny tries every occurrence of sep, leftmost first, as the boundary
 // between a connected server's name and a tool name.
-func cutAny(v *registryversions.Version, name, sep string) (*registryversions.ServerState, string, bool) {
+func cutAny(v *registry.Version, name, sep string) (*registry.ServerState, string, bool) {
 	for i := 0; ; {
 		j := strings.Index(name[i:], sep)
 		if j < 0 {
@@ -299,7 +299,7 @@ func cutAny(v *registryversions.Version, name, sep string) (*registryversions.Se
 
 // visible reports whether the agent's frontier lists the resolved tool,
 // under the emitted name, its own name or a flattened form.
-func visible(c *schema.Call, t *registryversions.Tool) bool {
+func visible(c *schema.Call, t *registry.Tool) bool {
 	for _, n := range c.Visible {
 		if n == c.Tool || n == t.Name {
 			return true
@@ -324,7 +324,7 @@ func flattenedAs(n, server, tool, sep string) bool {
 		n[len(server):len(server)+len(sep)] == sep
 }
 
-func qualified(t *registryversions.Tool) string {
+func qualified(t *registry.Tool) string {
 	if t.Server == "" {
 		return t.Name
 	}

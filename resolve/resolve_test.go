@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
 )
@@ -31,9 +31,9 @@ const (
 
 // fixture: a single registry and a merged MCP namespace with the shapes of
 // the real manifests (github vs github-ref, sqlite vs database-server).
-func fixture(t testing.TB) *registryversions.Store {
+func fixture(t testing.TB) *registry.Store {
 	t.Helper()
-	s := registryversions.New()
+	s := registry.New()
 	issues := s.Apply(
 		snap("s1", 0, "single", "", 0,
 			tl("create_issue", issueSchema),
@@ -92,7 +92,7 @@ func (c call) build(t testing.TB) *schema.Call {
 	return sc
 }
 
-func digestOf(t testing.TB, s *registryversions.Store, reg, server, tool string, sec int) string {
+func digestOf(t testing.TB, s *registry.Store, reg, server, tool string, sec int) string {
 	return s.At(reg, at(sec)).Server(server).Tool(tool).Digest
 }
 
@@ -240,7 +240,7 @@ func TestResolveAllocations(t *testing.T) {
 // overlapping ("github_sync" for github/hub_sync), crashed the frontier
 // check.
 func TestVisibleOverlap(t *testing.T) {
-	s := registryversions.New()
+	s := registry.New()
 	s.Apply(snap("g", 0, "r", "github", 1, tl("hub_sync", emptySchema)), snap("o", 0, "r", "other", 1, tl("x", emptySchema)))
 	for _, tc := range []struct {
 		visible string
@@ -260,7 +260,7 @@ func TestVisibleOverlap(t *testing.T) {
 // lookahead pattern) are refused as H3 with a reason that says so, while
 // calls that do not reach it are decided as usual.
 func TestUnenforcedFailsClosed(t *testing.T) {
-	s := registryversions.New()
+	s := registry.New()
 	s.Apply(snap("u1", 0, "open", "", 0,
 		tl("deploy", `{"type":"object","properties":{"target":{"$ref":"https://schemas.example/target.json"},"env":{"type":"string","pattern":"^(?!prod)"},"dry":{"type":"boolean"}}}`)))
 	snapshot := s.Snapshot()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -127,7 +127,7 @@ func TestDecideRowKeyAndSuggestion(t *testing.T) {
 // version, tried for issue 25) must not survive a late listing, a
 // remove, a later listing or a registry first listed midway.
 func TestDecideRowListingChanges(t *testing.T) {
-	store := registryversions.New()
+	store := registry.New()
 	str := `{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`
 	num := `{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`
 	call := func(reg string, sec int) string {

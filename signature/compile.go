@@ -345,7 +345,7 @@ func CompileWith(schema []byte, o Options) (*Signature, error) {
 
 // Schema returns the inputSchema this signature was compiled from, as
 // given to Compile (a copy). Do not modify. It is the definition's text
-// that package registryversions checkpoints; what the schema expects at a
+// that package registry checkpoints; what the schema expects at a
 // path is Expect's to say, from the compiled form.
 func (s *Signature) Schema() []byte { return s.schema }
 

@@ -61,7 +61,7 @@
 // # The registry history
 //
 // WriteRegistryChanges stores what each listing changed (table
-// registry_changes, rows of package registrydiff) and RegistryChanges
+// registry_changes, rows of package registry/diff) and RegistryChanges
 // reads it back with FINAL, for `resolverd registry diff`.
 //
 // # The archive

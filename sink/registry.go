@@ -8,7 +8,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/toolaudit/toolaudit/registrydiff"
+	"github.com/toolaudit/toolaudit/registry/diff"
 )
 
 // registryColumns are the columns of table registry_changes
@@ -25,11 +25,11 @@ const registryColumns = "registry, server, tool, observed_at, event_id, change, 
 // is stored as the time of the write), and FINAL drops the deleted ones:
 // writing the same rows again is harmless. Errors are as Write's
 // (appender.IsPermanent, IsRetryable).
-func (c *ClickHouse) WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
+func (c *ClickHouse) WriteRegistryChanges(ctx context.Context, cs []diff.Change) error {
 	return markPermanent(c.writeRegistryChanges(ctx, cs))
 }
 
-func (c *ClickHouse) writeRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
+func (c *ClickHouse) writeRegistryChanges(ctx context.Context, cs []diff.Change) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
@@ -90,7 +90,7 @@ type ChangeFilter struct {
 // RegistryChanges reads the registry history with FINAL (the last write
 // of each change, deleted ones dropped), ordered by time, server and tool;
 // limit 0 means all.
-func (c *ClickHouse) RegistryChanges(ctx context.Context, f ChangeFilter, limit int) ([]registrydiff.Change, error) {
+func (c *ClickHouse) RegistryChanges(ctx context.Context, f ChangeFilter, limit int) ([]diff.Change, error) {
 	where := []string{"deleted = 0", "registry = {registry:String}"}
 	params := clickhouse.Parameters{"registry": f.Registry}
 	if f.Server != "" {
@@ -115,10 +115,10 @@ func (c *ClickHouse) RegistryChanges(ctx context.Context, f ChangeFilter, limit 
 		return nil, fmt.Errorf("sink: read registry changes: %w", err)
 	}
 	defer rows.Close()
-	var out []registrydiff.Change
+	var out []diff.Change
 	for rows.Next() {
 		var (
-			ch            registrydiff.Change
+			ch            diff.Change
 			kind          string
 			tb, ta        int32
 			deleted       uint8
@@ -130,7 +130,7 @@ func (c *ClickHouse) RegistryChanges(ctx context.Context, f ChangeFilter, limit 
 			&d.RequiredRemoved, &d.EnumAdded, &d.EnumRemoved, &d.Other, &ch.Summary, &rec, &deleted); err != nil {
 			return nil, fmt.Errorf("sink: read registry changes: %w", err)
 		}
-		ch.Kind, ch.TrustBefore, ch.TrustAfter, ch.Deleted = registrydiff.Kind(kind), int(tb), int(ta), deleted != 0
+		ch.Kind, ch.TrustBefore, ch.TrustAfter, ch.Deleted = diff.Kind(kind), int(tb), int(ta), deleted != 0
 		ch.ObservedAt, ch.RecordedAt = observed.UTC(), rec.UTC()
 		out = append(out, ch)
 	}

@@ -6,22 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 // storeRows returns a registry store and the function that applies
 // listings to it and returns the rows of what it reports.
-func storeRows() func(ls ...*schema.Listing) []registrydiff.Change {
-	var reported []registryversions.Change
-	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) { reported = cs }))
-	return func(ls ...*schema.Listing) []registrydiff.Change {
+func storeRows() func(ls ...*schema.Listing) []diff.Change {
+	var reported []registry.Change
+	s := registry.New(registry.WithChanges(func(cs []registry.Change) { reported = cs }))
+	return func(ls ...*schema.Listing) []diff.Change {
 		reported = nil
 		s.Apply(ls...)
-		var out []registrydiff.Change
+		var out []diff.Change
 		for _, c := range reported {
-			out = append(out, registrydiff.Describe(c))
+			out = append(out, diff.Describe(c))
 		}
 		return out
 	}
@@ -42,10 +42,10 @@ func TestRegistryChanges(t *testing.T) {
 	const v1 = `{"type":"object","properties":{"title":{"type":"string"}}}`
 	const v2 = `{"type":"object","properties":{"title":{"type":"integer"},"body":{"type":"string"}},"required":["body"]}`
 	apply := storeRows()
-	write := func(ls ...*schema.Listing) []registrydiff.Change {
+	write := func(ls ...*schema.Listing) []diff.Change {
 		cs := apply(ls...)
 		for i := range cs {
-			cs[i].RecordedAt = time.Now() // as registryhistory stamps them
+			cs[i].RecordedAt = time.Now() // as registry/history stamps them
 		}
 		if err := w.WriteRegistryChanges(ctx, cs); err != nil {
 			t.Fatal(err)
@@ -69,16 +69,16 @@ func TestRegistryChanges(t *testing.T) {
 	type row struct {
 		sec        int
 		tool, kind string
-		diff       registrydiff.SchemaDiff
+		diff       diff.SchemaDiff
 	}
 	var rows []row
 	for _, c := range got {
 		rows = append(rows, row{int(c.ObservedAt.Sub(base).Seconds()), c.Tool, string(c.Kind), c.Diff})
 	}
 	wantRows := []row{
-		{0, "create_issue", "added", registrydiff.SchemaDiff{PropsAdded: []string{"/title"}}},
-		{0, "search", "added", registrydiff.SchemaDiff{}},
-		{10, "create_issue", "changed", registrydiff.SchemaDiff{PropsAdded: []string{"/body"}, PropsRetyped: []string{"/title: string -> integer"}, RequiredAdded: []string{"/body"}}},
+		{0, "create_issue", "added", diff.SchemaDiff{PropsAdded: []string{"/title"}}},
+		{0, "search", "added", diff.SchemaDiff{}},
+		{10, "create_issue", "changed", diff.SchemaDiff{PropsAdded: []string{"/body"}, PropsRetyped: []string{"/title: string -> integer"}, RequiredAdded: []string{"/body"}}},
 	}
 	for i := range rows {
 		rows[i].diff = nonNil(rows[i].diff)
@@ -112,7 +112,7 @@ func TestRegistryChanges(t *testing.T) {
 }
 
 // nonNil makes a diff's nil lists empty, as they read back.
-func nonNil(d registrydiff.SchemaDiff) registrydiff.SchemaDiff {
+func nonNil(d diff.SchemaDiff) diff.SchemaDiff {
 	for _, l := range []*[]string{&d.PropsAdded, &d.PropsRemoved, &d.PropsRetyped, &d.RequiredAdded,
 		&d.RequiredRemoved, &d.EnumAdded, &d.EnumRemoved, &d.Other} {
 		if *l == nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -66,7 +66,7 @@ func TestAuditTopic(t *testing.T) {
 	// listings. Every other one is stamped with a class the resolver
 	// would not give (OK for a rejection, H4 for an OK), so that a row
 	// equal to the record proves the call was not decided again.
-	store := registryversions.New()
+	store := registry.New()
 	for _, l := range listings {
 		lst, err := schema.DecodeListing(l)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -205,7 +205,7 @@ func benchPipeline(b *testing.B, o benchOpts) {
 // The rows are made once, so they are not as fresh in the cache as a
 // worker's just-decided hand-off, but not cold either. Reports ns per row.
 func BenchmarkBatchAppendCorpus(b *testing.B) {
-	store := registryversions.New()
+	store := registry.New()
 	if _, err := offline.LoadListingsFile(corpus("bfcl", "listings.jsonl"), store, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // Registry checkpoints in Kafka.
 //
-// A checkpoint is the registry store's state (registryversions
+// A checkpoint is the registry store's state (registry
 // AppendCheckpoint) and the listings offsets it covers: every listing
 // record below them is in the state. It is written to the checkpoint
 // topic (one partition, delete policy, retention a day) as chunk records

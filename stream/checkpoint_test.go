@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -95,7 +95,7 @@ func TestCheckpointRestart(t *testing.T) {
 	produce(t, prod, listingsTopic, late)
 
 	cfg.Group, cfg.AnalysisID = "resolverd-b", "b"
-	storeB := registryversions.New()
+	storeB := registry.New()
 	sinkB := newRecSink()
 	b := start(t, cfg, storeB, sinkB, prometheus.NewRegistry())
 	eventually(t, 60*time.Second, "instance B decides every call", func() bool { return sinkB.unique() == len(calls) })
@@ -107,7 +107,7 @@ func TestCheckpointRestart(t *testing.T) {
 	}
 
 	// Every decision as over all the listings at once.
-	all := registryversions.New()
+	all := registry.New()
 	var ls []*schema.Listing
 	for _, l := range append(append(early, sample...), late...) {
 		li, err := schema.DecodeListing(l)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
@@ -54,7 +54,7 @@ func TestConfigValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Validate = %v, want %q", err, tc.wantErr)
 			}
-			if _, err := New(cfg, registryversions.New(), appender.SinkFunc(nil), nil, nil); !errors.Is(err, ErrConfig) {
+			if _, err := New(cfg, registry.New(), appender.SinkFunc(nil), nil, nil); !errors.Is(err, ErrConfig) {
 				t.Fatalf("New = %v, want ErrConfig", err)
 			}
 		})

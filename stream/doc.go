@@ -6,8 +6,8 @@
 // The listings topic (default "tool-listings") is read by every instance,
 // every partition, by a client outside any group; each listing is decoded
 // (schema.DecodeListing; a bad one is logged, counted and skipped) and
-// applied to the registryversions.Store, which keeps the history in event
-// time (and, made registryversions.WithChanges, reports what each batch
+// applied to the registry.Store, which keeps the history in event
+// time (and, made registry.WithChanges, reports what each batch
 // changed: resolverd's registry history). An instance starts from the newest registry checkpoint in
 // Config.CheckpointTopic (default "tool-listings-checkpoint": the store's
 // state and the listings offsets it covers) and reads each partition from

@@ -23,7 +23,7 @@ import (
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
@@ -150,7 +150,7 @@ func produceRecords(t testing.TB, cl *kgo.Client, rs []*kgo.Record) {
 // expectedClasses decides the calls offline, as `resolverd check` does.
 func expectedClasses(t testing.TB, listingsFile, callsFile string) map[string]schema.Class {
 	t.Helper()
-	store := registryversions.New()
+	store := registry.New()
 	f, err := os.Open(listingsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -273,10 +273,10 @@ type running struct {
 }
 
 // start runs a pipeline until stop (or the test's end).
-func start(t testing.TB, cfg Config, store *registryversions.Store, sink appender.Sink, reg prometheus.Registerer) *running {
+func start(t testing.TB, cfg Config, store *registry.Store, sink appender.Sink, reg prometheus.Registerer) *running {
 	t.Helper()
 	if store == nil {
-		store = registryversions.New()
+		store = registry.New()
 	}
 	p, err := New(cfg, store, sink, testLogger(t), reg)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -21,7 +21,7 @@ import (
 // checkpoints (see checkpoint.go).
 type listings struct {
 	cfg        Config
-	store      *registryversions.Store
+	store      *registry.Store
 	log        *slog.Logger
 	m          *metrics
 	cl         *kgo.Client
@@ -50,7 +50,7 @@ type checkpointJob struct {
 	offsets map[int32]int64
 }
 
-func newListings(cfg Config, cl *kgo.Client, clientOpts []kgo.Opt, store *registryversions.Store, wm *watermark, log *slog.Logger, m *metrics) *listings {
+func newListings(cfg Config, cl *kgo.Client, clientOpts []kgo.Opt, store *registry.Store, wm *watermark, log *slog.Logger, m *metrics) *listings {
 	return &listings{
 		cfg: cfg, cl: cl, adm: kadm.NewClient(cl), clientOpts: clientOpts, store: store, wm: wm, log: log, m: m,
 		start:     time.Now(),
@@ -144,7 +144,7 @@ func (l *listings) apply(batch []*schema.Listing) {
 // restore loads the newest checkpoint into the (empty) store; the
 // watermark then starts from the offsets it covers. Without a usable one,
 // every partition is read from the start. A store that reports its
-// changes (registryversions.WithChanges: the registry history) loads no
+// changes (registry.WithChanges: the registry history) loads no
 // checkpoint: it must see every listing, and a checkpoint holds the
 // store's state, not the listings before it. Checkpoints are still
 // written.

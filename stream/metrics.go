@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -48,7 +48,7 @@ type partitionLag struct {
 // nowhere (they still count, nobody reads them). The two functions are
 // read at each scrape: caughtUpAge for listings_caught_up_age_seconds,
 // lags for consumer_lag; nil reads as -1 and as no partitions.
-func newMetrics(reg prometheus.Registerer, store *registryversions.Store, caughtUpAge func() float64, lags func() []partitionLag) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge func() float64, lags func() []partitionLag) (*metrics, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
@@ -155,14 +155,14 @@ func ageSeconds(t time.Time) float64 {
 }
 
 // storeCollectors expose the registry store's size, read at scrape time
-// (registryversions.Stats). registries and registry_versions keep their
+// (registry.Stats). registries and registry_versions keep their
 // names from before.
-func storeCollectors(store *registryversions.Store) []prometheus.Collector {
+func storeCollectors(store *registry.Store) []prometheus.Collector {
 	if store == nil {
 		return nil
 	}
 	const ns, sub = "toolaudit", "stream"
-	stat := func(counter bool, name, help string, f func(registryversions.Stats) int64) prometheus.Collector {
+	stat := func(counter bool, name, help string, f func(registry.Stats) int64) prometheus.Collector {
 		o := prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
 		v := func() float64 { return float64(f(store.Stats())) }
 		if counter {
@@ -170,7 +170,7 @@ func storeCollectors(store *registryversions.Store) []prometheus.Collector {
 		}
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts(o), v)
 	}
-	type s = registryversions.Stats
+	type s = registry.Stats
 	return []prometheus.Collector{
 		stat(false, "registries", "Registries known to the store.", func(s s) int64 { return s.Registries }),
 		stat(false, "registry_versions", "Registry versions known to the store, all registries.", func(s s) int64 { return s.Versions }),

@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/fetchpool"
 	"github.com/toolaudit/toolaudit/kafkaconf"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
@@ -31,7 +31,7 @@ import (
 type Pipeline struct {
 	cfg    Config
 	policy string
-	store  *registryversions.Store
+	store  *registry.Store
 	log    *slog.Logger
 	reg    prometheus.Registerer
 	m      *metrics
@@ -73,7 +73,7 @@ type Pipeline struct {
 // when it is an appender.Batcher. A write must return soon after its ctx
 // is done: revocation and shutdown wait for it (up to
 // Config.DrainTimeout, after which ctx is canceled).
-func New(cfg Config, store *registryversions.Store, sink appender.Sink, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
+func New(cfg Config, store *registry.Store, sink appender.Sink, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
@@ -548,7 +548,7 @@ func TestKeepRawArgsAndPassthrough(t *testing.T) {
 	cfg.KeepRawArgs = true
 	cfg.Group = "raw"
 	sink := newRecSink()
-	r := start(t, cfg, registryversions.New(), sink, nil)
+	r := start(t, cfg, registry.New(), sink, nil)
 	eventually(t, 10*time.Second, "calls decided", func() bool { return sink.unique() >= len(calls) })
 	r.stop(t)
 	rows, _ := sink.snapshot()
@@ -622,14 +622,14 @@ func TestNoDecisionBeforeCatchUp(t *testing.T) {
 // changeLog is a registry store that reports its changes, and what it
 // reported.
 type changeLog struct {
-	store *registryversions.Store
+	store *registry.Store
 	mu    sync.Mutex
-	rows  map[registryversions.ChangeKey]registryversions.Change // the last report of each key
+	rows  map[registry.ChangeKey]registry.Change // the last report of each key
 }
 
 func newChangeLog() *changeLog {
-	cl := &changeLog{rows: map[registryversions.ChangeKey]registryversions.Change{}}
-	cl.store = registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+	cl := &changeLog{rows: map[registry.ChangeKey]registry.Change{}}
+	cl.store = registry.New(registry.WithChanges(func(cs []registry.Change) {
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
 		for _, c := range cs {
@@ -640,10 +640,10 @@ func newChangeLog() *changeLog {
 }
 
 // history is what the reports hold, deleted changes dropped.
-func (cl *changeLog) history() map[registryversions.ChangeKey]string {
+func (cl *changeLog) history() map[registry.ChangeKey]string {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	out := map[registryversions.ChangeKey]string{}
+	out := map[registry.ChangeKey]string{}
 	for k, c := range cl.rows {
 		if !c.Deleted {
 			out[k] = c.EventID + " " + c.DigestBefore + " " + c.DigestAfter

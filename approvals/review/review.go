@@ -1,6 +1,6 @@
 // Package review tells, for every tool definition the listings say is
 // current, how it stands in the approved baseline, and what changed
-// since the approved one (a registrydiff of the two inputSchemas): what
+// since the approved one (a registry/diff of the two inputSchemas): what
 // `resolverd registry pending` lists and `registry lock --check` gates
 // on.
 package review
@@ -13,29 +13,29 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Catalog is the registries as their listings give them (in event time,
-// registryversions), and the inputSchema of every definition listed, by
+// registry), and the inputSchema of every definition listed, by
 // digest, so that a current definition can be diffed against an approved
 // one that is no longer current. Not safe for concurrent use.
 type Catalog struct {
-	store   *registryversions.Store
+	store   *registry.Store
 	schemas map[string][]byte // by digest
 	regs    map[string]bool
 }
 
 // New returns an empty catalog.
 func New() *Catalog {
-	return &Catalog{store: registryversions.New(), schemas: map[string][]byte{}, regs: map[string]bool{}}
+	return &Catalog{store: registry.New(), schemas: map[string][]byte{}, regs: map[string]bool{}}
 }
 
-// Apply applies listings, as registryversions.Store.Apply, and keeps
+// Apply applies listings, as registry.Store.Apply, and keeps
 // their definitions' schemas.
-func (c *Catalog) Apply(ls ...*schema.Listing) []registryversions.Issue {
+func (c *Catalog) Apply(ls ...*schema.Listing) []registry.Issue {
 	for _, l := range ls {
 		c.regs[l.Registry] = true
 		for _, t := range l.Tools {
@@ -72,7 +72,7 @@ type Item struct {
 	Base string
 	// Diff is the structured diff from Base to the current definition;
 	// nil without Base.
-	Diff *registrydiff.SchemaDiff
+	Diff *diff.SchemaDiff
 	// By, At and Reason are the verdict's on the current definition
 	// (approved or rejected); empty otherwise.
 	By     string
@@ -118,7 +118,7 @@ func (c *Catalog) Review(b *approvals.Baseline, registries []string) ([]Item, er
 	return out, nil
 }
 
-func (c *Catalog) item(b *approvals.Baseline, g *approvals.Gate, reg string, t *registryversions.Tool) Item {
+func (c *Catalog) item(b *approvals.Baseline, g *approvals.Gate, reg string, t *registry.Tool) Item {
 	it := Item{Registry: reg, Server: t.Server, Tool: t.Name, Digest: t.Digest}
 	it.Approval = g.Check(reg, t.Server, t.Name, t.Digest).Approval
 	if e := b.Lookup(reg, t.Server, t.Name, t.Digest); e != nil {
@@ -136,7 +136,7 @@ func (c *Catalog) item(b *approvals.Baseline, g *approvals.Gate, reg string, t *
 	}
 	if base != nil && base.Digest != t.Digest {
 		it.Base = base.Digest
-		if d, err := registrydiff.DiffSchemas(c.schemas[base.Digest], t.Sig.Schema()); err == nil {
+		if d, err := diff.DiffSchemas(c.schemas[base.Digest], t.Sig.Schema()); err == nil {
 			it.Diff = &d
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -238,9 +238,9 @@ func allPartitions(ctx context.Context, adm *kadm.Client, topic string) (map[int
 	return out, nil
 }
 
-// Applier applies listings (a registryversions.Store, a review.Catalog).
+// Applier applies listings (a registry.Store, a review.Catalog).
 type Applier interface {
-	Apply(ls ...*schema.Listing) []registryversions.Issue
+	Apply(ls ...*schema.Listing) []registry.Issue
 }
 
 // LoadListings reads the listings topic whole, to its end when called,

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -116,7 +116,7 @@ func TestLoadListings(t *testing.T) {
 	}
 	vals = append(vals, []byte(`{"type":"listing"}`))
 	produce(t, opts, "tool-listings", vals...)
-	store := registryversions.New()
+	store := registry.New()
 	applied, bad, err := LoadListings(ctx, opts, "tool-listings", store, nil)
 	if err != nil || applied != 3 || bad != 1 {
 		t.Fatalf("applied %d bad %d: %v", applied, bad, err)

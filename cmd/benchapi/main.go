@@ -48,7 +48,7 @@ import (
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 func main() {
@@ -180,7 +180,7 @@ func serve(o options) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	store := registryversions.New()
+	store := registry.New()
 	_, err = offline.LoadListings(f, store, nil)
 	f.Close()
 	if err != nil {

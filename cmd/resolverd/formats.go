@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/signature"
 	"github.com/toolaudit/toolaudit/signature/format"
@@ -30,6 +30,6 @@ func parseFormats(s string) (bool, error) {
 
 // newStore returns the registry store for resolver r: its signatures
 // compiled as r's policy says.
-func newStore(r resolve.Resolver, opts ...registryversions.Option) *registryversions.Store {
-	return registryversions.New(append(opts, registryversions.WithSignatureOptions(signature.Options{Formats: r.Formats}))...)
+func newStore(r resolve.Resolver, opts ...registry.Option) *registry.Store {
+	return registry.New(append(opts, registry.WithSignatureOptions(signature.Options{Formats: r.Formats}))...)
 }

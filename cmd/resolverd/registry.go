@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals/history"
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryhistory"
+	"github.com/toolaudit/toolaudit/registry/diff"
+	registryhistory "github.com/toolaudit/toolaudit/registry/history"
 	"github.com/toolaudit/toolaudit/sink"
 )
 
@@ -125,7 +125,7 @@ keywords; and trust changes. Exact: read with FINAL.`,
 // line per entry of its diff. Digests are printed whole, as everywhere a
 // person compares two (registry pending, lock --check, the M4 reasons):
 // a cut one cannot be compared with a whole one.
-func writeChanges(w io.Writer, cs []registrydiff.Change) {
+func writeChanges(w io.Writer, cs []diff.Change) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no changes")
 		return
@@ -137,16 +137,16 @@ func writeChanges(w io.Writer, cs []registrydiff.Change) {
 		}
 		fmt.Fprintf(w, "%s  %s  %s  %s", c.ObservedAt.Format("2006-01-02T15:04:05.000Z"), server, c.Tool, c.Kind)
 		switch c.Kind {
-		case registrydiff.Trust:
+		case diff.Trust:
 			fmt.Fprintf(w, "  trust %d -> %d", c.TrustBefore, c.TrustAfter)
-		case registrydiff.Changed:
+		case diff.Changed:
 			fmt.Fprintf(w, "  %s -> %s", c.DigestBefore, c.DigestAfter)
 			if c.TrustBefore != c.TrustAfter {
 				fmt.Fprintf(w, ", trust %d -> %d", c.TrustBefore, c.TrustAfter)
 			}
-		case registrydiff.Added:
+		case diff.Added:
 			fmt.Fprintf(w, "  %s", c.DigestAfter)
-		case registrydiff.Removed:
+		case diff.Removed:
 			fmt.Fprintf(w, "  %s", c.DigestBefore)
 		}
 		fmt.Fprintf(w, "  (listing %s)\n", c.EventID)
@@ -155,7 +155,7 @@ func writeChanges(w io.Writer, cs []registrydiff.Change) {
 }
 
 // writeDiff prints a structured diff, a line per entry.
-func writeDiff(w io.Writer, d *registrydiff.SchemaDiff) {
+func writeDiff(w io.Writer, d *diff.SchemaDiff) {
 	for _, l := range []struct {
 		mark  string
 		items []string
@@ -192,7 +192,7 @@ type changeJSON struct {
 	Other           []string  `json:"other,omitempty"`
 }
 
-func writeChangesJSON(w io.Writer, cs []registrydiff.Change) error {
+func writeChangesJSON(w io.Writer, cs []diff.Change) error {
 	enc := json.NewEncoder(w)
 	for _, c := range cs {
 		d := c.Diff

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/diff"
 )
 
 // TestRegistryDiffDigests: registry diff prints a changed tool's two
@@ -15,12 +15,12 @@ import (
 func TestRegistryDiffDigests(t *testing.T) {
 	v1, v2 := mustDigest(t, sendV1), mustDigest(t, sendV2)
 	at := time.Date(2026, 12, 1, 0, 0, 2, 0, time.UTC)
-	c := registrydiff.Describe(registryversions.Change{Registry: "prod", Server: "mail", Tool: "send", ObservedAt: at, EventID: "l2",
+	c := diff.Describe(registry.Change{Registry: "prod", Server: "mail", Tool: "send", ObservedAt: at, EventID: "l2",
 		TrustBefore: 1, TrustAfter: 1, DigestBefore: v1, DigestAfter: v2, SchemaBefore: []byte(sendV1), SchemaAfter: []byte(sendV2)})
-	added := registrydiff.Describe(registryversions.Change{Registry: "prod", Server: "mail", Tool: "send", ObservedAt: at, EventID: "l1",
+	added := diff.Describe(registry.Change{Registry: "prod", Server: "mail", Tool: "send", ObservedAt: at, EventID: "l1",
 		TrustAfter: 1, DigestAfter: v1, SchemaAfter: []byte(sendV1)})
 	var b strings.Builder
-	writeChanges(&b, []registrydiff.Change{added, c})
+	writeChanges(&b, []diff.Change{added, c})
 	for _, want := range []string{"send  added  " + v1 + "  (listing l1)", "send  changed  " + v1 + " -> " + v2 + "  (listing l2)", "+ /bcc"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("registry diff lacks %q:\n%s", want, b.String())

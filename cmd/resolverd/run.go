@@ -22,7 +22,7 @@ import (
 	"github.com/toolaudit/toolaudit/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/sink"
@@ -330,11 +330,11 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	if err != nil {
 		return err
 	}
-	var storeOpts []registryversions.Option
+	var storeOpts []registry.Option
 	if rec != nil {
 		// The store reports what each listing changed; it then reads the
 		// listings topic from the start, not from a checkpoint.
-		storeOpts = append(storeOpts, registryversions.WithChanges(rec.ObserveChanges))
+		storeOpts = append(storeOpts, registry.WithChanges(rec.ObserveChanges))
 	}
 	store := newStore(a.stream.Resolver, storeOpts...)
 	a.stream.Suggester = suggest.New()

@@ -22,13 +22,13 @@ import (
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/bearer"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 // serveHTTP starts the HTTP API in g: the audit producer, the bearer
 // tokens (watched, and reloaded on SIGHUP with the TLS certificate), the
 // handler and the bounded server. It returns once listening.
-func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registryversions.Store, ready, decides func() error) error {
+func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registry.Store, ready, decides func() error) error {
 	hf := a.http
 	closeAudit := func() {}
 	cfg := httpapi.Config{

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -21,9 +21,9 @@ var (
 	benchSchema = `{"type":"object","properties":{"id":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["id"]}`
 )
 
-// registry returns a listing of n tools with realistic names, and the
+// bigListing returns a listing of n tools with realistic names, and the
 // names.
-func registry(n int) (string, []string) {
+func bigListing(n int) (string, []string) {
 	var names []string
 	var tools []string
 	for i := 0; len(names) < n; i++ {
@@ -64,8 +64,8 @@ func BenchmarkStorm(b *testing.B) {
 }
 
 func storm(b *testing.B, size int) {
-	listing, names := registry(size)
-	store := registryversions.New()
+	listing, names := bigListing(size)
+	store := registry.New()
 	l, err := schema.DecodeListing([]byte(listing))
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/toolaudit/toolaudit/jsontape"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
@@ -220,7 +220,7 @@ func (s *Suggester) names(vs resolve.Versions, c *schema.Call) []string {
 const cacheAbove = 256
 
 // index returns the name index of v, building it on first use.
-func (s *Suggester) index(v *registryversions.Version) *nameIndex {
+func (s *Suggester) index(v *registry.Version) *nameIndex {
 	if x, ok := s.indexes.Get(v.ID); ok {
 		return x
 	}

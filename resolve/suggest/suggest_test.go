@@ -11,16 +11,16 @@ import (
 	"testing"
 
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/hints.golden.jsonl")
 
-func loadStore(t testing.TB, path string) *registryversions.Store {
+func loadStore(t testing.TB, path string) *registry.Store {
 	t.Helper()
-	store := registryversions.New()
+	store := registry.New()
 	if _, err := offline.LoadListingsFile(path, store, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestHintsReadTheSignature(t *testing.T) {
 	{"name":"deps","inputSchema":{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"}},
 		"dependentRequired":{"user":["password"]}}}
 	]`
-	store := registryversions.New()
+	store := registry.New()
 	l, err := schema.DecodeListing([]byte(`{"type":"listing","event_id":"l","observed_at":"2026-01-01T00:00:00Z","registry":"r","server":"","op":"snapshot","tools":` + tools + `}`))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registryhistory"
+	"github.com/toolaudit/toolaudit/registry/history"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 )
@@ -201,7 +201,7 @@ func Write(ctx context.Context, w *sink.ClickHouse) error {
 	if err := w.Write(ctx, again); err != nil {
 		return err
 	}
-	if err := w.WriteRegistryChanges(ctx, registryhistory.Rows(Listings()...)); err != nil {
+	if err := w.WriteRegistryChanges(ctx, history.Rows(Listings()...)); err != nil {
 		return err
 	}
 	return w.WriteApprovalEvents(ctx, Approvals())

@@ -11,7 +11,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 	"github.com/toolaudit/toolaudit/offline"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 // TestSessions: the demo's fleet (htb's single and MCP tracks, regrouped)
@@ -33,7 +33,7 @@ func TestSessions(t *testing.T) {
 		t.Error("not deterministic for a seed")
 	}
 
-	store := registryversions.New()
+	store := registry.New()
 	if st, err := offline.LoadListings(bytes.NewReader(bytes.Join(outL, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
 		t.Fatalf("listings: %+v, %v", st, err)
 	}

@@ -1,10 +1,10 @@
-// Package registryhistory writes the registry history to table
+// Package history writes the registry history to table
 // registry_changes as resolverd applies listings. The history is the
-// registry store's: a store made registryversions.WithChanges(
+// registry store's: a store made registry.WithChanges(
 // r.ObserveChanges) reports to the Recorder what each applied batch of
 // listings changed (recomputed, or deleted, where a late listing landed
 // before them); the Recorder queues the changes and, from its own
-// goroutine, describes them (registrydiff.Describe: the schema diff) and
+// goroutine, describes them (diff.Describe: the schema diff) and
 // writes them, so that the listings path never waits for ClickHouse.
 //
 // Delivery. The store sees every listing (it loads no checkpoint), so the
@@ -22,4 +22,4 @@
 // Each batch of rows is stamped with a RecordedAt later than the one
 // before, so that a row recomputed after a late listing replaces the one
 // it corrects.
-package registryhistory
+package history

@@ -1,10 +1,10 @@
-package registrydiff
+package diff
 
 import (
 	"strconv"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 )
 
 // Kind is what happened to a tool of a server at a listing.
@@ -23,10 +23,10 @@ const (
 )
 
 // Change is one row of table registry_changes: a change the registry
-// store reported (registryversions.Change: its key, event, trust,
+// store reported (registry.Change: its key, event, trust,
 // digests and Deleted) with what it is, for people.
 type Change struct {
-	registryversions.Change
+	registry.Change
 	Kind Kind
 	// Diff is the structured diff of the inputSchema (for Added, against
 	// the empty schema: its properties; for Removed, to it).
@@ -41,7 +41,7 @@ type Change struct {
 // Describe returns the row of c: its kind, the diff of the tool's
 // inputSchema before and after, and a summary. Its cost is the diff's,
 // linear in the two schemas.
-func Describe(c registryversions.Change) Change {
+func Describe(c registry.Change) Change {
 	out := Change{Change: c}
 	pt, ct := c.TrustBefore, c.TrustAfter
 	switch {

@@ -1,4 +1,4 @@
-package registryhistory
+package history
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
@@ -17,14 +17,14 @@ import (
 // Writer stores rows of the registry history: sink.ClickHouse's
 // WriteRegistryChanges. It returns nil once they are stored.
 type Writer interface {
-	WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error
+	WriteRegistryChanges(ctx context.Context, cs []diff.Change) error
 }
 
 // WriterFunc adapts a function to a Writer.
-type WriterFunc func(ctx context.Context, cs []registrydiff.Change) error
+type WriterFunc func(ctx context.Context, cs []diff.Change) error
 
 // WriteRegistryChanges calls f.
-func (f WriterFunc) WriteRegistryChanges(ctx context.Context, cs []registrydiff.Change) error {
+func (f WriterFunc) WriteRegistryChanges(ctx context.Context, cs []diff.Change) error {
 	return f(ctx, cs)
 }
 
@@ -81,7 +81,7 @@ type Recorder struct {
 // queued is a change waiting to be written, described (its schema diff)
 // only then, off the listings path.
 type queued struct {
-	c          registryversions.Change
+	c          registry.Change
 	recordedAt time.Time
 }
 
@@ -91,8 +91,8 @@ type metrics struct {
 }
 
 // New returns a Recorder writing to w; Run starts its writing. The store
-// whose history it writes reports to it: registryversions.New(
-// registryversions.WithChanges(r.ObserveChanges)).
+// whose history it writes reports to it: registry.New(
+// registry.WithChanges(r.ObserveChanges)).
 func New(w Writer, o Options) (*Recorder, error) {
 	o = o.withDefaults()
 	r := &Recorder{w: w, o: o, now: time.Now, wake: make(chan struct{}, 1)}
@@ -123,10 +123,10 @@ func (r *Recorder) queued() float64 {
 }
 
 // ObserveChanges queues the changes of one Apply of the store, stamped
-// with a RecordedAt later than the batch before (registryversions.
+// with a RecordedAt later than the batch before (registry.
 // WithChanges calls it in the order the changes were made). It does not
 // wait for the writer: rows beyond MaxQueued are dropped and counted.
-func (r *Recorder) ObserveChanges(cs []registryversions.Change) {
+func (r *Recorder) ObserveChanges(cs []registry.Change) {
 	if len(cs) == 0 {
 		return
 	}
@@ -175,7 +175,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 }
 
 // take removes up to BatchRows rows from the queue and describes them.
-func (r *Recorder) take() []registrydiff.Change {
+func (r *Recorder) take() []diff.Change {
 	r.mu.Lock()
 	n := min(len(r.queue), r.o.BatchRows)
 	if n == 0 {
@@ -190,9 +190,9 @@ func (r *Recorder) take() []registrydiff.Change {
 	r.mu.Unlock()
 	// qs is no longer the queue's: later appends go past it, or to a new
 	// array.
-	batch := make([]registrydiff.Change, n)
+	batch := make([]diff.Change, n)
 	for i, q := range qs {
-		batch[i] = registrydiff.Describe(q.c)
+		batch[i] = diff.Describe(q.c)
 		batch[i].RecordedAt = q.recordedAt
 	}
 	return batch
@@ -200,7 +200,7 @@ func (r *Recorder) take() []registrydiff.Change {
 
 // write stores batch, retrying with backoff; it returns an error only
 // when ctx is done.
-func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error {
+func (r *Recorder) write(ctx context.Context, batch []diff.Change) error {
 	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteRegistryChanges(ctx, batch) },
 		func(err error, wait time.Duration) {
 			r.m.writeErrors.Inc()
@@ -223,11 +223,11 @@ func (r *Recorder) write(ctx context.Context, batch []registrydiff.Change) error
 // Rows is the registry history of ls applied in one call to an empty
 // store, described: what a Recorder would write for them, for fixtures
 // and tools that hold the listings.
-func Rows(ls ...*schema.Listing) []registrydiff.Change {
-	var out []registrydiff.Change
-	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+func Rows(ls ...*schema.Listing) []diff.Change {
+	var out []diff.Change
+	s := registry.New(registry.WithChanges(func(cs []registry.Change) {
 		for _, c := range cs {
-			out = append(out, registrydiff.Describe(c))
+			out = append(out, diff.Describe(c))
 		}
 	}))
 	s.Apply(ls...)

@@ -1,11 +1,11 @@
-package registrydiff
+package diff
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -33,8 +33,8 @@ const (
 // described applies listings to a store that reports its changes, one
 // Apply per call of the returned function, and describes them.
 func described(t *testing.T) func(ls ...*schema.Listing) []Change {
-	var got []registryversions.Change
-	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) { got = append(got, cs...) }))
+	var got []registry.Change
+	s := registry.New(registry.WithChanges(func(cs []registry.Change) { got = append(got, cs...) }))
 	return func(ls ...*schema.Listing) []Change {
 		t.Helper()
 		got = nil

@@ -1,12 +1,12 @@
-// Package registryversions keeps the registry history: the one
+// Package registry keeps the registry history: the one
 // event-time history of every registry. Listing events are applied in
 // event time, whatever order they arrive in; At(registry, t) returns the
 // Version that was current at t (spec v1: for each server, its latest
 // snapshot with observed_at <= t, unless a later remove, still <= t,
 // dropped it), and a store made WithChanges reports what each listing
 // changed about each tool (Change), which is the history as table
-// registry_changes holds it (package registrydiff describes a change,
-// package registryhistory writes them).
+// registry_changes holds it (package registry/diff describes a change,
+// package registry/history writes them).
 //
 // Versions are content-addressed: a Version's ID is a hash of its servers,
 // trust tiers and tool digests, so it is stable across processes, restarts
@@ -76,4 +76,4 @@
 // per registry (applying a listing does not copy other registries), and a
 // Snapshot is a view of the registry directory, which only grows. The
 // package does no I/O.
-package registryversions
+package registry

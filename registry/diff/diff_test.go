@@ -1,4 +1,4 @@
-package registrydiff
+package diff
 
 import (
 	"errors"

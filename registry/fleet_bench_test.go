@@ -1,4 +1,4 @@
-package registryversions
+package registry
 
 import (
 	"bytes"

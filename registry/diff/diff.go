@@ -1,4 +1,4 @@
-package registrydiff
+package diff
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func (d *SchemaDiff) Summary() string {
 const maxDepth = 32
 
 // ErrNotObject is returned when an inputSchema is not a JSON object.
-var ErrNotObject = errors.New("registrydiff: inputSchema is not a JSON object")
+var ErrNotObject = errors.New("schema diff: inputSchema is not a JSON object")
 
 // DiffSchemas returns what changed from the inputSchema old to new (raw
 // JSON objects, as listings carry them; nil or empty is the empty schema,
@@ -148,16 +148,16 @@ func decodeObject(raw []byte) (map[string]any, error) {
 	// decoder below then reads the one reading there is.
 	var t jsontape.Tape
 	if err := t.Parse(raw); err != nil {
-		return nil, fmt.Errorf("registrydiff: %w", err)
+		return nil, fmt.Errorf("schema diff: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("registrydiff: %w", err)
+		return nil, fmt.Errorf("schema diff: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("registrydiff: data after the inputSchema")
+		return nil, errors.New("schema diff: data after the inputSchema")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

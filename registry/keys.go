@@ -1,4 +1,4 @@
-package registryversions
+package registry
 
 // KeyIndex indexes a version's tools by the top-level keys their
 // signatures declare and require (signature.TopLevel), so that a search

@@ -1,4 +1,4 @@
-package registryhistory
+package history
 
 import (
 	"cmp"
@@ -18,8 +18,8 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/registrydiff"
-	"github.com/toolaudit/toolaudit/registryversions"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/sink/appender"
@@ -58,17 +58,17 @@ func listings() []*schema.Listing {
 }
 
 // storeOf returns a store that reports its changes to rec.
-func storeOf(rec *Recorder) *registryversions.Store {
-	return registryversions.New(registryversions.WithChanges(rec.ObserveChanges))
+func storeOf(rec *Recorder) *registry.Store {
+	return registry.New(registry.WithChanges(rec.ObserveChanges))
 }
 
 // history is what a store reports for ls applied in these batches,
 // described: the rows a Recorder queues.
-func history(ls []*schema.Listing, batches ...int) []registrydiff.Change {
-	var out []registrydiff.Change
-	s := registryversions.New(registryversions.WithChanges(func(cs []registryversions.Change) {
+func history(ls []*schema.Listing, batches ...int) []diff.Change {
+	var out []diff.Change
+	s := registry.New(registry.WithChanges(func(cs []registry.Change) {
 		for _, c := range cs {
-			out = append(out, registrydiff.Describe(c))
+			out = append(out, diff.Describe(c))
 		}
 	}))
 	for _, n := range batches {
@@ -137,7 +137,7 @@ func TestRecorderStore(t *testing.T) {
 	waitFor(t, "every row written", func() bool { return testutil.ToFloat64(rec.m.written) == float64(emitted) })
 
 	want := Rows(ls...)
-	read := func() []registrydiff.Change {
+	read := func() []diff.Change {
 		got, err := w.RegistryChanges(context.Background(), sink.ChangeFilter{Registry: "fleet"}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -162,15 +162,15 @@ func TestRecorderStore(t *testing.T) {
 
 // sameHistory compares what a reader sees: key, kind, digests, trust and
 // the summary.
-func sameHistory(got, want []registrydiff.Change) bool {
+func sameHistory(got, want []diff.Change) bool {
 	type row struct {
-		key              registryversions.ChangeKey
-		kind             registrydiff.Kind
+		key              registry.ChangeKey
+		kind             diff.Kind
 		before, after    string
 		tBefore, tAfter  int
 		summary, eventID string
 	}
-	rows := func(cs []registrydiff.Change) []row {
+	rows := func(cs []diff.Change) []row {
 		var out []row
 		for _, c := range cs {
 			c.ObservedAt = c.ObservedAt.UTC()
@@ -189,7 +189,7 @@ func sameHistory(got, want []registrydiff.Change) bool {
 func TestRecorderRetries(t *testing.T) {
 	var calls atomic.Int32
 	var stored sync.Map
-	w := WriterFunc(func(ctx context.Context, cs []registrydiff.Change) error {
+	w := WriterFunc(func(ctx context.Context, cs []diff.Change) error {
 		switch calls.Add(1) {
 		case 1, 2:
 			return errors.New("connection refused")
@@ -228,7 +228,7 @@ var errRefused = errors.New("rows refused (test)")
 // block; rows beyond MaxQueued are dropped and counted; cancelling Run
 // returns at once though the write in progress never ends.
 func TestRecorderQueueFull(t *testing.T) {
-	w := WriterFunc(func(ctx context.Context, cs []registrydiff.Change) error {
+	w := WriterFunc(func(ctx context.Context, cs []diff.Change) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})
@@ -262,7 +262,7 @@ func TestRecorderQueueFull(t *testing.T) {
 // TestRecordedAtIncreases: each batch is stamped later than the one
 // before, even within one millisecond.
 func TestRecordedAtIncreases(t *testing.T) {
-	rec, err := New(WriterFunc(func(context.Context, []registrydiff.Change) error { return nil }), Options{})
+	rec, err := New(WriterFunc(func(context.Context, []diff.Change) error { return nil }), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +299,8 @@ func TestRecordedAtIncreases(t *testing.T) {
 	}
 }
 
-func diffRows(got, want []registrydiff.Change) string {
-	in := map[registryversions.ChangeKey]registrydiff.Change{}
+func diffRows(got, want []diff.Change) string {
+	in := map[registry.ChangeKey]diff.Change{}
 	for _, c := range want {
 		c.ObservedAt = c.ObservedAt.UTC()
 		in[c.Key()] = c
@@ -322,8 +322,8 @@ func diffRows(got, want []registrydiff.Change) string {
 	return out
 }
 
-func sortRows(cs []registrydiff.Change) {
-	slices.SortFunc(cs, func(a, b registrydiff.Change) int {
+func sortRows(cs []diff.Change) {
+	slices.SortFunc(cs, func(a, b diff.Change) int {
 		return cmp.Or(cmp.Compare(a.Registry, b.Registry), cmp.Compare(a.Server, b.Server),
 			a.ObservedAt.Compare(b.ObservedAt), cmp.Compare(a.Tool, b.Tool))
 	})

@@ -1,4 +1,4 @@
-package registryversions
+package registry
 
 import (
 	"cmp"
@@ -61,7 +61,7 @@ func SortChanges(cs []Change) {
 // (ChangeKey) and drops deleted ones then holds the history of every
 // listing applied so far, whatever their arrival order
 // (TestChangesAnyOrder); table registry_changes is one (package
-// registryhistory writes it).
+// registry/history writes it).
 //
 // f is called with the store's lock held, so in the order the changes
 // were made: it must not block, and must not call the store's writers.
@@ -77,7 +77,7 @@ func (s *Store) ReportsChanges() bool { return s.changes != nil }
 
 // ErrReportsChanges is LoadCheckpoint's refusal on a store made
 // WithChanges.
-var ErrReportsChanges = errors.New("registryversions: a store that reports changes needs every listing, not a checkpoint")
+var ErrReportsChanges = errors.New("registry: a store that reports changes needs every listing, not a checkpoint")
 
 // changeSet gathers, during one Apply, the state before the call of every
 // listing instant whose changes the call may alter.

@@ -1,8 +1,8 @@
-// Package registrydiff says what a change of a tool's definition is: the
+// Package diff says what a change of a tool's definition is: the
 // structured diff of two inputSchemas, and the row of table
 // registry_changes for a change the registry store reports. It keeps no
-// state and does no I/O; the history itself is registryversions' (see
-// registryversions.WithChanges), and package registryhistory writes it.
+// state and does no I/O; the history itself is registry' (see
+// registry.WithChanges), and package registry/history writes it.
 //
 // DiffSchemas compares two inputSchemas (raw JSON, as listings carry
 // them) and names, as JSON pointers into the arguments, the properties
@@ -13,8 +13,8 @@
 // order, as the tool digest does, and stops descending at a fixed depth,
 // below which a difference is one entry.
 //
-// Describe turns a registryversions.Change (a tool's digest and trust
+// Describe turns a registry.Change (a tool's digest and trust
 // before and after a listing) into a Change row: its Kind (added,
 // removed, changed, or only its server's trust), the diff and a
 // one-line summary.
-package registrydiff
+package diff
