@@ -57,7 +57,7 @@ fmt-check:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./jsontape/
-	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./offline/
+	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./check/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCall -fuzztime $(FUZZTIME) ./schema/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeListing -fuzztime $(FUZZTIME) ./schema/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./resolve/

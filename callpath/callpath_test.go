@@ -19,7 +19,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
@@ -40,7 +40,7 @@ func sample(t *testing.T) (*registry.Store, map[string][]byte) {
 	t.Helper()
 	sampleOnce.Do(func() {
 		s := registry.New()
-		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
+		if _, err := check.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile("../testdata/corpus/sample/calls.jsonl")

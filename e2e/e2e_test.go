@@ -24,7 +24,7 @@ import (
 	"github.com/toolaudit/toolaudit/htb"
 	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -78,11 +78,11 @@ func load(t *testing.T) corpus {
 			}
 		}
 		store := registry.New()
-		if _, err := offline.LoadListings(bytes.NewReader(bytes.Join(c.listings, []byte("\n"))), store, nil); err != nil {
+		if _, err := check.LoadListings(bytes.NewReader(bytes.Join(c.listings, []byte("\n"))), store, nil); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if _, err := offline.Check(context.Background(), offline.Config{}, store.Snapshot(), bytes.NewReader(bytes.Join(c.calls, []byte("\n"))), &out); err != nil {
+		if _, err := check.Check(context.Background(), check.Config{}, store.Snapshot(), bytes.NewReader(bytes.Join(c.calls, []byte("\n"))), &out); err != nil {
 			t.Fatal(err)
 		}
 		c.want = map[string]string{}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolveclient"
 )
@@ -22,7 +22,7 @@ const listing = `{"type":"listing","event_id":"l-1","observed_at":"2026-01-01T00
 // a registry holding the listing above.
 func demoServer() *httptest.Server {
 	store := registry.New()
-	if _, err := offline.LoadListings(strings.NewReader(strings.ReplaceAll(listing, "\n", "")), store, nil); err != nil {
+	if _, err := check.LoadListings(strings.NewReader(strings.ReplaceAll(listing, "\n", "")), store, nil); err != nil {
 		panic(err)
 	}
 	h, err := httpapi.New(httpapi.Config{Store: store})

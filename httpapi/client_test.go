@@ -21,7 +21,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/bearer"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolveclient"
 )
@@ -29,7 +29,7 @@ import (
 func sampleServer(t *testing.T, cfg httpapi.Config) *httptest.Server {
 	t.Helper()
 	store := registry.New()
-	if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", store, nil); err != nil {
+	if _, err := check.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", store, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Store = store

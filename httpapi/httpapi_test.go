@@ -19,7 +19,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 )
 
@@ -35,7 +35,7 @@ func sampleStore(t testing.TB) *registry.Store {
 	t.Helper()
 	storeOnce.Do(func() {
 		s := registry.New()
-		if _, err := offline.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
+		if _, err := check.LoadListingsFile("../testdata/corpus/sample/listings.jsonl", s, nil); err != nil {
 			t.Fatal(err)
 		}
 		theStore = s

@@ -20,7 +20,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
@@ -241,11 +241,11 @@ func checked(t testing.TB, mode resolve.Mode, calls [][]byte) map[string]schema.
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := offline.LoadListings(f, store, nil); err != nil {
+	if _, err := check.LoadListings(f, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := offline.Check(context.Background(), offline.Config{Resolver: resolve.Resolver{Mode: mode}}, store.Snapshot(), bytes.NewReader(bytes.Join(calls, []byte("\n"))), &out); err != nil {
+	if _, err := check.Check(context.Background(), check.Config{Resolver: resolve.Resolver{Mode: mode}}, store.Snapshot(), bytes.NewReader(bytes.Join(calls, []byte("\n"))), &out); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]schema.Class{}

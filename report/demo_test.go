@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -29,7 +29,7 @@ func demoConn(t *testing.T, db string, start time.Time) (driver.Conn, fleet.RugP
 		t.Fatal(err)
 	}
 	store := registry.New()
-	if st, err := offline.LoadListings(bytes.NewReader(bytes.Join(lines, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
+	if st, err := check.LoadListings(bytes.NewReader(bytes.Join(lines, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
 		t.Fatalf("listings: %+v, %v", st, err)
 	}
 	var in, out bytes.Buffer
@@ -37,7 +37,7 @@ func demoConn(t *testing.T, db string, start time.Time) (driver.Conn, fleet.RugP
 		in.Write(c.Line)
 		in.WriteByte('\n')
 	}
-	if _, err := offline.Check(context.Background(), offline.Config{Workers: 2}, store.Snapshot(), &in, &out); err != nil {
+	if _, err := check.Check(context.Background(), check.Config{Workers: 2}, store.Snapshot(), &in, &out); err != nil {
 		t.Fatal(err)
 	}
 	ds := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))

@@ -11,7 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
@@ -42,7 +42,7 @@ func loadBench(b *testing.B) *benchCorpus {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := offline.LoadListings(f, store, nil); err != nil {
+		if _, err := check.LoadListings(f, store, nil); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
@@ -206,7 +206,7 @@ func benchPipeline(b *testing.B, o benchOpts) {
 // worker's just-decided hand-off, but not cold either. Reports ns per row.
 func BenchmarkBatchAppendCorpus(b *testing.B) {
 	store := registry.New()
-	if _, err := offline.LoadListingsFile(corpus("bfcl", "listings.jsonl"), store, nil); err != nil {
+	if _, err := check.LoadListingsFile(corpus("bfcl", "listings.jsonl"), store, nil); err != nil {
 		b.Fatal(err)
 	}
 	cfg := DefaultConfig()

@@ -22,7 +22,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink/appender"
@@ -156,7 +156,7 @@ func expectedClasses(t testing.TB, listingsFile, callsFile string) map[string]sc
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := offline.LoadListings(f, store, nil); err != nil {
+	if _, err := check.LoadListings(f, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := os.Open(callsFile)
@@ -165,7 +165,7 @@ func expectedClasses(t testing.TB, listingsFile, callsFile string) map[string]sc
 	}
 	defer calls.Close()
 	var out bytes.Buffer
-	if _, err := offline.Check(context.Background(), offline.Config{}, store.Snapshot(), calls, &out); err != nil {
+	if _, err := check.Check(context.Background(), check.Config{}, store.Snapshot(), calls, &out); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]schema.Class{}

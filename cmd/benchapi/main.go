@@ -47,7 +47,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 )
 
@@ -181,7 +181,7 @@ func serve(o options) (string, func(), error) {
 		return "", nil, err
 	}
 	store := registry.New()
-	_, err = offline.LoadListings(f, store, nil)
+	_, err = check.LoadListings(f, store, nil)
 	f.Close()
 	if err != nil {
 		return "", nil, err

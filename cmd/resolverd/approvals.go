@@ -23,7 +23,7 @@ import (
 	"github.com/toolaudit/toolaudit/approvals/review"
 	"github.com/toolaudit/toolaudit/approvals/topic"
 	"github.com/toolaudit/toolaudit/kafkaconf"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -83,7 +83,7 @@ func (l *listingSource) register(fs *flag.FlagSet) {
 func (l *listingSource) load(ctx context.Context, opts []kgo.Opt, log *slog.Logger) (*review.Catalog, error) {
 	cat := review.New()
 	if *l.file != "" {
-		st, err := offline.LoadListingsFile(*l.file, cat, log)
+		st, err := check.LoadListingsFile(*l.file, cat, log)
 		if err != nil {
 			return nil, fmt.Errorf("listings: %w", err)
 		}

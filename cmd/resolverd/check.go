@@ -17,7 +17,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -31,7 +31,7 @@ func checkCommand(std stdio) *ffcli.Command {
 	formats := formatsFlag(fs)
 	var gf gateFlags
 	gf.registerOffline(fs)
-	workers := fs.Int("workers", min(runtime.GOMAXPROCS(0), offline.MaxWorkers), "resolver goroutines (1 to "+strconv.Itoa(offline.MaxWorkers)+")")
+	workers := fs.Int("workers", min(runtime.GOMAXPROCS(0), check.MaxWorkers), "resolver goroutines (1 to "+strconv.Itoa(check.MaxWorkers)+")")
 	quiet := fs.Bool("quiet", false, "no summary and no listing warnings on stderr")
 	keyFile := argsKeyFlag(fs)
 	memLimit := fs.Int64("memory-limit-mb", 256, "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none): the collector works harder as the heap nears it")
@@ -79,8 +79,8 @@ lines over 1 MiB are decoded one at a time: the heap stays under about
 			if err != nil {
 				return usageError{err}
 			}
-			if *workers < 1 || *workers > offline.MaxWorkers {
-				return usageError{fmt.Errorf("--workers %d: want 1 to %d (the work is CPU-bound)", *workers, offline.MaxWorkers)}
+			if *workers < 1 || *workers > check.MaxWorkers {
+				return usageError{fmt.Errorf("--workers %d: want 1 to %d (the work is CPU-bound)", *workers, check.MaxWorkers)}
 			}
 			if *memLimit < 0 {
 				return usageError{fmt.Errorf("--memory-limit-mb %d: want 0 (no limit) or more", *memLimit)}
@@ -126,7 +126,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 
 	start := time.Now()
 	store := newStore(a.resolver)
-	ls, err := offline.LoadListings(lf, store, log)
+	ls, err := check.LoadListings(lf, store, log)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func runCheck(ctx context.Context, std stdio, a checkArgs) error {
 		"issues", ls.Issues, "registries", snap.Registries(), "signatures_compiled", store.Compiled())
 
 	out := bufio.NewWriterSize(std.out, 1<<20)
-	sum, err := offline.Check(ctx, offline.Config{Resolver: a.resolver, Workers: a.workers, ArgsKey: key}, snap, cf, out)
+	sum, err := check.Check(ctx, check.Config{Resolver: a.resolver, Workers: a.workers, ArgsKey: key}, snap, cf, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write decisions: %w", ferr)
 	}
@@ -163,7 +163,7 @@ func open(name string, stdin io.Reader) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func printSummary(w io.Writer, s offline.Summary, r resolve.Resolver, took time.Duration) {
+func printSummary(w io.Writer, s check.Summary, r resolve.Resolver, took time.Duration) {
 	printClasses(w, func(c schema.Class) int64 { return int64(s.ByClass[c]) }, int64(s.Calls))
 	fmt.Fprintf(w, "mode %s, %d calls in %s\n", r.Policy(), s.Calls, took.Round(time.Millisecond))
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/toolaudit/toolaudit/decisions"
+	"github.com/toolaudit/toolaudit/sink/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registry"

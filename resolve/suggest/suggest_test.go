@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"
@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/hints.golden.jsonl")
 func loadStore(t testing.TB, path string) *registry.Store {
 	t.Helper()
 	store := registry.New()
-	if _, err := offline.LoadListingsFile(path, store, nil); err != nil {
+	if _, err := check.LoadListingsFile(path, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	return store

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
-	"github.com/toolaudit/toolaudit/offline"
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 )
 
@@ -34,7 +34,7 @@ func TestSessions(t *testing.T) {
 	}
 
 	store := registry.New()
-	if st, err := offline.LoadListings(bytes.NewReader(bytes.Join(outL, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
+	if st, err := check.LoadListings(bytes.NewReader(bytes.Join(outL, []byte("\n"))), store, nil); err != nil || st.Bad != 0 {
 		t.Fatalf("listings: %+v, %v", st, err)
 	}
 	var in bytes.Buffer
@@ -43,7 +43,7 @@ func TestSessions(t *testing.T) {
 		in.WriteByte('\n')
 	}
 	var out bytes.Buffer
-	if _, err := offline.Check(context.Background(), offline.Config{Workers: 2}, store.Snapshot(), bytes.NewReader(in.Bytes()), &out); err != nil {
+	if _, err := check.Check(context.Background(), check.Config{Workers: 2}, store.Snapshot(), bytes.NewReader(in.Bytes()), &out); err != nil {
 		t.Fatal(err)
 	}
 	ds := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))

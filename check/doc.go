@@ -1,7 +1,7 @@
-// Package offline resolves files: a listings file builds the registry
-// history, then a calls file streams through decode, resolve and encode on
-// every core, and decisions come out as JSONL in input order. It is the
-// engine of `resolverd check`.
+// Package check is `resolverd check`'s engine: it resolves files. A
+// listings file builds the registry history, then a calls file streams
+// through decode, resolve and encode on every core, and decisions come
+// out as JSONL in input order.
 //
 // Memory is bounded by the chunks in flight, not by the size of the calls
 // file: a million calls pass through a few megabytes. Hostile lines are
@@ -11,4 +11,4 @@
 // costs up to 8 bytes per byte), and Workers is at most MaxWorkers: a
 // 15 MB line is decided in under 200 MiB of RSS, four of them in under
 // 300 MiB, whatever the number of workers.
-package offline
+package check
