@@ -94,8 +94,8 @@ func TestEveryRejection(t *testing.T) {
 	}
 	defer prod.Close()
 	ctx := context.Background()
-	calls := readLines(t, "../testdata/corpus/sample/calls.jsonl")
-	for topic, lines := range map[string][][]byte{"tool-listings": readLines(t, "../testdata/corpus/sample/listings.jsonl"), "tool-calls": calls} {
+	calls := readLines(t, "../../testdata/corpus/sample/calls.jsonl")
+	for topic, lines := range map[string][][]byte{"tool-listings": readLines(t, "../../testdata/corpus/sample/listings.jsonl"), "tool-calls": calls} {
 		var rs []*kgo.Record
 		for _, l := range lines {
 			rs = append(rs, &kgo.Record{Topic: topic, Value: l})
