@@ -14,7 +14,7 @@ build:
 
 # The test command of the README and of CI: go test's usual output, then
 # the list of tests that skipped (a package whose engine tests skipped
-# still prints ok); the exit status is go test's. See internal/testkit/testreport.
+# still prints ok); the exit status is go test's. See cmd/testreport.
 # resolveclient is a module of its own (see its doc): every check below
 # runs in it too (./... of this module stops at its go.mod). Its tests
 # run first: the run's last lines are then the whole module's.
@@ -26,7 +26,7 @@ build:
 # where a cgo build beside a static one compiled every package twice.
 test: export CGO_ENABLED = 0
 test: fmt-check vet staticcheck tidy-check
-	@$(GO) build -o $(BIN)/testreport ./internal/testkit/testreport
+	@$(GO) build -o $(BIN)/testreport ./cmd/testreport
 	cd resolveclient && $(abspath $(BIN))/testreport -- $(GO) test -json -count=1 ./...
 	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
 

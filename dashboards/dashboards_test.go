@@ -20,7 +20,7 @@ import (
 )
 
 // TestGenerated: the committed JSON is what the code generates, byte for
-// byte, and json/ holds nothing else. On failure: go run ./dashboards/gen.
+// byte, and json/ holds nothing else. On failure: go run ./cmd/dashboardsgen.
 func TestGenerated(t *testing.T) {
 	ds, err := All()
 	if err != nil {
@@ -45,10 +45,10 @@ func TestGenerated(t *testing.T) {
 			}
 			committed, err := os.ReadFile(filepath.Join(flavor.dir, d.File))
 			if err != nil {
-				t.Fatalf("%v (go run ./dashboards/gen writes it)", err)
+				t.Fatalf("%v (go run ./cmd/dashboardsgen writes it)", err)
 			}
 			if !bytes.Equal(b, committed) {
-				t.Errorf("%s/%s differs from what the code generates: go run ./dashboards/gen", flavor.dir, d.File)
+				t.Errorf("%s/%s differs from what the code generates: go run ./cmd/dashboardsgen", flavor.dir, d.File)
 			}
 		}
 		files, _ := filepath.Glob(filepath.Join(flavor.dir, "*"))

@@ -15,7 +15,7 @@
 // ClickHouse query type, so targets are built with its unknown-dataquery
 // builder in the plugin's v4 SQL model. After editing, regenerate:
 //
-//	go run ./dashboards/gen
+//	go run ./cmd/dashboardsgen
 //
 // TestGenerated fails while the committed JSON differs from what the code
 // generates.

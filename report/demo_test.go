@@ -18,7 +18,7 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// demoConn is the demo's fleet (scripts/fleetgen -demo: htb's tracks as
+// demoConn is the demo's fleet (cmd/fleetgen -demo: htb's tracks as
 // agent sessions, fleet.Sessions) starting at start, decided by the real
 // resolver (package offline) and written with its registry history
 // through resolverd's writer into database db of the shared engine.

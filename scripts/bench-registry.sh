@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The registry at fleet scale, measured as issue 11 states it: `resolverd
 # run --embedded` fed N relistings of the corpus's real MCP manifests
-# (scripts/fleetgen: 3 servers per host session, 1% changing a
+# (cmd/fleetgen: 3 servers per host session, 1% changing a
 # definition) at RATE per second; prints resolverd's CPU over the feed
 # and until the last listing is applied, how long after the feed ended
 # that was (lag), and its peak RSS (VmHWM). The embedded broker runs in
@@ -23,7 +23,7 @@ if [ -z "$bin" ]; then
   go build -o "$dir/resolverd" ./cmd/resolverd
   bin=$dir/resolverd
 fi
-go build -o "$dir/fleetgen" ./scripts/fleetgen
+go build -o "$dir/fleetgen" ./cmd/fleetgen
 stack=
 if [ "${SPLIT:-0}" = 1 ]; then
   "$bin" stack --dir "$dir/stack" --http 127.0.0.1:18081 > "$dir/stack.log" 2>&1 &

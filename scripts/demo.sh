@@ -3,7 +3,7 @@
 # ClickHouse engine if absent, runs resolverd with its embedded Kafka
 # broker and ClickHouse, ingests the shared sample plus a simulated fleet
 # (agent sessions of tens of calls, two with an incident: a rug pull, a
-# model inventing a name; scripts/fleetgen -demo),
+# model inventing a name; cmd/fleetgen -demo),
 # waits until every call of this run is decided, and prints the per-class
 # summary read back from ClickHouse. resolverd keeps running afterwards;
 # the last lines say how to look further and how to stop it.
@@ -62,7 +62,7 @@ done
 if (( busy )); then exit 1; fi
 
 echo "==> building resolverd, ingest, fleetgen into $BIN/"
-go build -o "$BIN/" ./cmd/resolverd ./cmd/ingest ./scripts/fleetgen
+go build -o "$BIN/" ./cmd/resolverd ./cmd/ingest ./cmd/fleetgen
 
 echo "==> ClickHouse engine (fetched from npm once: a 170 MB download, 543 MB on disk)"
 echo "    $(scripts/fetch-chengine.sh)"

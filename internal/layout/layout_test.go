@@ -68,7 +68,7 @@ func TestCheck(t *testing.T) {
 		{1, "contract", []string{"schema"}},
 		{2, "services", []string{"stream", "stream/deep"}},
 		{3, testKits, []string{"internal/testkit", "stream/streamtest"}},
-		{4, "commands", []string{"cmd", "scripts"}},
+		{4, "commands", []string{"cmd"}},
 	}
 	for _, tc := range []struct {
 		name string
@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 			{"internal/testkit/kit", []string{"stream/streamtest"}},
 			{"cmd/run", []string{"stream", "schema"}},
 			{"cmd/benchrun", []string{"internal/testkit/kit"}},
-			{"scripts/gen", []string{"stream/streamtest"}},
+			{"cmd/fleetgen", []string{"stream/streamtest"}},
 		}, nil},
 		{"upward", []pkg{{"schema", []string{"stream"}}, {"stream", nil}},
 			[]string{"schema (layer 1 contract) imports stream (layer 2 services)"}},
@@ -285,7 +285,8 @@ func layerOf(layers []layer, p string) (layer, bool) {
 }
 
 // measures tells whether p is a measurement command: a bench command
-// (cmd/benchapi, analytics/bench) or one of scripts/.
+// (cmd/benchapi, cmd/benchanalytics) or the generator of their fleets
+// (cmd/fleetgen).
 func measures(p string) bool {
-	return strings.HasPrefix(path.Base(p), "bench") || strings.HasPrefix(p, "scripts/")
+	return strings.HasPrefix(path.Base(p), "bench") || p == "cmd/fleetgen"
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
 )
 
-// Demo is the demo's fleet (scripts/fleetgen -demo, make demo): htb's
+// Demo is the demo's fleet (cmd/fleetgen -demo, make demo): htb's
 // single-registry and MCP tracks (trials hostile calls per class, honest
 // per honest kind) regrouped by Sessions from start.
 func Demo(start time.Time, seed uint64, trials, honest int) ([][]byte, []fleet.Call, fleet.RugPull, error) {

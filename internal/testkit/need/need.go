@@ -9,7 +9,7 @@
 // that asks, so that a run setting them is not silently skipping.
 //
 // make test lists every skipped test with its reason at the end of the
-// run (internal/testkit/testreport). internal/layout's TestNeed keeps
+// run (cmd/testreport). internal/layout's TestNeed keeps
 // every such check here.
 package need
 

@@ -6,9 +6,9 @@
 // markdown table: wall time (median and worst), the engine's CPU time,
 // the rows read and returned.
 //
-//	go run ./analytics/bench --rows 10000000 --dir /tmp/bench10m
-//	go run ./analytics/bench --rows 100000000 --dir /tmp/bench100m
-//	go run ./analytics/bench --dir /tmp/bench10m --generate=false   # the queries again
+//	go run ./cmd/benchanalytics --rows 10000000 --dir /tmp/bench10m
+//	go run ./cmd/benchanalytics --rows 100000000 --dir /tmp/bench100m
+//	go run ./cmd/benchanalytics --dir /tmp/bench10m --generate=false   # the queries again
 //
 // With --dir it runs its own engine (package chengine) with its data
 // there, and measures that process's CPU; with --clickhouse it uses a

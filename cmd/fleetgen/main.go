@@ -3,8 +3,8 @@
 // host sessions relisting real manifests, a few changing a definition. It
 // is the input of the registry measurements (scripts/bench-registry.sh).
 //
-//	go run ./scripts/fleetgen -sessions 20000 > fleet.jsonl
-//	go run ./scripts/fleetgen -sessions 6667 -brokers 127.0.0.1:19092 -rate 1000
+//	go run ./cmd/fleetgen -sessions 20000 > fleet.jsonl
+//	go run ./cmd/fleetgen -sessions 6667 -brokers 127.0.0.1:19092 -rate 1000
 //
 // With -demo DIR it writes instead the demo's fleet (make demo): htb's
 // single-registry and MCP tracks (-trials, -honest) regrouped into agent
@@ -12,7 +12,7 @@
 // incident (a rug pull mid-session, a model inventing a name again and
 // again), as DIR/listings.jsonl and DIR/calls.jsonl.
 //
-//	go run ./scripts/fleetgen -demo .demo/fleet -start 2026-12-01T00:00:00Z
+//	go run ./cmd/fleetgen -demo .demo/fleet -start 2026-12-01T00:00:00Z
 package main
 
 import (
