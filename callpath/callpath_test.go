@@ -18,8 +18,8 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
-	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
 	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"

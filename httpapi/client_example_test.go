@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolveclient"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
 	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/internal/testkit/oracle"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/schema"

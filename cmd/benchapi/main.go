@@ -45,9 +45,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
-	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 )
 

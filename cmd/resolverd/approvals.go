@@ -22,8 +22,8 @@ import (
 	"github.com/toolaudit/toolaudit/approvals"
 	"github.com/toolaudit/toolaudit/approvals/review"
 	"github.com/toolaudit/toolaudit/approvals/topic"
-	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/schema"
 )
 

@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/toolaudit/toolaudit/sink/decisions"
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registry"
@@ -27,6 +26,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/sink"
 	"github.com/toolaudit/toolaudit/sink/appender"
+	"github.com/toolaudit/toolaudit/sink/decisions"
 	"github.com/toolaudit/toolaudit/stream"
 )
 

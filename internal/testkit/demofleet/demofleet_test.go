@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/internal/testkit/demofleet"
 	"github.com/toolaudit/toolaudit/internal/testkit/fleet"
-	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/registry"
 )
 
