@@ -306,25 +306,15 @@ func (r *Runner) writeBatches(ctx context.Context, gt *gatherer, sum *Summary) e
 // write stores b, retrying with backoff for up to RetryFor; an error that
 // retrying cannot fix (appender.IsPermanent) fails at once.
 func (r *Runner) write(ctx context.Context, b appender.Batch) error {
-	start, wait := time.Now(), r.cfg.RetryMin
-	for attempt := 1; ; attempt++ {
-		err := b.Write(ctx)
+	start := time.Now()
+	return appender.Retry(ctx, r.cfg.RetryMin, r.cfg.RetryMax, b.Write, func(err error, attempt int, wait time.Duration) error {
 		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case appender.IsPermanent(err):
+		case wait == 0: // permanent
 			return fmt.Errorf("write of %d rows refused: %w", b.Len(), err)
 		case time.Since(start) >= r.cfg.RetryFor:
 			return fmt.Errorf("write of %d rows still failing after %d attempts in %s: %w", b.Len(), attempt, time.Since(start).Round(time.Millisecond), err)
 		}
 		r.log.Warn("write failed, retrying", "rows", b.Len(), "attempt", attempt, "retry_in", wait, "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		wait = min(2*wait, r.cfg.RetryMax)
-	}
+		return nil
+	})
 }

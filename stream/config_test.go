@@ -75,16 +75,3 @@ func TestPolicyVersion(t *testing.T) {
 		t.Errorf("explicit policy %q", got)
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	min, max := 100*time.Millisecond, 5*time.Second
-	want := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000, 5000}
-	for i, w := range want {
-		if got := backoff(i, min, max); got != w*time.Millisecond {
-			t.Errorf("backoff(%d) = %v, want %v", i, got, w*time.Millisecond)
-		}
-	}
-	if got := backoff(1000, min, max); got != max {
-		t.Errorf("backoff(1000) = %v", got)
-	}
-}

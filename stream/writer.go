@@ -385,7 +385,10 @@ func (wr *writer) flush(ctx context.Context, cl kafkaClient, b *batch) error {
 
 func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) error {
 	pending := b.dlq
-	for attempt := 0; len(pending) > 0; attempt++ {
+	if len(pending) == 0 {
+		return nil
+	}
+	return wr.retry(ctx, "DLQ produce", func() int { return len(pending) }, func(ctx context.Context) error {
 		var failed []*kgo.Record
 		var ferr error
 		for _, res := range cl.ProduceSync(ctx, pending...) {
@@ -404,34 +407,23 @@ func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) erro
 				"offset", headerValue(r, "source-offset"), "error", headerValue(r, "error"),
 				"dlq_partition", r.Partition, "dlq_offset", r.Offset)
 		}
-		if len(failed) == 0 {
-			return nil
-		}
-		if err := wr.retryWait(ctx, attempt, "DLQ produce", len(failed), ferr); err != nil {
-			return err
-		}
-		pending = failed
-	}
-	return nil
+		pending = failed // only those are produced again
+		return ferr
+	}, nil)
 }
 
 func (wr *writer) write(ctx context.Context, b *batch) error {
-	for attempt := 0; ; attempt++ {
-		err := b.enc.Write(ctx)
-		if err == nil {
-			return nil
-		}
-		if appender.IsPermanent(err) {
-			return fmt.Errorf("sink refused %d rows: %w", b.enc.Len(), err)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		wr.m.sinkRetries.Inc()
-		if err := wr.retryWait(ctx, attempt, "sink write", b.enc.Len(), err); err != nil {
-			return err
-		}
+	var last error
+	err := wr.retry(ctx, "sink write", b.enc.Len, func(ctx context.Context) error {
+		last = b.enc.Write(ctx)
+		return last
+	}, wr.m.sinkRetries.Inc)
+	// A refusal for good is the pipeline's error even when ctx ended with
+	// it (Retry answers ctx's error then): run stops on it.
+	if appender.IsPermanent(last) {
+		return fmt.Errorf("sink refused %d rows: %w", b.enc.Len(), last)
 	}
+	return err
 }
 
 // commit commits, for every lease of b still held, the offset after its
@@ -439,8 +431,9 @@ func (wr *writer) write(ctx context.Context, b *batch) error {
 // its next owner decides those records again.
 func (wr *writer) commit(ctx context.Context, cl kafkaClient, b *batch) error {
 	recs := make([]*kgo.Record, 0, len(b.last))
-	for attempt := 0; ; attempt++ {
+	err := wr.retry(ctx, "offset commit", b.enc.Len, func(ctx context.Context) error {
 		wr.commitMu.Lock()
+		defer wr.commitMu.Unlock()
 		recs = recs[:0]
 		for l, pos := range b.last {
 			if !l.released {
@@ -448,7 +441,6 @@ func (wr *writer) commit(ctx context.Context, cl kafkaClient, b *batch) error {
 			}
 		}
 		if len(recs) == 0 {
-			wr.commitMu.Unlock()
 			return nil
 		}
 		// Bounded: a worker leaving (release) waits for commitMu, and the
@@ -456,37 +448,39 @@ func (wr *writer) commit(ctx context.Context, cl kafkaClient, b *batch) error {
 		cctx, cancel := context.WithTimeout(ctx, wr.cfg.DrainTimeout)
 		err := cl.CommitRecords(cctx, recs...)
 		cancel()
-		if err == nil {
-			for l, pos := range b.last {
-				if !l.released {
-					l.committed.Store(pos.offset + 1)
-				}
-			}
-		}
-		wr.commitMu.Unlock()
-		if err == nil {
-			return nil
-		}
-		wr.m.commitErrors.Inc()
-		if ctx.Err() != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		if err := wr.retryWait(ctx, attempt, "offset commit", b.enc.Len(), err); err != nil {
+		if err != nil {
+			wr.m.commitErrors.Inc()
 			return err
 		}
-	}
-}
-
-// retryWait logs a failed attempt (at most once a minute) and waits the
-// backoff.
-func (wr *writer) retryWait(ctx context.Context, attempt int, what string, rows int, err error) error {
-	d := backoff(attempt, wr.cfg.RetryMin, wr.cfg.RetryMax)
-	if ok, n := wr.logEvery.Allow(); ok {
-		wr.log.Warn(what+" failed; partitions stalled, retrying", "rows", rows,
-			"attempt", attempt+1, "retry_in", d, "err", err, "suppressed", n)
-	}
-	if !sleep(ctx, d) {
-		return ctx.Err()
+		for l, pos := range b.last {
+			if !l.released {
+				l.committed.Store(pos.offset + 1)
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// retry runs step with appender.Retry and the backoff of RetryMin to
+// RetryMax until it succeeds or ctx ends (or the sink refuses a write for
+// good); meanwhile the batch's partitions stall. Each failure is counted
+// by retried (nil: nowhere) and logged at most once a minute.
+func (wr *writer) retry(ctx context.Context, what string, rows func() int, step func(context.Context) error, retried func()) error {
+	return appender.Retry(ctx, wr.cfg.RetryMin, wr.cfg.RetryMax, step, func(err error, attempt int, wait time.Duration) error {
+		if wait == 0 { // permanent: the caller says so
+			return nil
+		}
+		if retried != nil {
+			retried()
+		}
+		if ok, n := wr.logEvery.Allow(); ok {
+			wr.log.Warn(what+" failed; partitions stalled, retrying", "rows", rows(),
+				"attempt", attempt, "retry_in", wait, "err", err, "suppressed", n)
+		}
+		return nil
+	})
 }

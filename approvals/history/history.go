@@ -146,11 +146,12 @@ func (r *Recorder) write(ctx context.Context, batch []approvals.Recorded) error 
 		return nil
 	}
 	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteApprovalEvents(ctx, batch) },
-		func(err error, wait time.Duration) {
+		func(err error, _ int, wait time.Duration) error {
 			r.writeErrors.Inc()
 			if wait > 0 {
 				r.o.Logger.Warn("approval history: write failed, retrying", "events", len(batch), "in", wait, "err", err)
 			}
+			return nil
 		})
 	switch {
 	case err == nil:

@@ -202,11 +202,12 @@ func (r *Recorder) take() []diff.Change {
 // when ctx is done.
 func (r *Recorder) write(ctx context.Context, batch []diff.Change) error {
 	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteRegistryChanges(ctx, batch) },
-		func(err error, wait time.Duration) {
+		func(err error, _ int, wait time.Duration) error {
 			r.m.writeErrors.Inc()
 			if wait > 0 {
 				r.o.Logger.Warn("registry history: write failed, retrying", "rows", len(batch), "in", wait, "err", err)
 			}
+			return nil
 		})
 	switch {
 	case err == nil:

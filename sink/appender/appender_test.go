@@ -92,11 +92,16 @@ func TestNewBatch(t *testing.T) {
 
 // TestRetry: a write that fails is tried again, waits doubling up to the
 // bound, until it succeeds; a permanent failure ends it at once; ctx's
-// end is reported without a failure.
+// end is reported without a failure; failed's error ends it with that
+// error.
 func TestRetry(t *testing.T) {
 	ctx := context.Background()
 	var waits []time.Duration
-	failed := func(_ error, w time.Duration) { waits = append(waits, w) }
+	var attempts []int
+	failed := func(_ error, attempt int, w time.Duration) error {
+		waits, attempts = append(waits, w), append(attempts, attempt)
+		return nil
+	}
 	n := 0
 	err := appender.Retry(ctx, time.Millisecond, 3*time.Millisecond, func(context.Context) error {
 		if n++; n < 5 {
@@ -104,8 +109,8 @@ func TestRetry(t *testing.T) {
 		}
 		return nil
 	}, failed)
-	if err != nil || n != 5 || fmt.Sprint(waits) != "[1ms 2ms 3ms 3ms]" {
-		t.Fatalf("err %v after %d writes, waits %v", err, n, waits)
+	if err != nil || n != 5 || fmt.Sprint(waits) != "[1ms 2ms 3ms 3ms]" || fmt.Sprint(attempts) != "[1 2 3 4]" {
+		t.Fatalf("err %v after %d writes, waits %v, attempts %v", err, n, waits, attempts)
 	}
 	waits = nil
 	bad := appender.Permanent(errors.New("no such column"))
@@ -117,5 +122,26 @@ func TestRetry(t *testing.T) {
 	err = appender.Retry(cctx, time.Hour, time.Hour, func(context.Context) error { cancel(); return errors.New("down") }, failed)
 	if !errors.Is(err, context.Canceled) || len(waits) != 0 {
 		t.Fatalf("cancelled: %v, waits %v", err, waits)
+	}
+
+	// failed's error ends the loop, after a transient failure or a
+	// permanent one, and is what Retry returns.
+	down, stop := errors.New("down"), errors.New("giving up")
+	for _, werr := range []error{down, bad} {
+		n = 0
+		err = appender.Retry(ctx, time.Millisecond, time.Millisecond, func(context.Context) error { n++; return werr },
+			func(err error, attempt int, _ time.Duration) error {
+				if attempt == 3 || appender.IsPermanent(err) {
+					return fmt.Errorf("%w: %w", stop, err)
+				}
+				return nil
+			})
+		want := 3
+		if werr == bad {
+			want = 1
+		}
+		if !errors.Is(err, stop) || !errors.Is(err, werr) || n != want {
+			t.Fatalf("stopped by failed (%v): %v after %d writes", werr, err, n)
+		}
 	}
 }

@@ -6,16 +6,23 @@ import (
 	"time"
 )
 
-// Retry calls write until it succeeds, fails with an error retrying cannot
-// fix (IsPermanent), or ctx ends, waiting from minWait, doubling up to
-// maxWait, between failures. failed is told each failure and the wait
-// before the next try (0 when the failure is permanent); a failure caused
-// by ctx ending is not reported. Retry returns nil, the permanent error
-// (the caller drops what it could not write, and says so), or ctx's
-// error joined with the last failure.
-func Retry(ctx context.Context, minWait, maxWait time.Duration, write func(context.Context) error, failed func(err error, wait time.Duration)) error {
+// Retry is the one retry loop of the writers here (the pipeline's writer,
+// the re-analysis, the history recorders): it calls write until it
+// succeeds, fails with an error retrying cannot fix (IsPermanent), ctx
+// ends, or failed stops it, waiting from minWait, doubling up to maxWait,
+// between failures.
+//
+// failed is told each failure, the number of the attempt (from 1) and the
+// wait before the next one (0 when the failure is permanent: there is no
+// next); it returns nil to go on, or the error Retry returns instead (a
+// bound on the time spent, a permanent error wrapped with what it
+// refused). A failure caused by ctx ending is not reported. Retry returns
+// nil, the permanent error (the caller drops what it could not write, and
+// says so) or failed's, ctx's error, or ctx's error joined with the last
+// failure when ctx ends during a wait.
+func Retry(ctx context.Context, minWait, maxWait time.Duration, write func(context.Context) error, failed func(err error, attempt int, wait time.Duration) error) error {
 	wait := minWait
-	for {
+	for attempt := 1; ; attempt++ {
 		err := write(ctx)
 		if err == nil {
 			return nil
@@ -24,10 +31,14 @@ func Retry(ctx context.Context, minWait, maxWait time.Duration, write func(conte
 			return ctx.Err()
 		}
 		if IsPermanent(err) {
-			failed(err, 0)
+			if ferr := failed(err, attempt, 0); ferr != nil {
+				return ferr
+			}
 			return err
 		}
-		failed(err, wait)
+		if ferr := failed(err, attempt, wait); ferr != nil {
+			return ferr
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
