@@ -24,8 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/toolaudit/toolaudit/sink/appender"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -33,7 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/internal/promutil"
+	"github.com/toolaudit/toolaudit/histwrite"
 )
 
 // Writer stores approval events: sink.ClickHouse's WriteApprovalEvents.
@@ -42,52 +40,44 @@ type Writer interface {
 	WriteApprovalEvents(ctx context.Context, es []approvals.Recorded) error
 }
 
-// Options configure a Recorder; zero fields take the defaults.
-type Options struct {
-	// RetryMin and RetryMax bound the backoff between failed writes.
-	// Defaults 100ms and 10s.
-	RetryMin, RetryMax time.Duration
-	// Logger and Registerer: nil means none.
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-}
+// Options configure a Recorder: the backoff of its writes (defaults
+// 100ms to 10s), its logger and its metrics' registerer; zero fields take
+// the defaults.
+type Options = histwrite.Options
 
 // Recorder copies the approvals topic to a Writer (Run).
 type Recorder struct {
 	opts  []kgo.Opt
 	topic string
-	w     Writer
 	o     Options
+	hw    *histwrite.Writer[approvals.Recorded]
 
-	written, dropped, bad, writeErrors prometheus.Counter
-	version                            prometheus.Gauge
+	bad     prometheus.Counter
+	version prometheus.Gauge
+}
+
+// names are the Recorder's metrics and the words of its log.
+var names = histwrite.Names{
+	Subsystem:   "approval_history",
+	Written:     histwrite.Metric{Name: "events_written_total", Help: "Approval events written to table approval_events (again at every start: they collapse)."},
+	Dropped:     histwrite.Metric{Name: "events_dropped_total", Help: "Approval events dropped because the table cannot take them (logged)."},
+	WriteErrors: histwrite.Metric{Name: "write_errors_total", Help: "Failed writes of approval events (retried unless permanent)."},
+	Log:         "approval history", Rows: "events", Store: "table",
 }
 
 // New returns a Recorder of topic (read with the client options opts,
 // partition 0: the approvals topic has one) writing to w, and registers
 // its metrics with o.Registerer.
 func New(opts []kgo.Opt, topic string, w Writer, o Options) (*Recorder, error) {
-	if o.RetryMin <= 0 {
-		o.RetryMin = 100 * time.Millisecond
-	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(10*time.Second, o.RetryMin)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: "approval_history", Name: name, Help: help})
-	}
-	r := &Recorder{opts: opts, topic: topic, w: w, o: o,
-		written:     c("events_written_total", "Approval events written to table approval_events (again at every start: they collapse)."),
-		dropped:     c("events_dropped_total", "Approval events dropped because the table cannot take them (logged)."),
-		bad:         c("bad_events_total", "Approval events skipped because they do not decode or validate (logged with their offset)."),
-		writeErrors: c("write_errors_total", "Failed writes of approval events (retried unless permanent)."),
-		version: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolaudit", Subsystem: "approval_history", Name: "version",
+	o = o.WithDefaults()
+	r := &Recorder{opts: opts, topic: topic, o: o,
+		bad: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: names.Subsystem, Name: "bad_events_total",
+			Help: "Approval events skipped because they do not decode or validate (logged with their offset)."}),
+		version: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolaudit", Subsystem: names.Subsystem, Name: "version",
 			Help: "Baseline version up to which the approvals topic is written to table approval_events (read from the start at every start)."}),
 	}
-	if err := promutil.Register(o.Registerer, r.written, r.dropped, r.bad, r.writeErrors, r.version); err != nil {
+	var err error
+	if r.hw, err = histwrite.New(names, func(ctx context.Context, es []approvals.Recorded) error { return w.WriteApprovalEvents(ctx, es) }, o, r.bad, r.version); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -145,23 +135,9 @@ func (r *Recorder) write(ctx context.Context, batch []approvals.Recorded) error 
 	if len(batch) == 0 {
 		return nil
 	}
-	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteApprovalEvents(ctx, batch) },
-		func(err error, _ int, wait time.Duration) error {
-			r.writeErrors.Inc()
-			if wait > 0 {
-				r.o.Logger.Warn("approval history: write failed, retrying", "events", len(batch), "in", wait, "err", err)
-			}
-			return nil
-		})
-	switch {
-	case err == nil:
-		r.written.Add(float64(len(batch)))
+	stored, err := r.hw.Write(ctx, batch)
+	if stored {
 		r.o.Logger.Info("approval history written", "events", len(batch), "baseline_version", batch[len(batch)-1].Version)
-	case appender.IsPermanent(err): // the storage contract's one rule
-		r.dropped.Add(float64(len(batch)))
-		r.o.Logger.Error("approval history: events the table cannot take, dropped", "events", len(batch), "err", err)
-	default:
-		return err
 	}
-	return nil
+	return err
 }

@@ -137,7 +137,7 @@ func TestRecorder(t *testing.T) {
 	if n := testutil.ToFloat64(r.bad); n != 1 {
 		t.Errorf("bad events %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(r.writeErrors); n != 2 {
+	if n := testutil.ToFloat64(r.hw.WriteErrors); n != 2 {
 		t.Errorf("write errors %v, want 2", n)
 	}
 	if n := testutil.ToFloat64(r.version); n != 4 {

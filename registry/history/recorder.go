@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolaudit/toolaudit/histwrite"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
-	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
 // Writer stores rows of the registry history: sink.ClickHouse's
@@ -52,24 +52,20 @@ func (o Options) withDefaults() Options {
 	if o.BatchRows <= 0 {
 		o.BatchRows = 10_000
 	}
-	if o.RetryMin <= 0 {
-		o.RetryMin = 100 * time.Millisecond
-	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(10*time.Second, o.RetryMin)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	ho := o.histwrite().WithDefaults()
+	o.RetryMin, o.RetryMax, o.Logger = ho.RetryMin, ho.RetryMax, ho.Logger
 	return o
+}
+
+func (o Options) histwrite() histwrite.Options {
+	return histwrite.Options{RetryMin: o.RetryMin, RetryMax: o.RetryMax, Logger: o.Logger, Registerer: o.Registerer}
 }
 
 // Recorder writes the changes a registry store reports (see New).
 // ObserveChanges is safe for concurrent use with Run.
 type Recorder struct {
-	w   Writer
 	o   Options
-	m   metrics
+	hw  *histwrite.Writer[diff.Change]
 	now func() time.Time
 
 	mu    sync.Mutex // guards the fields below
@@ -85,9 +81,13 @@ type queued struct {
 	recordedAt time.Time
 }
 
-type metrics struct {
-	written, dropped, writeErrors prometheus.Counter
-	queued                        prometheus.GaugeFunc
+// names are the Recorder's metrics and the words of its log.
+var names = histwrite.Names{
+	Subsystem:   "registry_history",
+	Written:     histwrite.Metric{Name: "changes_written_total", Help: "Rows of the registry history written to table registry_changes."},
+	Dropped:     histwrite.Metric{Name: "changes_dropped_total", Help: "Rows of the registry history dropped (queue full, or a write the store cannot take); the next start writes them again."},
+	WriteErrors: histwrite.Metric{Name: "write_errors_total", Help: "Failed writes of registry history rows (retried unless permanent)."},
+	Log:         "registry history", Rows: "rows", Store: "store",
 }
 
 // New returns a Recorder writing to w; Run starts its writing. The store
@@ -95,23 +95,12 @@ type metrics struct {
 // registry.WithChanges(r.ObserveChanges)).
 func New(w Writer, o Options) (*Recorder, error) {
 	o = o.withDefaults()
-	r := &Recorder{w: w, o: o, now: time.Now, wake: make(chan struct{}, 1)}
-	opts := func(name, help string) prometheus.CounterOpts {
-		return prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: "registry_history", Name: name, Help: help}
-	}
-	r.m = metrics{
-		written:     prometheus.NewCounter(opts("changes_written_total", "Rows of the registry history written to table registry_changes.")),
-		dropped:     prometheus.NewCounter(opts("changes_dropped_total", "Rows of the registry history dropped (queue full, or a write the store cannot take); the next start writes them again.")),
-		writeErrors: prometheus.NewCounter(opts("write_errors_total", "Failed writes of registry history rows (retried unless permanent).")),
-		queued: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "toolaudit", Subsystem: "registry_history", Name: "changes_queued",
-			Help: "Rows of the registry history waiting to be written."}, r.queued),
-	}
-	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{r.m.written, r.m.dropped, r.m.writeErrors, r.m.queued} {
-			if err := o.Registerer.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	r := &Recorder{o: o, now: time.Now, wake: make(chan struct{}, 1)}
+	queuedRows := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "toolaudit", Subsystem: names.Subsystem, Name: "changes_queued",
+		Help: "Rows of the registry history waiting to be written."}, r.queued)
+	var err error
+	if r.hw, err = histwrite.New(names, func(ctx context.Context, cs []diff.Change) error { return w.WriteRegistryChanges(ctx, cs) }, o.histwrite(), queuedRows); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -147,7 +136,7 @@ func (r *Recorder) ObserveChanges(cs []registry.Change) {
 	}
 	r.mu.Unlock()
 	if dropped > 0 {
-		r.m.dropped.Add(float64(dropped))
+		r.hw.Dropped.Add(float64(dropped))
 		r.o.Logger.Warn("registry history: queue full, rows dropped (the next start writes them again)", "dropped", dropped)
 	}
 	select {
@@ -201,24 +190,8 @@ func (r *Recorder) take() []diff.Change {
 // write stores batch, retrying with backoff; it returns an error only
 // when ctx is done.
 func (r *Recorder) write(ctx context.Context, batch []diff.Change) error {
-	err := appender.Retry(ctx, r.o.RetryMin, r.o.RetryMax, func(ctx context.Context) error { return r.w.WriteRegistryChanges(ctx, batch) },
-		func(err error, _ int, wait time.Duration) error {
-			r.m.writeErrors.Inc()
-			if wait > 0 {
-				r.o.Logger.Warn("registry history: write failed, retrying", "rows", len(batch), "in", wait, "err", err)
-			}
-			return nil
-		})
-	switch {
-	case err == nil:
-		r.m.written.Add(float64(len(batch)))
-	case appender.IsPermanent(err):
-		r.m.dropped.Add(float64(len(batch)))
-		r.o.Logger.Error("registry history: rows the store cannot take, dropped", "rows", len(batch), "err", err)
-	default:
-		return err
-	}
-	return nil
+	_, err := r.hw.Write(ctx, batch)
+	return err
 }
 
 // Rows is the registry history of ls applied in one call to an empty

@@ -134,7 +134,7 @@ func TestRecorderStore(t *testing.T) {
 		batches = append(batches, n)
 	}
 	emitted := len(history(shuffled, batches...)) // rows the recorder queues: the same batches through another store
-	waitFor(t, "every row written", func() bool { return testutil.ToFloat64(rec.m.written) == float64(emitted) })
+	waitFor(t, "every row written", func() bool { return testutil.ToFloat64(rec.hw.Written) == float64(emitted) })
 
 	want := Rows(ls...)
 	read := func() []diff.Change {
@@ -154,7 +154,7 @@ func TestRecorderStore(t *testing.T) {
 	}
 	start(t, other)
 	storeOf(other).Apply(ls...)
-	waitFor(t, "the second recorder", func() bool { return testutil.ToFloat64(other.m.written) == float64(len(want)) })
+	waitFor(t, "the second recorder", func() bool { return testutil.ToFloat64(other.hw.Written) == float64(len(want)) })
 	if got := read(); !sameHistory(got, want) {
 		t.Fatalf("after a second writer: %d rows, want %d", len(got), len(want))
 	}
@@ -209,15 +209,15 @@ func TestRecorderRetries(t *testing.T) {
 	store := storeOf(rec)
 	ls := listings()
 	store.Apply(ls[:3]...) // written at the third attempt... as permanent: dropped
-	waitFor(t, "the dropped batch", func() bool { return testutil.ToFloat64(rec.m.dropped) > 0 })
+	waitFor(t, "the dropped batch", func() bool { return testutil.ToFloat64(rec.hw.Dropped) > 0 })
 	store.Apply(ls[3:]...)
 	first := Rows(ls[:3]...)
 	restRows := len(history(ls, 3, len(ls)-3)) - len(first)
-	waitFor(t, "the rest", func() bool { return testutil.ToFloat64(rec.m.written) == float64(restRows) })
-	if n := testutil.ToFloat64(rec.m.writeErrors); n != 3 {
+	waitFor(t, "the rest", func() bool { return testutil.ToFloat64(rec.hw.Written) == float64(restRows) })
+	if n := testutil.ToFloat64(rec.hw.WriteErrors); n != 3 {
 		t.Errorf("write errors = %v, want 3", n)
 	}
-	if got := testutil.ToFloat64(rec.m.dropped); got != float64(len(first)) {
+	if got := testutil.ToFloat64(rec.hw.Dropped); got != float64(len(first)) {
 		t.Errorf("dropped = %v, want the first batch's %d rows", got, len(first))
 	}
 }
@@ -248,7 +248,7 @@ func TestRecorderQueueFull(t *testing.T) {
 	}
 	all := len(Rows(listings()...))
 	waitFor(t, "the writer to take a batch", func() bool { return rec.queued() <= 6 })
-	if got := testutil.ToFloat64(rec.m.dropped); got != float64(all-10) {
+	if got := testutil.ToFloat64(rec.hw.Dropped); got != float64(all-10) {
 		t.Errorf("dropped %v of %d rows, want all but the 10 queued", got, all)
 	}
 	cancel()
