@@ -42,16 +42,15 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Metric is a counter's name (after toolaudit_<Subsystem>_) and help.
-type Metric struct{ Name, Help string }
-
-// Names say what a Writer writes: its metrics, and the words of its log.
+// Names say what a Writer writes: its metrics, toolaudit_<Subsystem>_
+// followed by <Noun>_written_total, <Noun>_dropped_total and
+// write_errors_total, with their help; and the words of its log.
 type Names struct {
-	Subsystem                     string // of the metrics: toolaudit_<Subsystem>_<Name>
-	Written, Dropped, WriteErrors Metric
-	Log                           string // the log lines' prefix: "registry history"
-	Rows                          string // what the log counts: "rows", "events"
-	Store                         string // what refuses rows for good, in the log: "store", "table"
+	Subsystem, Noun                           string
+	WrittenHelp, DroppedHelp, WriteErrorsHelp string
+	Log                                       string // the log lines' prefix: "registry history"
+	Rows                                      string // what the log counts: "rows", "events"
+	Store                                     string // what refuses rows for good, in the log: "store", "table"
 }
 
 // Writer writes batches of T through write. Its counters are the
@@ -68,10 +67,13 @@ type Writer[T any] struct {
 // counters and the recorder's other collectors, more, with o.Registerer.
 func New[T any](n Names, write func(context.Context, []T) error, o Options, more ...prometheus.Collector) (*Writer[T], error) {
 	o = o.WithDefaults()
-	c := func(m Metric) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: n.Subsystem, Name: m.Name, Help: m.Help})
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolaudit", Subsystem: n.Subsystem, Name: name, Help: help})
 	}
-	w := &Writer[T]{write: write, o: o, n: n, Written: c(n.Written), Dropped: c(n.Dropped), WriteErrors: c(n.WriteErrors)}
+	w := &Writer[T]{write: write, o: o, n: n,
+		Written:     c(n.Noun+"_written_total", n.WrittenHelp),
+		Dropped:     c(n.Noun+"_dropped_total", n.DroppedHelp),
+		WriteErrors: c("write_errors_total", n.WriteErrorsHelp)}
 	if err := promutil.Register(o.Registerer, append([]prometheus.Collector{w.Written, w.Dropped, w.WriteErrors}, more...)...); err != nil {
 		return nil, err
 	}

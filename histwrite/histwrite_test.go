@@ -16,13 +16,8 @@ import (
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
-var names = histwrite.Names{
-	Subsystem:   "test_history",
-	Written:     histwrite.Metric{Name: "rows_written_total", Help: "Written."},
-	Dropped:     histwrite.Metric{Name: "rows_dropped_total", Help: "Dropped."},
-	WriteErrors: histwrite.Metric{Name: "write_errors_total", Help: "Failed writes."},
-	Log:         "test history", Rows: "rows", Store: "table",
-}
+var names = histwrite.Names{Subsystem: "test_history", Noun: "rows", Log: "test history", Rows: "rows", Store: "table",
+	WrittenHelp: "Written.", DroppedHelp: "Dropped.", WriteErrorsHelp: "Failed writes."}
 
 // TestWrite: a batch whose writes fail is retried until it is stored; one
 // the table refuses for good is dropped; each counted and logged under

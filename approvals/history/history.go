@@ -56,14 +56,13 @@ type Recorder struct {
 	version prometheus.Gauge
 }
 
-// names are the Recorder's metrics and the words of its log.
-var names = histwrite.Names{
-	Subsystem:   "approval_history",
-	Written:     histwrite.Metric{Name: "events_written_total", Help: "Approval events written to table approval_events (again at every start: they collapse)."},
-	Dropped:     histwrite.Metric{Name: "events_dropped_total", Help: "Approval events dropped because the table cannot take them (logged)."},
-	WriteErrors: histwrite.Metric{Name: "write_errors_total", Help: "Failed writes of approval events (retried unless permanent)."},
-	Log:         "approval history", Rows: "events", Store: "table",
-}
+// names are the Recorder's metrics (toolaudit_approval_history_
+// events_written_total, _events_dropped_total, _write_errors_total) and
+// the words of its log.
+var names = histwrite.Names{Subsystem: "approval_history", Noun: "events", Log: "approval history", Rows: "events", Store: "table",
+	WrittenHelp:     "Approval events written to table approval_events (again at every start: they collapse).",
+	DroppedHelp:     "Approval events dropped because the table cannot take them (logged).",
+	WriteErrorsHelp: "Failed writes of approval events (retried unless permanent)."}
 
 // New returns a Recorder of topic (read with the client options opts,
 // partition 0: the approvals topic has one) writing to w, and registers

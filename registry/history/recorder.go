@@ -81,14 +81,13 @@ type queued struct {
 	recordedAt time.Time
 }
 
-// names are the Recorder's metrics and the words of its log.
-var names = histwrite.Names{
-	Subsystem:   "registry_history",
-	Written:     histwrite.Metric{Name: "changes_written_total", Help: "Rows of the registry history written to table registry_changes."},
-	Dropped:     histwrite.Metric{Name: "changes_dropped_total", Help: "Rows of the registry history dropped (queue full, or a write the store cannot take); the next start writes them again."},
-	WriteErrors: histwrite.Metric{Name: "write_errors_total", Help: "Failed writes of registry history rows (retried unless permanent)."},
-	Log:         "registry history", Rows: "rows", Store: "store",
-}
+// names are the Recorder's metrics (toolaudit_registry_history_
+// changes_written_total, _changes_dropped_total, _write_errors_total) and
+// the words of its log.
+var names = histwrite.Names{Subsystem: "registry_history", Noun: "changes", Log: "registry history", Rows: "rows", Store: "store",
+	WrittenHelp:     "Rows of the registry history written to table registry_changes.",
+	DroppedHelp:     "Rows of the registry history dropped (queue full, or a write the store cannot take); the next start writes them again.",
+	WriteErrorsHelp: "Failed writes of registry history rows (retried unless permanent)."}
 
 // New returns a Recorder writing to w; Run starts its writing. The store
 // whose history it writes reports to it: registry.New(
