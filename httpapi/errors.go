@@ -1,42 +1,18 @@
 package httpapi
 
-import (
-	"net/http"
-	"strconv"
-
-	"github.com/toolaudit/toolaudit/schema"
-)
-
-// Error codes of the API's JSON errors: {"error": code, "message": text}.
-// They are stable (clients branch on them); messages are for people.
+// Error codes of the API's JSON errors (package apierror): {"error": code,
+// "message": text}. They are stable (clients branch on them); messages are
+// for people.
 const (
-	codeBadRequest    = "bad_request"        // 400: the request cannot be used
-	codeUnauthorized  = "unauthorized"       // 401: no or an invalid bearer token
-	codeForbidden     = "forbidden"          // 403: no token is accepted
-	codeNotFound      = "not_found"          // 404
-	codeMethod        = "method_not_allowed" // 405
-	codeTimeout       = "request_timeout"    // 408: the body did not arrive in time
-	codeTooLarge      = "payload_too_large"  // 413: body or batch over its limit
-	codeOverloaded    = "overloaded"         // 503: too many requests or body bytes in flight
-	codeAuditDown     = "audit_unavailable"  // 503: the audit trail did not take the decisions
-	codeNotReady      = "not_ready"          // 503: the registry is not complete yet (Config.Decides)
-	contentTypeJSON   = "application/json"
-	retryAfterSeconds = 1
+	codeBadRequest   = "bad_request"        // 400: the request cannot be used
+	codeUnauthorized = "unauthorized"       // 401: no or an invalid bearer token
+	codeForbidden    = "forbidden"          // 403: no token is accepted
+	codeNotFound     = "not_found"          // 404
+	codeMethod       = "method_not_allowed" // 405
+	codeTimeout      = "request_timeout"    // 408: the body did not arrive in time
+	codeTooLarge     = "payload_too_large"  // 413: body or batch over its limit
+	codeOverloaded   = "overloaded"         // 503: too many requests or body bytes in flight
+	codeAuditDown    = "audit_unavailable"  // 503: the audit trail did not take the decisions
+	codeNotReady     = "not_ready"          // 503: the registry is not complete yet (Config.Decides)
+	contentTypeJSON  = "application/json"
 )
-
-// writeError answers status with a JSON error. 503s carry Retry-After.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	h := w.Header()
-	h.Set("Content-Type", contentTypeJSON)
-	h.Set("Cache-Control", "no-store")
-	if status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	}
-	w.WriteHeader(status)
-	b := make([]byte, 0, 64+len(message))
-	b = append(b, `{"error":`...)
-	b = schema.AppendString(b, code)
-	b = append(b, `,"message":`...)
-	b = schema.AppendString(b, message)
-	w.Write(append(b, "}\n"...))
-}

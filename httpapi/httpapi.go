@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
+	"github.com/toolaudit/toolaudit/httpapi/apierror"
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/internal/promutil"
 	"github.com/toolaudit/toolaudit/internal/ratelog"
@@ -160,7 +161,7 @@ func New(cfg Config) (http.Handler, error) {
 	// (405, 404) are JSON like the API's others.
 	mux.Handle("/v1/resolve", h.auth(http.HandlerFunc(h.resolve)))
 	mux.Handle("/v1/", h.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, codeNotFound, "no such endpoint: "+r.URL.Path)
+		apierror.Write(w, http.StatusNotFound, codeNotFound, "no such endpoint: "+r.URL.Path)
 	})))
 	probe := func(hf http.HandlerFunc) http.Handler {
 		if cfg.AuthProbes {
@@ -210,7 +211,7 @@ func (h *handler) auth(next http.Handler) http.Handler {
 		switch {
 		case status == http.StatusForbidden:
 			h.authFails.WithLabelValues("no_tokens").Inc()
-			writeError(w, status, codeForbidden, err.Error())
+			apierror.Write(w, status, codeForbidden, err.Error())
 		default:
 			reason := "missing"
 			if errors.Is(err, bearer.ErrInvalid) {
@@ -218,7 +219,7 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			}
 			h.authFails.WithLabelValues(reason).Inc()
 			w.Header().Set("WWW-Authenticate", challenge)
-			writeError(w, status, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
+			apierror.Write(w, status, codeUnauthorized, fmt.Sprintf("%v: send Authorization: Bearer <token>", err))
 		}
 	})
 }

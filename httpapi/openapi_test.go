@@ -225,3 +225,32 @@ func TestOpenAPIAgrees(t *testing.T) {
 		t.Errorf("documented batch maximum %v, default %d", max, DefaultMaxBatch)
 	}
 }
+
+// TestOpenAPIRetryAfter: every 503 of a /v1 endpoint in api/openapi.yaml
+// declares Retry-After, as apierror.Write sends it with every one.
+func TestOpenAPIRetryAfter(t *testing.T) {
+	o := loadOpenAPI(t)
+	n := 0
+	for path, item := range o.at(t, "paths").(map[string]any) {
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		for method, op := range item.(map[string]any) {
+			op, ok := op.(map[string]any)
+			if !ok || op["responses"] == nil {
+				continue
+			}
+			r, ok := op["responses"].(map[string]any)["503"].(map[string]any)
+			if !ok {
+				continue
+			}
+			n++
+			if h, _ := r["headers"].(map[string]any); h["Retry-After"] == nil {
+				t.Errorf("%s %s: 503 without Retry-After", method, path)
+			}
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d 503s of /v1 documented, want /v1/resolve's and /v1/approvals'", n)
+	}
+}

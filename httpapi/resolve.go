@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
+	"github.com/toolaudit/toolaudit/httpapi/apierror"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -98,7 +99,7 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) {
 
 // fail answers an error and returns what resolve counts.
 func fail(w http.ResponseWriter, status int, code, message string) (int, string) {
-	writeError(w, status, code, message)
+	apierror.Write(w, status, code, message)
 	return status, code
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolaudit/toolaudit/httpapi/apierror"
 	"github.com/toolaudit/toolaudit/internal/promutil"
 )
 
@@ -184,9 +185,9 @@ type limitListener struct {
 
 // overloaded is written to a connection refused for MaxConns.
 var overloaded = func() []byte {
-	body := `{"error":"` + codeOverloaded + `","message":"too many connections open; retry"}` + "\n"
+	body := apierror.Append(nil, codeOverloaded, "too many connections open; retry")
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: %d\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
-		retryAfterSeconds, len(body), body)
+		apierror.RetryAfterSeconds, len(body), body)
 }()
 
 func (l *limitListener) Accept() (net.Conn, error) {

@@ -20,9 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolaudit/toolaudit/approvals"
+	"github.com/toolaudit/toolaudit/httpapi/apierror"
 	"github.com/toolaudit/toolaudit/internal/bearer"
 	"github.com/toolaudit/toolaudit/internal/promutil"
-	"github.com/toolaudit/toolaudit/schema"
 )
 
 // Path is the endpoint.
@@ -80,14 +80,14 @@ func New(cfg Config) (http.Handler, error) {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		apierror.Write(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return
 	}
 	by, err := h.cfg.Approvers.Authorize(r)
 	if errors.Is(err, bearer.ErrInvalid) && h.cfg.Tokens != nil {
 		if name, terr := h.cfg.Tokens.Authorize(r); terr == nil {
 			h.written.WithLabelValues("forbidden").Inc()
-			writeError(w, http.StatusForbidden, "not_approver", "not an approver: the token "+strconv.Quote(name)+
+			apierror.Write(w, http.StatusForbidden, "not_approver", "not an approver: the token "+strconv.Quote(name)+
 				" is valid for /v1/resolve but not an approver's (resolverd run --http-approvers-file)")
 			return
 		}
@@ -98,13 +98,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if challenge != "" {
 			w.Header().Set("WWW-Authenticate", challenge)
 		}
-		writeError(w, status, "unauthorized", err.Error()+": an approver's token is required (resolverd run --http-approvers-file)")
+		apierror.Write(w, status, "unauthorized", err.Error()+": an approver's token is required (resolverd run --http-approvers-file)")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		h.written.WithLabelValues("bad_request").Inc()
-		writeError(w, http.StatusBadRequest, "bad_request", "read the request: "+err.Error())
+		apierror.Write(w, http.StatusBadRequest, "bad_request", "read the request: "+err.Error())
 		return
 	}
 	e, err := approvals.DecodeRequest(body)
@@ -115,7 +115,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.written.WithLabelValues("bad_request").Inc()
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		apierror.Write(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	v, err := h.cfg.Write(r.Context(), e)
@@ -123,8 +123,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Not recorded: said, and nothing is in force.
 		h.written.WithLabelValues("unavailable").Inc()
 		h.cfg.Logger.Error("approval not recorded", "by", by, "verb", e.Verb, "registry", e.Registry, "server", e.Server, "tool", e.Tool, "digest", e.Digest, "err", err)
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "approvals_unavailable", "the approval was not recorded: "+err.Error())
+		apierror.Write(w, http.StatusServiceUnavailable, "approvals_unavailable", "the approval was not recorded: "+err.Error())
 		return
 	}
 	h.written.WithLabelValues(string(e.Verb)).Inc()
@@ -135,15 +134,5 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b = strconv.AppendInt(b, v, 10)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(b, "}\n"...))
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	b := append([]byte(`{"error":`), schema.AppendString(nil, code)...)
-	b = append(b, `,"message":`...)
-	b = schema.AppendString(b, message)
 	w.Write(append(b, "}\n"...))
 }

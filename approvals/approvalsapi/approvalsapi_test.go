@@ -32,7 +32,7 @@ const (
 // approver's token writes the approval, by its name, and the answer
 // carries the baseline version; every other request is refused and
 // writes nothing (a token valid for the API but not an approver's with
-// 403, not 401); a topic that cannot take it is a 503.
+// 403, not 401); a topic that cannot take it is a 503 with Retry-After.
 func TestApprovalsAPI(t *testing.T) {
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "wide"))
 	if err != nil {
@@ -67,6 +67,7 @@ func TestApprovalsAPI(t *testing.T) {
 	s, h := serve(topic.Default)
 	defer s.Close()
 	good := `{"registry":"prod","server":"mail","tool":"send","digest":"` + digest + `","verb":"approve","reason":"reviewed in #7"}`
+	var header http.Header // of the last answer
 	post := func(url, method, token, body string) (int, string) {
 		req, _ := http.NewRequest(method, url+Path, strings.NewReader(body))
 		if token != "" {
@@ -78,6 +79,7 @@ func TestApprovalsAPI(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
+		header = resp.Header
 		return resp.StatusCode, string(b)
 	}
 	for _, tc := range []struct {
@@ -126,7 +128,14 @@ func TestApprovalsAPI(t *testing.T) {
 	// A topic that cannot take it: 503, nothing in force.
 	bad, _ := serve("wide")
 	defer bad.Close()
-	if status, body := post(bad.URL, "POST", aliceToken, good); status != 503 || !strings.Contains(body, "not recorded") {
+	if status, body := post(bad.URL, "POST", aliceToken, good); status != 503 || !strings.HasPrefix(body, `{"error":"approvals_unavailable","message":"the approval was not recorded: `) {
 		t.Fatalf("wide topic: %d %s", status, body)
+	}
+	// The /v1 envelope's headers, as /v1/resolve answers them: a 503
+	// says when to retry.
+	for k, v := range map[string]string{"Retry-After": "1", "Content-Type": "application/json", "Cache-Control": "no-store"} {
+		if got := header.Get(k); got != v {
+			t.Errorf("503 %s: %q, want %q", k, got, v)
+		}
 	}
 }
