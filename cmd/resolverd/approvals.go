@@ -24,6 +24,7 @@ import (
 	"github.com/toolaudit/toolaudit/approvals/topic"
 	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/registry/diff"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -406,33 +407,19 @@ type itemJSON struct {
 	By       string   `json:"by,omitempty"`
 	At       string   `json:"at,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
-	diffJSON
-}
 
-// diffJSON is a structured diff's members, named as registry diff --json
-// names them.
-type diffJSON struct {
-	PropsAdded      []string `json:"props_added,omitempty"`
-	PropsRemoved    []string `json:"props_removed,omitempty"`
-	PropsRetyped    []string `json:"props_retyped,omitempty"`
-	RequiredAdded   []string `json:"required_added,omitempty"`
-	RequiredRemoved []string `json:"required_removed,omitempty"`
-	EnumAdded       []string `json:"enum_added,omitempty"`
-	EnumRemoved     []string `json:"enum_removed,omitempty"`
-	Other           []string `json:"other,omitempty"`
+	// The diff's members, as registry diff --json prints them; nil: none.
+	*diff.SchemaDiff
 }
 
 func writeItemJSON(enc *json.Encoder, it *review.Item) error {
 	j := itemJSON{Registry: it.Registry, Server: it.Server, Tool: it.Tool, Digest: it.Digest, Approval: string(it.Approval),
-		Approved: it.Approved, Base: it.Base, By: it.By, Reason: it.Reason}
+		Approved: it.Approved, Base: it.Base, By: it.By, Reason: it.Reason, SchemaDiff: it.Diff}
 	if j.Approved == nil {
 		j.Approved = []string{}
 	}
 	if !it.At.IsZero() {
 		j.At = it.At.UTC().Format(schema.TimeLayout)
-	}
-	if d := it.Diff; d != nil {
-		j.diffJSON = diffJSON{d.PropsAdded, d.PropsRemoved, d.PropsRetyped, d.RequiredAdded, d.RequiredRemoved, d.EnumAdded, d.EnumRemoved, d.Other}
 	}
 	return enc.Encode(j)
 }

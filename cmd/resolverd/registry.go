@@ -172,33 +172,26 @@ func writeDiff(w io.Writer, d *diff.SchemaDiff) {
 
 // changeJSON is a change as `registry diff --json` prints it.
 type changeJSON struct {
-	Registry        string    `json:"registry"`
-	Server          string    `json:"server"`
-	Tool            string    `json:"tool"`
-	ObservedAt      time.Time `json:"observed_at"`
-	EventID         string    `json:"event_id"`
-	Change          string    `json:"change"`
-	TrustBefore     int       `json:"trust_before"`
-	TrustAfter      int       `json:"trust_after"`
-	DigestBefore    string    `json:"digest_before,omitempty"`
-	DigestAfter     string    `json:"digest_after,omitempty"`
-	PropsAdded      []string  `json:"props_added,omitempty"`
-	PropsRemoved    []string  `json:"props_removed,omitempty"`
-	PropsRetyped    []string  `json:"props_retyped,omitempty"`
-	RequiredAdded   []string  `json:"required_added,omitempty"`
-	RequiredRemoved []string  `json:"required_removed,omitempty"`
-	EnumAdded       []string  `json:"enum_added,omitempty"`
-	EnumRemoved     []string  `json:"enum_removed,omitempty"`
-	Other           []string  `json:"other,omitempty"`
+	Registry     string    `json:"registry"`
+	Server       string    `json:"server"`
+	Tool         string    `json:"tool"`
+	ObservedAt   time.Time `json:"observed_at"`
+	EventID      string    `json:"event_id"`
+	Change       string    `json:"change"`
+	TrustBefore  int       `json:"trust_before"`
+	TrustAfter   int       `json:"trust_after"`
+	DigestBefore string    `json:"digest_before,omitempty"`
+	DigestAfter  string    `json:"digest_after,omitempty"`
+
+	// The diff's members, as registry pending --json prints them.
+	diff.SchemaDiff
 }
 
 func writeChangesJSON(w io.Writer, cs []diff.Change) error {
 	enc := json.NewEncoder(w)
 	for _, c := range cs {
-		d := c.Diff
 		if err := enc.Encode(changeJSON{c.Registry, c.Server, c.Tool, c.ObservedAt.UTC(), c.EventID, string(c.Kind),
-			c.TrustBefore, c.TrustAfter, c.DigestBefore, c.DigestAfter, d.PropsAdded, d.PropsRemoved, d.PropsRetyped,
-			d.RequiredAdded, d.RequiredRemoved, d.EnumAdded, d.EnumRemoved, d.Other}); err != nil {
+			c.TrustBefore, c.TrustAfter, c.DigestBefore, c.DigestAfter, c.Diff}); err != nil {
 			return err
 		}
 	}

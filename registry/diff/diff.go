@@ -19,20 +19,26 @@ import (
 // SchemaDiff is what changed between two inputSchemas of a tool, each
 // entry naming the place in the arguments as a JSON pointer ("/owner",
 // "/filter/state", "/items/*/id" for the items of an array; "(root)" for
-// the arguments object itself).
+// the arguments object itself). Its JSON (the members of `resolverd
+// registry diff --json` and `registry pending --json`, named as the
+// columns of table registry_changes; empty ones left out) is what
+// encoding/json makes of it, embedded in the row printed.
 type SchemaDiff struct {
 	// PropsAdded and PropsRemoved are declared properties.
-	PropsAdded, PropsRemoved []string
+	PropsAdded   []string `json:"props_added,omitempty"`
+	PropsRemoved []string `json:"props_removed,omitempty"`
 	// PropsRetyped are properties whose type changed: "/limit: string -> integer".
-	PropsRetyped []string
+	PropsRetyped []string `json:"props_retyped,omitempty"`
 	// RequiredAdded and RequiredRemoved are properties that became
 	// required or optional.
-	RequiredAdded, RequiredRemoved []string
+	RequiredAdded   []string `json:"required_added,omitempty"`
+	RequiredRemoved []string `json:"required_removed,omitempty"`
 	// EnumAdded and EnumRemoved are allowed values: `/state: "closed"`.
-	EnumAdded, EnumRemoved []string
+	EnumAdded   []string `json:"enum_added,omitempty"`
+	EnumRemoved []string `json:"enum_removed,omitempty"`
 	// Other are the other keywords that changed: "/limit: maximum 10 -> 5",
 	// "/query: description changed", "/x: anyOf changed".
-	Other []string
+	Other []string `json:"other,omitempty"`
 }
 
 // Empty reports whether nothing changed.
