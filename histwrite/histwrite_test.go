@@ -69,11 +69,11 @@ func TestWrite(t *testing.T) {
 				t.Fatalf("Write = %v, %v; want %v, %v", stored, err, tc.stored, tc.wantErr)
 			}
 			for _, m := range []struct {
-				name string
+				c    prometheus.Counter
 				want float64
-			}{{"toolaudit_test_history_rows_written_total", tc.written}, {"toolaudit_test_history_rows_dropped_total", tc.dropped}, {"toolaudit_test_history_write_errors_total", tc.writeErrs}} {
-				if got := gathered(t, reg, m.name); got != m.want {
-					t.Errorf("%s = %v, want %v", m.name, got, m.want)
+			}{{w.Written, tc.written}, {w.Dropped, tc.dropped}, {w.WriteErrors, tc.writeErrs}} {
+				if got := testutil.ToFloat64(m.c); got != m.want {
+					t.Errorf("%s = %v, want %v", m.c.Desc(), got, m.want)
 				}
 			}
 			for _, l := range tc.logged {
@@ -88,8 +88,8 @@ func TestWrite(t *testing.T) {
 	}
 }
 
-// TestNewRegisters: New registers its counters and the recorder's
-// collectors, and fails on a name registered twice.
+// TestNewRegisters: New registers its counters, named from Subsystem and
+// Noun, and the recorder's collectors, and fails on a name registered twice.
 func TestNewRegisters(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolaudit_test_history_version", Help: "Version."})
@@ -97,25 +97,11 @@ func TestNewRegisters(t *testing.T) {
 	if _, err := histwrite.New(names, write, histwrite.Options{Registerer: reg}, g); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 4 {
-		t.Fatalf("%d metrics gathered (%v), want 4", n, err)
+	if n, err := testutil.GatherAndCount(reg, "toolaudit_test_history_rows_written_total", "toolaudit_test_history_rows_dropped_total",
+		"toolaudit_test_history_write_errors_total", "toolaudit_test_history_version"); err != nil || n != 4 {
+		t.Fatalf("%d of the 4 metrics gathered (%v)", n, err)
 	}
 	if _, err := histwrite.New(names, write, histwrite.Options{Registerer: reg}); err == nil {
 		t.Fatal("a second Writer of the same names registered")
 	}
-}
-
-func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
