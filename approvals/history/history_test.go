@@ -130,6 +130,12 @@ func TestRecorder(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx) }()
 	waitHistory(t, ch, want)
+	// The rows are in the table a moment before the write that stored
+	// them returns and the version is set: stopping at once could cancel
+	// that write's last round trip (seen under load).
+	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(r.version) != 4 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
