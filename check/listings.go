@@ -13,12 +13,6 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// Applier applies listings: *registry.Store, or anything that
-// keeps more of them (the review catalog of package approvals/review).
-type Applier interface {
-	Apply(ls ...*schema.Listing) []registry.Issue
-}
-
 // LoadStats counts what LoadListings read.
 type LoadStats struct {
 	Lines, Applied, Bad, Issues int
@@ -36,7 +30,7 @@ const loadBatchBytes = 8 << 20
 // usable listing, or longer than DefaultMaxLine) is logged with its line
 // number and skipped; an unreadable input is an error. A UTF-8 byte order
 // mark at the start is skipped.
-func LoadListings(r io.Reader, store Applier, log *slog.Logger) (LoadStats, error) {
+func LoadListings(r io.Reader, store registry.Applier, log *slog.Logger) (LoadStats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -195,6 +195,7 @@ func runReport(e *env, args ...string) (string, error) {
 // answered; the decision it answered is stored once (source api) by the
 // next run, from the audit topic.
 func TestAuditAfterKill(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	c := load(t)
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 3)
 	e.createTopics(3, "tool-audit")

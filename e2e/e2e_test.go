@@ -410,6 +410,7 @@ func TestLateListing(t *testing.T) {
 // TestKill9: resolverd killed with SIGKILL three times mid-stream and
 // restarted: exactly one decision per call.
 func TestKill9(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	c := load(t)
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 6)
 	e.produce("tool-listings", c.listings, 0)
@@ -438,6 +439,7 @@ func TestKill9(t *testing.T) {
 // TestThreeInstancesOneKilled: three resolverd in one group share six
 // partitions; one is killed mid-stream; the others take its partitions.
 func TestThreeInstancesOneKilled(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	c := load(t)
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 6)
 	e.produce("tool-listings", c.listings, 0)
@@ -519,6 +521,7 @@ func TestPoison(t *testing.T) {
 // TestClickHouseDown: ClickHouse stopped for 20 s mid-stream, then
 // restarted on the same data: no crash, no loss, no duplicate.
 func TestClickHouseDown(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	if testing.Short() {
 		t.Skip("20 s outage")
 	}

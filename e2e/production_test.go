@@ -27,6 +27,7 @@ import (
 // one decision, read with FINAL through the Distributed table, with the
 // calls spread over both shards.
 func TestClusterKill9(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	c := load(t)
 	srvs := chenginetest.SuperviseCluster(t, "two", 2)
 	e := newEnv(t, srvs[0], 6)

@@ -233,6 +233,7 @@ func (e *env) startWhenReady(st *stack, extra ...string) *daemon {
 // not ready meanwhile, and every call still ends with exactly one
 // decision (FINAL). The test never starts or restarts an engine itself.
 func TestKillMidInsertStack(t *testing.T) {
+	t.Parallel() // its own broker and engine; mostly waiting on kills and outages
 	if testing.Short() {
 		t.Skip("kill cycles")
 	}

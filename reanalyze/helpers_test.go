@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/registry/topic"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -169,7 +171,7 @@ func newStore(t testing.TB) *sink.ClickHouse {
 func history(t testing.TB, c *kfake.Cluster) *registry.Snapshot {
 	t.Helper()
 	store := registry.New()
-	st, err := LoadListings(testContext(t, 30*time.Second), clientOpts(c), listingsTopic, store, nil)
+	st, err := topic.LoadListings(testContext(t, 30*time.Second), clientOpts(c), listingsTopic, store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

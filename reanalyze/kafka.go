@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/internal/fetchpool"
+	"github.com/toolaudit/toolaudit/internal/topicrange"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -60,13 +61,10 @@ type KafkaSource struct {
 
 var _ Source = (*KafkaSource)(nil)
 
-// offsets are the offsets [start, end) of a partition to read.
-type offsets struct{ start, end int64 }
-
 // ErrTruncated means that Kafka no longer holds records the window may
 // include: a partition's records were deleted while they were read.
 // Read the window from the archive instead.
-var ErrTruncated = errors.New("records of the calls topic were deleted while they were read")
+var ErrTruncated = topicrange.ErrTruncated
 
 // PartitionReport is what the Kafka source read of one partition, and
 // whether that is provably every call of the window it holds.
@@ -263,9 +261,9 @@ func (s *KafkaSource) Read(ctx context.Context, emit func(Chunk) error) error {
 	if s.parts == nil {
 		return errors.New("reanalyze: KafkaSource.Read before Plan")
 	}
-	ranges := map[int32]offsets{}
+	ranges := map[int32]topicrange.Range{}
 	for p, ps := range s.parts {
-		ranges[p] = offsets{ps.rep.Start, ps.rep.HighWatermark}
+		ranges[p] = topicrange.Range{Start: ps.rep.Start, End: ps.rep.HighWatermark}
 	}
 	var (
 		events sync.Pool // *[]schema.CallEvent, of cap chunkRecords
@@ -321,100 +319,13 @@ func (s *KafkaSource) logger() *slog.Logger {
 	return s.Log
 }
 
-// readRanges consumes the partitions of topic from their offsets start
-// and calls fn, from the calling goroutine, with each fetch's records of
-// a partition that are below its end, control records left out, until
-// fn says that the partition is done or its end is reached, for every
-// partition. A range whose records are deleted while it is read fails
-// with ErrTruncated. The records are fn's; with pooled memory (opts with
-// kgo.WithPools), fn recycles them.
-func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[int32]offsets, log *slog.Logger, fn func(p int32, recs []*kgo.Record) (done bool, err error)) error {
-	start := map[int32]kgo.Offset{}
-	end := map[int32]int64{}
-	for p, r := range ranges {
-		if r.start < r.end {
-			start[p], end[p] = kgo.NewOffset().At(r.start), r.end
-		}
-	}
-	if len(start) == 0 {
-		return nil
-	}
-	cl, err := kgo.NewClient(append(slices.Clone(opts),
+// readRanges reads the ranges of topic as every range reader of the
+// module does (topicrange.Read: control records left out, deleted records
+// ErrTruncated), with the re-analysis's fetch sizes and its logger.
+func readRanges(ctx context.Context, opts []kgo.Opt, topic string, ranges map[int32]topicrange.Range, log *slog.Logger, fn func(p int32, recs []*kgo.Record) (done bool, err error)) error {
+	return topicrange.Read(ctx, append(slices.Clone(opts),
 		kgo.WithLogger(kafkaconf.Logger(log)),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
-		// Transaction markers are delivered, so that a range ending on one
-		// is seen to end.
-		kgo.KeepControlRecords(),
-		// Records deleted under the reader are an error, not a silent jump.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxBytes(fetchBytes),
 		kgo.FetchMaxPartitionBytes(partitionBytes),
-	)...)
-	if err != nil {
-		return fmt.Errorf("kafka: %w", err)
-	}
-	defer cl.Close()
-	fails := 0
-	for len(end) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			switch {
-			case errors.Is(err, kerr.OffsetOutOfRange):
-				ferr = fmt.Errorf("%w: partition %d: records deleted while they were read: %w", ErrTruncated, p, err)
-			case errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed):
-			default:
-				if fails++; fails%100 == 1 {
-					log.Warn("kafka fetch failed", "topic", t, "partition", p, "err", err, "failures", fails)
-				}
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		type part struct {
-			p    int32
-			recs []*kgo.Record
-			end  bool
-		}
-		var parts []part
-		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			e, ok := end[fp.Partition]
-			if !ok || len(fp.Records) == 0 {
-				return
-			}
-			last := fp.Records[len(fp.Records)-1].Offset
-			recs := fp.Records[:0]
-			for _, r := range fp.Records {
-				if r.Offset < e && !r.Attrs.IsControl() {
-					recs = append(recs, r)
-				} else {
-					r.Recycle() // with pooled memory (fetchpool), a batch goes back once all its records are recycled
-				}
-			}
-			parts = append(parts, part{fp.Partition, recs, last >= e-1})
-		})
-		var done []int32
-		for _, pt := range parts {
-			over := pt.end
-			if len(pt.recs) > 0 {
-				d, err := fn(pt.p, pt.recs)
-				if err != nil {
-					return err
-				}
-				over = over || d
-			}
-			if over {
-				done = append(done, pt.p)
-				delete(end, pt.p)
-			}
-		}
-		if len(done) > 0 {
-			cl.PauseFetchPartitions(map[string][]int32{topic: done})
-		}
-	}
-	return nil
+	), topic, ranges, log, fn)
 }

@@ -19,6 +19,16 @@ import (
 	"github.com/toolaudit/toolaudit/signature"
 )
 
+// Applier applies listings: *Store, or anything that keeps more of them
+// (the review catalog of package approvals/review). The loaders of
+// listings (check's of a file, registry/topic's of the topic) apply to
+// one.
+type Applier interface {
+	Apply(ls ...*schema.Listing) []Issue
+}
+
+var _ Applier = (*Store)(nil)
+
 // DefaultCacheSize is the default number of listed definitions remembered
 // by their raw bytes.
 const DefaultCacheSize = 1 << 16

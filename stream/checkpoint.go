@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/internal/topicrange"
 )
 
 // Registry checkpoints in Kafka.
@@ -195,30 +197,17 @@ func readCheckpoint(ctx context.Context, cfg Config, adm *kadm.Client, opts []kg
 	return m, data, nil
 }
 
-// readRange calls f with each record of partition 0 of topic in [from, to).
+// readRange calls f with each record of partition 0 of topic in [from,
+// to), read as every range reader of the module reads (topicrange.Read).
 func readRange(ctx context.Context, topic string, from, to int64, opts []kgo.Opt, f func(*kgo.Record)) error {
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}))...)
+	err := topicrange.Read(ctx, opts, topic, map[int32]topicrange.Range{0: {Start: from, End: to}}, nil, func(_ int32, recs []*kgo.Record) (bool, error) {
+		for _, r := range recs {
+			f(r)
+		}
+		return false, nil
+	})
 	if err != nil {
-		return fmt.Errorf("checkpoint client: %w", err)
-	}
-	defer cl.Close()
-	next := from
-	for next < to {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return fmt.Errorf("read checkpoint topic: %w", ferr)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= from && r.Offset < to {
-				f(r)
-			}
-			next = max(next, r.Offset+1)
-		})
+		return fmt.Errorf("read checkpoint topic: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/topicrange"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -160,7 +162,12 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left []int64
-	if err := topic.ReadAll(ctx, opts, topic.Default, func(r *kgo.Record) error { left = append(left, r.Offset); return nil }); err != nil {
+	if err := topicrange.ReadAll(ctx, opts, topic.Default, nil, func(_ int32, recs []*kgo.Record) error {
+		for _, r := range recs {
+			left = append(left, r.Offset)
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(left, []int64{3}) {

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/approvals"
-	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -101,30 +100,5 @@ func TestApprovalsTopic(t *testing.T) {
 		if !errors.Is(err, ErrPartitions) {
 			t.Errorf("%s on 3 partitions: %v", name, err)
 		}
-	}
-}
-
-// LoadListings reads every partition whole and skips a bad listing.
-func TestLoadListings(t *testing.T) {
-	ctx := context.Background()
-	opts := broker(t, kfake.SeedTopics(2, "tool-listings"))
-	var vals [][]byte
-	for i, srv := range []string{"a", "b", "c"} {
-		l := &schema.Listing{EventID: srv, ObservedAt: t0.Add(time.Duration(i) * time.Second), Registry: "prod", Server: srv, Op: schema.OpSnapshot,
-			Tools: []schema.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}}
-		vals = append(vals, schema.AppendListing(nil, l, [][]byte{[]byte(`{"name":"t","inputSchema":{"type":"object"}}`)}))
-	}
-	vals = append(vals, []byte(`{"type":"listing"}`))
-	produce(t, opts, "tool-listings", vals...)
-	store := registry.New()
-	applied, bad, err := LoadListings(ctx, opts, "tool-listings", store, nil)
-	if err != nil || applied != 3 || bad != 1 {
-		t.Fatalf("applied %d bad %d: %v", applied, bad, err)
-	}
-	if v := store.At("prod", t0.Add(time.Hour)); v == nil || len(v.Servers()) != 3 {
-		t.Fatalf("version %v", v)
-	}
-	if _, _, err := LoadListings(ctx, opts, "nope", store, nil); err == nil {
-		t.Fatal("a missing topic read")
 	}
 }

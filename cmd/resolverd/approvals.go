@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	listingstopic "github.com/toolaudit/toolaudit/registry/topic"
+
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -93,11 +95,11 @@ func (l *listingSource) load(ctx context.Context, opts []kgo.Opt, log *slog.Logg
 		}
 		return cat, nil
 	}
-	_, bad, err := topic.LoadListings(ctx, opts, *l.topic, cat, log)
+	st, err := listingstopic.LoadListings(ctx, opts, *l.topic, cat, log)
 	if err != nil {
 		return nil, err
 	}
-	if bad > 0 {
+	if bad := st.Bad; bad > 0 {
 		log.Warn("bad listings skipped", "count", bad)
 	}
 	return cat, nil

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	listingstopic "github.com/toolaudit/toolaudit/registry/topic"
+
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/schollz/progressbar/v3"
@@ -239,7 +241,7 @@ func runReanalyze(ctx context.Context, std stdio, log *slog.Logger, a reanalyzeA
 
 	start := time.Now()
 	reg := newStore(a.cfg.Resolver)
-	ls, err := reanalyze.LoadListings(ctx, a.kafkaOpts, a.listingsTopic, reg, log)
+	ls, err := listingstopic.LoadListings(ctx, a.kafkaOpts, a.listingsTopic, reg, log)
 	if err != nil {
 		return fmt.Errorf("listings: %w", err)
 	}
