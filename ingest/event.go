@@ -199,15 +199,3 @@ func callKey(session, agent string) []byte {
 	}
 	return nil
 }
-
-// marshal encodes v without HTML escaping, so tool text stays as written.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // Encode adds a newline
-}

@@ -325,9 +325,15 @@ func (d *decoder) merge() {
 		drop[i] = true
 	}
 	for i := range calls {
-		if !drop[i] {
-			out = append(out, calls[i])
+		if drop[i] {
+			continue
 		}
+		if calls[i].Malformed != "" {
+			// A call that cannot be checked carries no arguments, so that
+			// its event is MALFORMED wherever it is resolved.
+			calls[i].Args, calls[i].ArgsRecorded = schema.CallArgs{}, false
+		}
+		out = append(out, calls[i])
 	}
 	d.res.Calls = out
 }
