@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -243,7 +243,10 @@ type decoder struct {
 	res *Result
 	// listings by digest, so that one tool set given to many chat spans of
 	// a payload is one listing (its earliest).
-	byDigest map[string]int
+	byDigest   map[string]int
+	defsByText map[string]int // tool definitions by their text
+	// outer holds an attribute's JSON, inner the JSON text within it.
+	outer, inner jsontape.Tape
 }
 
 func timeOf(ts ...pcommon.Timestamp) time.Time {
@@ -277,14 +280,19 @@ func (d *decoder) addListing(l Listing) int {
 	}
 	key := l.Server + "\x00" + l.Digest
 	if i, ok := d.byDigest[key]; ok {
-		if old := &d.res.Listings[i]; !l.ObservedAt.IsZero() && (old.ObservedAt.IsZero() || l.ObservedAt.Before(old.ObservedAt)) {
-			old.ObservedAt = l.ObservedAt
-		}
+		d.earlier(i, l.ObservedAt)
 		return i
 	}
 	d.res.Listings = append(d.res.Listings, l)
 	d.byDigest[key] = len(d.res.Listings) - 1
 	return len(d.res.Listings) - 1
+}
+
+// earlier moves listing i to t when t is earlier.
+func (d *decoder) earlier(i int, t time.Time) {
+	if old := &d.res.Listings[i]; !t.IsZero() && (old.ObservedAt.IsZero() || t.Before(old.ObservedAt)) {
+		old.ObservedAt = t
+	}
 }
 
 // merge makes one call of a call seen twice in a trace under one call id:
@@ -370,18 +378,4 @@ func fill(dst, src *Call) {
 		dst.Definitions = src.Definitions
 	}
 	dst.From = append(dst.From, src.From...)
-}
-
-// argsOf reads recorded arguments: JSON text (valid JSON becomes the
-// arguments, anything else the raw text), or structured JSON.
-func argsOf(raw []byte, isText bool) schema.CallArgs {
-	if isText {
-		t := bytes.TrimSpace(raw)
-		if validJSON(t) {
-			return schema.CallArgs{JSON: compact(t)}
-		}
-		s := string(raw)
-		return schema.CallArgs{Raw: &s}
-	}
-	return schema.CallArgs{JSON: compact(raw)}
 }

@@ -137,31 +137,22 @@ func TestHostileBounded(t *testing.T) {
 	}
 }
 
-// TestHostileLinear: a span of the largest allowed attribute count costs
-// about as much per attribute as a small one (one pass over the
-// attributes, no lookup per attribute).
-func TestHostileLinear(t *testing.T) {
-	build := func(n int) []byte {
-		return marshal(t, oneSpan(func(sp ptrace.Span) {
-			m := sp.Attributes()
-			for i := 0; i < n; i++ {
-				m.PutStr("llm.output_messages.0.message.tool_calls."+strconv.Itoa(i)+".tool_call.function.name", "f")
-			}
-		}), Proto)
+// TestMalformedHasNoArguments: a call that cannot be checked carries no
+// arguments, so that its event is MALFORMED wherever it is resolved, even
+// when what it lacks is not the arguments (here: the tool's name).
+func TestMalformedHasNoArguments(t *testing.T) {
+	td := oneSpan(func(sp ptrace.Span) {
+		sp.Attributes().PutStr("gen_ai.operation.name", "chat")
+		sp.Attributes().PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","arguments":{"a":1}}]}]`)
+	})
+	r, err := Decode(marshal(t, td, Proto), Traces, Proto, Limits{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cost := func(b []byte) time.Duration {
-		best := time.Duration(1 << 62)
-		for i := 0; i < 5; i++ {
-			start := time.Now()
-			if _, err := Decode(b, Traces, Proto, Limits{}); err != nil {
-				t.Fatal(err)
-			}
-			best = min(best, time.Since(start))
-		}
-		return best
+	if len(r.Calls) != 1 {
+		t.Fatalf("%d calls", len(r.Calls))
 	}
-	small, large := cost(build(400)), cost(build(4000))
-	if large > 40*small {
-		t.Errorf("4000 attributes took %v, 400 took %v: not linear", large, small)
+	if c := r.Calls[0]; c.Malformed != "tool_call part has no name" || c.ArgsRecorded || c.Args.JSON != nil || c.Args.Raw != nil {
+		t.Errorf("got %+v", c)
 	}
 }

@@ -1,10 +1,8 @@
 package otlp
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,73 +14,69 @@ import (
 	"github.com/toolaudit/toolaudit/schema"
 )
 
-// validJSON reports whether b is strict JSON (package jsontape: no
-// repeated member names, valid UTF-8, bounded nesting), the rule every
-// event of the contract is read by.
-func validJSON(b []byte) bool {
-	var t jsontape.Tape
-	return t.Parse(b) == nil
-}
+// The JSON within attributes (messages, definitions, arguments) is read
+// with package jsontape, the strict parser of every event of the contract:
+// no repeated member names, valid UTF-8, bounded nesting. The decoder keeps
+// two tapes: outer for the attribute's value, inner for JSON text within it
+// (arguments or a schema written as a string).
 
-func parseErr(b []byte) string {
-	var t jsontape.Tape
-	if err := t.Parse(b); err != nil {
-		return err.Error()
-	}
-	return ""
-}
-
-// compact returns b without insignificant whitespace; b must be valid JSON.
-func compact(b []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return append([]byte(nil), b...)
-	}
-	return buf.Bytes()
-}
-
-// rawStr reads a JSON string member; absent or another type gives false.
-func rawStr(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-func isNull(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
-}
-
-// listOf reads a JSON array, or a single object as a list of one.
-func listOf(b []byte) ([]json.RawMessage, bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '{' {
-		return []json.RawMessage{b}, true
-	}
-	var l []json.RawMessage
-	if json.Unmarshal(b, &l) != nil {
-		return nil, false
-	}
-	return l, true
-}
-
-// jsonOf returns the JSON of v and a reason when it cannot be read: over
-// the limits, or not strict JSON. A string value holds JSON text.
-func (d *decoder) jsonOf(v pcommon.Value, name string) ([]byte, string) {
+// parse parses v (JSON text, or a structured value rendered as JSON) into
+// the outer tape, or says why it cannot.
+func (d *decoder) parse(v pcommon.Value, name string) (jsontape.Value, string) {
 	raw, _, reason := d.valueJSON(v, name)
 	if reason != "" {
-		return nil, reason
+		return jsontape.Value{}, reason
 	}
-	if e := parseErr(raw); e != "" {
-		return nil, name + " is not JSON: " + e
+	return d.parseText(raw, name)
+}
+
+func (d *decoder) parseText(raw []byte, name string) (jsontape.Value, string) {
+	if err := d.outer.Parse(raw); err != nil {
+		return jsontape.Value{}, name + " is not JSON: " + err.Error()
 	}
-	return raw, ""
+	return d.outer.Root(), ""
+}
+
+// argsText reads arguments written as text: valid JSON becomes the
+// arguments (compact, as written), anything else the raw text.
+func (d *decoder) argsText(s []byte) schema.CallArgs {
+	if d.inner.Parse(s) == nil {
+		return schema.CallArgs{JSON: d.inner.Root().AppendCompact(nil)}
+	}
+	raw := string(s)
+	return schema.CallArgs{Raw: &raw}
+}
+
+// setArgsValue reads arguments given as a JSON member: a string is the
+// model's text, null or absent is not recorded.
+func (d *decoder) setArgsValue(c *Call, v jsontape.Value) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return
+	case jsontape.String:
+		c.Args = d.argsText(v.Str())
+	default:
+		c.Args = schema.CallArgs{JSON: v.AppendCompact(nil)}
+	}
+	c.ArgsRecorded = true
+}
+
+// strOf returns a string member's text, "" for another kind.
+func strOf(v jsontape.Value) string { return string(v.Str()) }
+
+// listOf iterates a JSON array, or a single object as a list of one.
+func listOf(v jsontape.Value, f func(jsontape.Value)) bool {
+	switch v.Kind() {
+	case jsontape.Object:
+		f(v)
+	case jsontape.Array:
+		for it := v.Items(); it.Next(); {
+			f(it.Value())
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // bad records an item that held calls it cannot give.
@@ -96,59 +90,37 @@ func (d *decoder) bad(c Call, src Source, reason string) {
 // carries the same value): [{"role":…,"parts":[{"type":"tool_call",
 // "id":…,"name":…,"arguments":…}]}].
 func (d *decoder) outputMessages(v pcommon.Value, c Call, src Source) {
-	raw, reason := d.jsonOf(v, attrOutputMessages)
+	root, reason := d.parse(v, attrOutputMessages)
 	if reason != "" {
 		d.bad(c, src, reason)
 		return
 	}
-	msgs, ok := listOf(raw)
-	if !ok {
-		d.bad(c, src, attrOutputMessages+" is not an array of messages")
-		return
-	}
-	for _, m := range msgs {
-		var msg struct {
-			Parts []json.RawMessage `json:"parts"`
-		}
-		if json.Unmarshal(m, &msg) != nil {
-			d.bad(c, src, attrOutputMessages+": a message is not an object with parts")
-			continue
-		}
-		for _, p := range msg.Parts {
-			var part struct {
-				Type, ID, Name, Arguments json.RawMessage
+	ok := listOf(root, func(m jsontape.Value) {
+		parts := m.Get("parts")
+		if parts.Kind() != jsontape.Array {
+			if !parts.IsNull() || m.Kind() != jsontape.Object {
+				d.bad(c, src, attrOutputMessages+": a message is not an object with parts")
 			}
-			if json.Unmarshal(p, &part) != nil {
-				d.bad(c, src, attrOutputMessages+": a part is not an object")
-				continue
-			}
-			if t, _ := rawStr(part.Type); t != "tool_call" {
+			return
+		}
+		for it := parts.Items(); it.Next(); {
+			p := it.Value()
+			if !p.Get("type").StrIs("tool_call") {
 				continue
 			}
 			call := c
 			call.From = []Source{src}
-			call.CallID, _ = rawStr(part.ID)
-			call.Tool, _ = rawStr(part.Name)
-			setRawArgs(&call, part.Arguments)
+			call.CallID, call.Tool = strOf(p.Get("id")), strOf(p.Get("name"))
+			d.setArgsValue(&call, p.Get("arguments"))
 			if call.Tool == "" {
 				call.Malformed = "tool_call part has no name"
 			}
 			d.res.Calls = append(d.res.Calls, call)
 		}
+	})
+	if !ok {
+		d.bad(c, src, attrOutputMessages+" is not an array of messages")
 	}
-}
-
-// setRawArgs reads arguments given as a JSON member: a string is the
-// model's text, null or absent is not recorded.
-func setRawArgs(c *Call, raw json.RawMessage) {
-	if isNull(raw) {
-		return
-	}
-	if s, ok := rawStr(raw); ok {
-		c.Args, c.ArgsRecorded = argsOf([]byte(s), true), true
-		return
-	}
-	c.Args, c.ArgsRecorded = argsOf(raw, false), true
 }
 
 // choice reads a gen_ai.choice event's body (semantic conventions up to
@@ -156,154 +128,150 @@ func setRawArgs(c *Call, raw json.RawMessage) {
 // 0.22): {"index":…,"finish_reason":…,"message":{"tool_calls":[{"id":…,
 // "type":"function","function":{"name":…,"arguments":"…"}}]}}.
 func (d *decoder) choice(body pcommon.Value, c Call) {
-	raw, reason := d.jsonOf(body, "gen_ai.choice body")
+	root, reason := d.parse(body, "gen_ai.choice body")
 	if reason != "" {
 		d.bad(c, FromChoiceEvent, reason)
 		return
 	}
-	var b struct {
-		Message struct {
-			ToolCalls []json.RawMessage `json:"tool_calls"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(raw, &b) != nil {
-		d.bad(c, FromChoiceEvent, "gen_ai.choice body is not a choice object")
+	tcs := root.Get("message").Get("tool_calls")
+	if tcs.Kind() != jsontape.Array || tcs.Len() == 0 {
+		if root.Kind() != jsontape.Object || !tcs.IsNull() {
+			d.bad(c, FromChoiceEvent, "gen_ai.choice body is not a choice with message.tool_calls")
+			return
+		}
+		d.res.Skipped++
 		return
 	}
-	for _, tc := range b.Message.ToolCalls {
-		var t struct {
-			ID       json.RawMessage `json:"id"`
-			Function struct {
-				Name, Arguments json.RawMessage
-			} `json:"function"`
-		}
+	for it := tcs.Items(); it.Next(); {
+		tc := it.Value()
 		call := c
 		call.From = []Source{FromChoiceEvent}
-		if json.Unmarshal(tc, &t) != nil {
-			d.bad(call, FromChoiceEvent, "gen_ai.choice: a tool call is not an object with a function")
-			continue
-		}
-		call.CallID, _ = rawStr(t.ID)
-		call.Tool, _ = rawStr(t.Function.Name)
-		setRawArgs(&call, t.Function.Arguments)
+		fn := tc.Get("function")
+		call.CallID, call.Tool = strOf(tc.Get("id")), strOf(fn.Get("name"))
+		d.setArgsValue(&call, fn.Get("arguments"))
 		if call.Tool == "" {
 			call.Malformed = "gen_ai.choice tool call has no function.name"
 		}
 		d.res.Calls = append(d.res.Calls, call)
 	}
-	if len(b.Message.ToolCalls) == 0 {
-		d.res.Skipped++
-	}
 }
 
 // definitions adds the listing of a tool definitions value and returns its
 // index, or -1 (with a Malformed call saying why) when it is unreadable.
+// The same text given to several chat spans of a payload (an agent gives
+// its tools at every turn) is read once.
 func (d *decoder) definitions(l Listing, v pcommon.Value, c *Call) int {
-	raw, reason := d.jsonOf(v, attrToolDefinitions)
+	var key string
+	if v.Type() == pcommon.ValueTypeStr {
+		key = l.Server + "\x00" + v.Str()
+		if i, ok := d.defsByText[key]; ok {
+			d.earlier(i, l.ObservedAt)
+			return i
+		}
+	}
+	root, reason := d.parse(v, attrToolDefinitions)
 	if reason != "" {
 		d.bad(*c, l.From, reason)
 		return -1
 	}
-	defs, ok := listOf(raw)
-	if !ok {
+	b := d.newTools(l)
+	if !listOf(root, func(def jsontape.Value) { b.add(d.toolObject(def, "", "")) }) {
 		d.bad(*c, l.From, attrToolDefinitions+" is not an array of tool definitions")
 		return -1
 	}
-	items := make([]toolItem, len(defs))
-	for i, def := range defs {
-		items[i].def = def
+	i := b.done()
+	if key != "" {
+		if d.defsByText == nil {
+			d.defsByText = make(map[string]int)
+		}
+		d.defsByText[key] = i
 	}
-	return d.listing(l, items)
+	return i
 }
 
-type toolItem struct {
-	def        json.RawMessage
-	name, desc string // OpenInference's tool.name, tool.description
+// tools builds the tool set of one listing.
+type tools struct {
+	d        *decoder
+	l        Listing
+	seen     map[string]bool
+	problems []string
+	n        int
 }
 
-// listing normalises tool definitions into MCP Tool objects and adds them
-// as a listing.
-func (d *decoder) listing(l Listing, items []toolItem) int {
-	seen := make(map[string]bool, len(items))
-	var problems []string
-	for i, it := range items {
-		tool, name, why := toolObject(it)
-		if why == "" && seen[name] {
-			why = "tool " + strconv.Quote(name) + " defined twice (the first is kept)"
-		}
-		if why != "" {
-			l.Dropped++
-			if len(problems) < 3 {
-				problems = append(problems, "definition "+strconv.Itoa(i)+": "+why)
-			}
-			continue
-		}
-		seen[name] = true
-		l.Tools = append(l.Tools, tool)
+func (d *decoder) newTools(l Listing) *tools {
+	return &tools{d: d, l: l, seen: make(map[string]bool)}
+}
+
+func (b *tools) add(tool []byte, name, why string) {
+	i := b.n
+	b.n++
+	if why == "" && b.seen[name] {
+		why = "tool " + strconv.Quote(name) + " defined twice (the first is kept)"
 	}
-	l.Problem = strings.Join(problems, "; ")
+	if why != "" {
+		b.l.Dropped++
+		if len(b.problems) < 3 {
+			b.problems = append(b.problems, "definition "+strconv.Itoa(i)+": "+why)
+		}
+		return
+	}
+	b.seen[name] = true
+	b.l.Tools = append(b.l.Tools, tool)
+}
+
+// done adds the listing (or finds the same tool set already listed) and
+// returns its index.
+func (b *tools) done() int {
+	b.l.Problem = strings.Join(b.problems, "; ")
 	h := sha256.New()
 	h.Write([]byte{'['})
-	for i, t := range l.Tools {
+	for i, t := range b.l.Tools {
 		if i > 0 {
 			h.Write([]byte{','})
 		}
 		h.Write(t)
 	}
 	h.Write([]byte{']'})
-	l.Digest = hex.EncodeToString(h.Sum(nil))
-	return d.addListing(l)
+	b.l.Digest = hex.EncodeToString(h.Sum(nil))
+	return b.d.addListing(b.l)
 }
 
 // toolObject turns one definition into an MCP Tool object. It reads the
 // GenAI conventions' shape ({"type":"function","name","description",
 // "parameters"}), the Vercel AI SDK's (inputSchema), OpenAI Chat's
 // ({"function":{…}}), Anthropic's (input_schema) and, for OpenInference,
-// a bare parameters schema named by tool.name. A definition without a
-// schema declares no arguments: {"type":"object"}.
-func toolObject(it toolItem) (tool []byte, name, why string) {
-	var def map[string]json.RawMessage
-	if json.Unmarshal(it.def, &def) != nil {
+// a bare parameters schema named by tool.name (oiName). A definition
+// without a schema declares no arguments: {"type":"object"}.
+func (d *decoder) toolObject(def jsontape.Value, oiName, oiDesc string) (tool []byte, name, why string) {
+	if def.Kind() != jsontape.Object {
 		return nil, "", "not an object"
 	}
-	if fn, ok := def["function"]; ok && !isNull(fn) {
-		var inner map[string]json.RawMessage
-		if json.Unmarshal(fn, &inner) != nil {
+	whole := def
+	if fn := def.Get("function"); !fn.IsNull() {
+		if fn.Kind() != jsontape.Object {
 			return nil, "", "function is not an object"
 		}
-		def = inner
+		def = fn
 	}
-	name, _ = rawStr(def["name"])
-	desc, _ := rawStr(def["description"])
-	var sch json.RawMessage
+	name, desc := strOf(def.Get("name")), strOf(def.Get("description"))
+	var sch jsontape.Value
 	for _, k := range [...]string{"inputSchema", "parameters", "input_schema"} {
-		if v, ok := def[k]; ok && !isNull(v) {
+		if v := def.Get(k); !v.IsNull() {
 			sch = v
 			break
 		}
 	}
-	if name == "" && it.name != "" && sch == nil {
-		if _, isSchema := def["properties"]; isSchema || strings.Contains(string(def["type"]), "object") {
-			sch = it.def // OpenInference: the json_schema is the parameters schema
-		}
+	if name == "" && oiName != "" && !sch.Exists() && (whole.Get("properties").Exists() || whole.Get("type").StrIs("object")) {
+		sch = whole // OpenInference: the json_schema is the parameters schema
 	}
-	if it.name != "" {
-		name = it.name
+	if oiName != "" {
+		name = oiName
 	}
-	if it.desc != "" {
-		desc = it.desc
+	if oiDesc != "" {
+		desc = oiDesc
 	}
 	if name == "" {
 		return nil, "", "no name"
-	}
-	if s, ok := rawStr(sch); ok { // a schema written as JSON text
-		sch = json.RawMessage(s)
-	}
-	switch {
-	case sch == nil:
-		sch = json.RawMessage(`{"type":"object"}`)
-	case !validJSON(bytes.TrimSpace(sch)) || bytes.TrimSpace(sch)[0] != '{':
-		return nil, "", "tool " + strconv.Quote(name) + ": its schema is not a JSON object"
 	}
 	b := append([]byte(nil), `{"name":`...)
 	b = schema.AppendString(b, name)
@@ -312,7 +280,19 @@ func toolObject(it toolItem) (tool []byte, name, why string) {
 		b = schema.AppendString(b, desc)
 	}
 	b = append(b, `,"inputSchema":`...)
-	b = append(b, compact(bytes.TrimSpace(sch))...)
+	switch sch.Kind() {
+	case jsontape.Invalid:
+		b = append(b, `{"type":"object"}`...)
+	case jsontape.Object:
+		b = sch.AppendCompact(b)
+	case jsontape.String: // a schema written as JSON text
+		if d.inner.Parse(sch.Str()) != nil || d.inner.Root().Kind() != jsontape.Object {
+			return nil, "", "tool " + strconv.Quote(name) + ": its schema is not a JSON object"
+		}
+		b = d.inner.Root().AppendCompact(b)
+	default:
+		return nil, "", "tool " + strconv.Quote(name) + ": its schema is not a JSON object"
+	}
 	return append(b, '}'), name, ""
 }
 
@@ -329,12 +309,18 @@ func indexed(s string) (int, string, bool) {
 	return n, s[dot+1:], true
 }
 
+// oiTool is one OpenInference tool definition, by its flattened parts.
+type oiTool struct {
+	schema     pcommon.Value
+	hasSchema  bool
+	name, desc string
+}
+
 // openInferenceTools adds the listing of OpenInference's
 // llm.tools.<i>.tool.{json_schema,name,description} and returns its
 // index, -1 when the span has none.
 func (d *decoder) openInferenceTools(attrs pcommon.Map, c Call, at time.Time) int {
-	byIndex := map[int]*toolItem{}
-	var bad string
+	byIndex := map[int]*oiTool{}
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		rest, ok := strings.CutPrefix(k, oiTools)
 		if !ok {
@@ -344,30 +330,21 @@ func (d *decoder) openInferenceTools(attrs pcommon.Map, c Call, at time.Time) in
 		if !ok {
 			return true
 		}
-		it := byIndex[i]
-		if it == nil {
-			it = &toolItem{}
-			byIndex[i] = it
+		t := byIndex[i]
+		if t == nil {
+			t = &oiTool{}
+			byIndex[i] = t
 		}
 		switch field {
 		case "tool.json_schema":
-			raw, reason := d.jsonOf(v, k)
-			if reason != "" {
-				bad = reason
-				return false
-			}
-			it.def = raw
+			t.schema, t.hasSchema = v, true
 		case "tool.name":
-			it.name = v.Str()
+			t.name = v.Str()
 		case "tool.description":
-			it.desc = v.Str()
+			t.desc = v.Str()
 		}
 		return true
 	})
-	if bad != "" {
-		d.bad(c, FromOpenInferenceDef, bad)
-		return -1
-	}
 	if len(byIndex) == 0 {
 		return -1
 	}
@@ -376,15 +353,22 @@ func (d *decoder) openInferenceTools(attrs pcommon.Map, c Call, at time.Time) in
 		keys = append(keys, i)
 	}
 	sort.Ints(keys)
-	items := make([]toolItem, 0, len(keys))
+	b := d.newTools(Listing{ObservedAt: at, From: FromOpenInferenceDef, TraceID: c.TraceID, SpanID: c.SpanID})
 	for _, i := range keys {
-		it := *byIndex[i]
-		if it.def == nil {
-			it.def = json.RawMessage(`{}`)
+		t := byIndex[i]
+		def := jsontape.Value{}
+		if t.hasSchema {
+			var reason string
+			if def, reason = d.parse(t.schema, oiTools+strconv.Itoa(i)+".tool.json_schema"); reason != "" {
+				d.bad(c, FromOpenInferenceDef, reason)
+				return -1
+			}
+		} else {
+			def, _ = d.parseText([]byte(`{}`), "")
 		}
-		items = append(items, it)
+		b.add(d.toolObject(def, t.name, t.desc))
 	}
-	return d.listing(Listing{ObservedAt: at, From: FromOpenInferenceDef, TraceID: c.TraceID, SpanID: c.SpanID}, items)
+	return b.done()
 }
 
 // openInferenceCalls reads OpenInference's

@@ -241,7 +241,9 @@ func (d *decoder) setArgs(c *Call, v pcommon.Value, name string) {
 	if !isText && string(raw) == "null" {
 		return // recorded as absent
 	}
-	c.Args, c.ArgsRecorded = argsOf(raw, isText), true
+	// Structured arguments are JSON by construction but for a repeated
+	// key, which makes them raw text: not JSON by the contract's rule.
+	c.Args, c.ArgsRecorded = d.argsText(raw), true
 }
 
 // valueJSON returns v as JSON text (a string value: its text, isText) or
