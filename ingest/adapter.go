@@ -91,7 +91,10 @@ func emitCalls(c Context, fallback Meta, calls []callAt, emit func(Event) error)
 			if ca.tc.name == "" {
 				warnings = append(warnings, fmt.Errorf("call %d: %w; kept, the resolver will mark it MALFORMED", i, ErrNoToolName))
 			}
-			if !ca.tc.args.valid && ca.tc.args.raw == nil {
+			switch {
+			case ca.tc.unrecorded && !ca.tc.args.valid && ca.tc.args.raw == nil:
+				warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded; sent as such, decided on its name and never allowed", i, ca.tc.name))
+			case !ca.tc.args.valid && ca.tc.args.raw == nil:
 				warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded", i, ca.tc.name))
 			}
 		}

@@ -40,10 +40,10 @@
 //     named by the tool set (the configured registry, ":tools-" and 16 hex
 //     digits of its digest), which the calls of that answer name too; MCP
 //     tools/list spans become listings of the configured registry. A call
-//     without recorded arguments is kept without them (MALFORMED
-//     downstream), with a warning; one the decoder could not read (over a
-//     bound, no name) is kept without name or arguments, with a warning
-//     saying why.
+//     without recorded arguments is sent with "arguments_recorded": false
+//     (decided on its name, never allowed), with a warning; one the
+//     decoder could not read (over a bound, no name) is kept without name
+//     or arguments (MALFORMED downstream), with a warning saying why.
 //
 // # Envelope
 //

@@ -59,7 +59,7 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 	calls := make([]callAt, 0, len(r.Calls))
 	for _, oc := range r.Calls {
 		ca := callAt{
-			tc: toolCall{id: oc.CallID, name: oc.Tool},
+			tc: toolCall{id: oc.CallID, name: oc.Tool, unrecorded: !oc.ArgsRecorded && oc.Malformed == ""},
 			object: Meta{
 				Time: oc.EmittedAt, SessionID: oc.SessionID, AgentID: oc.AgentID, Model: oc.Model,
 				Provider: oc.Provider, Surface: oc.Surface, Server: oc.Server,

@@ -74,5 +74,7 @@
 // MaxValueBytes or MaxDepth, or a tool call without a name, is a Call
 // with Malformed set: never silently dropped, since it may have carried
 // calls. A span or log record that is no call and no listing at all is
-// counted in Result.Skipped. Attributes are read in one pass per span.
+// counted in Result.Skipped. A span's attributes are read in a fixed number
+// of passes (OpenInference's flattened ones in one), never a lookup per
+// attribute.
 package otlp
