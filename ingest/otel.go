@@ -12,7 +12,7 @@ var otelFallback = Meta{Surface: "raw_json"}
 // convertOTel converts one OTLP/JSON export (traces or logs) with package
 // otlp, the decoder of the stream too: its calls and listings become
 // events. A listing of the tool definitions a model was given goes to a
-// registry of its own (definitionsRegistry), and the calls of that model
+// registry of its own (otlp.DefinitionsRegistry), and the calls of that model
 // answer go to the same registry, so that they resolve against the tools
 // the model had; an MCP tools/list listing, and calls without recorded
 // definitions, go to the configured registry.
@@ -44,7 +44,7 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 		if l.From == otlp.FromMCPList {
 			meta.Server = l.Server
 		} else {
-			meta.Registry, meta.Server = definitionsRegistry(meta.Registry, l.Digest), ""
+			meta.Registry, meta.Server = otlp.DefinitionsRegistry(meta.Registry, l.Digest), ""
 			defsRegistry[i] = meta.Registry
 		}
 		if l.Dropped > 0 {
@@ -92,16 +92,4 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 		return nil
 	}
 	return emitCalls(c, otelFallback, calls, emit)
-}
-
-// definitionsRegistry names the registry of one set of tool definitions:
-// the configured registry (or none) and the set's digest, so that calls
-// answered with one tool set never resolve against another's, however
-// sessions interleave.
-func definitionsRegistry(base, digest string) string {
-	name := "tools-" + digest[:16]
-	if base == "" {
-		return name
-	}
-	return base + ":" + name
 }

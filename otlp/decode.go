@@ -141,6 +141,20 @@ type Listing struct {
 	Problem string
 }
 
+// DefinitionsRegistry names the registry of one set of tool definitions
+// (Listing.Digest) under the configured registry base ("" for none):
+// base + ":tools-" + 16 hex digits of the digest. The listing of the
+// definitions and the calls the model answered with them go to it, so
+// that those calls resolve against the tools the model had, whatever
+// other sessions had at the same time; ingest and the stream name it so.
+func DefinitionsRegistry(base, digest string) string {
+	name := "tools-" + digest[:min(16, len(digest))]
+	if base == "" {
+		return name
+	}
+	return base + ":" + name
+}
+
 // Result is what one payload holds.
 type Result struct {
 	Calls    []Call

@@ -297,3 +297,13 @@ func TestDecodeProtoBuilt(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestDefinitionsRegistry(t *testing.T) {
+	d := "150ec0e94e5daecf0123456789abcdef"
+	if got := DefinitionsRegistry("fleet-a", d); got != "fleet-a:tools-150ec0e94e5daecf" {
+		t.Errorf("%q", got)
+	}
+	if got := DefinitionsRegistry("", d); got != "tools-150ec0e94e5daecf" {
+		t.Errorf("%q", got)
+	}
+}
