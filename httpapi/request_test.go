@@ -221,6 +221,31 @@ func TestUnenforcedRefused(t *testing.T) {
 	}
 }
 
+// TestArgsUnrecordedRefused: in the call path a call that says its
+// arguments were not recorded is refused, with the tool its name resolved
+// to and a reason that says the arguments were not checked, and the hints
+// of a rejection do not invent keys for them.
+func TestArgsUnrecordedRefused(t *testing.T) {
+	store := registry.New()
+	l, err := schema.DecodeListing([]byte(`{"type":"listing","event_id":"l1","observed_at":"2026-12-01T00:00:00Z","registry":"u","server":"","op":"snapshot",
+		"tools":[{"name":"deploy","inputSchema":{"type":"object","properties":{"dry":{"type":"boolean"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Apply(l)
+	s, _ := server(t, Config{Store: store})
+	d := post(t, s.URL, "", `{"type":"call","event_id":"c","emitted_at":"2026-12-01T00:00:01Z","registry":"u","tool":"deploy","arguments_recorded":false}`).decision(t)
+	if d["class"] != "H3" || d["verdict"] != "reject" || d["resolved_tool"] != "deploy" {
+		t.Fatalf("%v", d)
+	}
+	if reason, _ := d["reason"].(string); !signature.NotEnforced(reason) || !strings.Contains(reason, "arguments not recorded") {
+		t.Errorf("reason %q", reason)
+	}
+	if h, _ := d["hints"].(map[string]any); h["keys"] != nil || h["missing"] != nil {
+		t.Errorf("hints %v", h)
+	}
+}
+
 // TestPolicyStamp: the API stamps the resolver's policy
 // (resolve.Resolver.Policy), as the stream, re-analysis, check and the
 // gateway do: under --formats assert and an approvals policy it keeps

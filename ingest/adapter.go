@@ -64,6 +64,12 @@ func NewAdapter(f Format) (Adapter, error) {
 type callAt struct {
 	tc     toolCall
 	object Meta
+	// registry, when set, is the call's registry whatever the context
+	// says (OTel: the registry of the tool definitions the model had).
+	registry string
+	// problem, when set, is why the call cannot be checked; it is kept
+	// (the resolver marks it MALFORMED) and the problem is a warning.
+	problem string
 }
 
 // emitCalls builds the events of calls, then emits them all; if any lacks
@@ -76,11 +82,21 @@ func emitCalls(c Context, fallback Meta, calls []callAt, emit func(Event) error)
 		if meta.Time.IsZero() {
 			return ErrNoTime
 		}
-		if ca.tc.name == "" {
-			warnings = append(warnings, fmt.Errorf("call %d: %w; kept, the resolver will mark it MALFORMED", i, ErrNoToolName))
+		if ca.registry != "" {
+			meta.Registry = ca.registry
 		}
-		if !ca.tc.args.valid && ca.tc.args.raw == nil {
-			warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded", i, ca.tc.name))
+		if ca.problem != "" {
+			warnings = append(warnings, fmt.Errorf("call %d (%s): %s; kept, the resolver will mark it MALFORMED", i, ca.tc.name, ca.problem))
+		} else {
+			if ca.tc.name == "" {
+				warnings = append(warnings, fmt.Errorf("call %d: %w; kept, the resolver will mark it MALFORMED", i, ErrNoToolName))
+			}
+			switch {
+			case ca.tc.unrecorded && !ca.tc.args.valid && ca.tc.args.raw == nil:
+				warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded; sent as such, decided on its name and never allowed", i, ca.tc.name))
+			case !ca.tc.args.valid && ca.tc.args.raw == nil:
+				warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded", i, ca.tc.name))
+			}
 		}
 		events = append(events, newCall(ca.tc, meta, callID(c, i, ca.tc.id)))
 	}

@@ -29,14 +29,21 @@
 //     open at the end of a source is reported as an error on its first line
 //     and not emitted: a partial snapshot would drop tools downstream. Other
 //     JSON-RPC messages are ignored.
-//   - [FormatOTel]: OTLP/JSON trace exports (resourceSpans[].scopeSpans[].spans[]);
-//     spans whose gen_ai.operation.name is "execute_tool" become calls, timed
-//     by startTimeUnixNano. gen_ai.tool.call.arguments may be a JSON string
-//     or a structured value; without it (it is opt-in in the semantic
-//     conventions) the call has no arguments. gen_ai.conversation.id,
-//     gen_ai.agent.id, gen_ai.request.model and gen_ai.provider.name (or the
-//     older gen_ai.system) fill session, agent, model and provider, span
-//     attributes over resource attributes.
+//   - [FormatOTel]: OTLP/JSON exports, traces (resourceSpans) or logs
+//     (resourceLogs), read by package otlp (its documentation maps every
+//     attribute): the tool calls a model returned (GenAI output messages
+//     on spans or the inference-details log record, gen_ai.choice log
+//     events, OpenInference llm.output_messages), execute_tool spans and
+//     MCP tools/call client spans become calls, one call for a model's
+//     call and its execute_tool span; tool definitions (gen_ai.tool.definitions,
+//     OpenInference llm.tools) become a snapshot listing in a registry
+//     named by the tool set (the configured registry, ":tools-" and 16 hex
+//     digits of its digest), which the calls of that answer name too; MCP
+//     tools/list spans become listings of the configured registry. A call
+//     without recorded arguments is sent with "arguments_recorded": false
+//     (decided on its name, never allowed), with a warning; one the
+//     decoder could not read (over a bound, no name) is kept without name
+//     or arguments (MALFORMED downstream), with a warning saying why.
 //
 // # Envelope
 //

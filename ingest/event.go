@@ -57,6 +57,9 @@ type toolCall struct {
 	id   string // provider's tool-call id, "" when none
 	name string
 	args argValue
+	// unrecorded: the source did not record the arguments (OTel's
+	// capture off); the event says so ("arguments_recorded": false).
+	unrecorded bool
 }
 
 // argValue is a call's arguments: JSON (compacted), raw text that was not
@@ -162,7 +165,7 @@ func newCall(tc toolCall, meta Meta, id string) Event {
 		SeenDigest: meta.SeenDigests[tc.name],
 		Visible:    meta.Visible, // an empty list is left out, as it always was
 	}
-	var args schema.CallArgs
+	args := schema.CallArgs{Unrecorded: tc.unrecorded}
 	if tc.args.valid {
 		args.JSON = tc.args.json
 	} else {
@@ -198,16 +201,4 @@ func callKey(session, agent string) []byte {
 		return []byte(k)
 	}
 	return nil
-}
-
-// marshal encodes v without HTML escaping, so tool text stays as written.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // Encode adds a newline
 }

@@ -117,7 +117,7 @@ func detectObject(o object) Format {
 		return f
 	}
 	switch {
-	case o.kindOf("resourceSpans") == '[':
+	case o.kindOf("resourceSpans") == '[', o.kindOf("resourceLogs") == '[':
 		return FormatOTel
 	case o.kindOf("jsonrpc") == '"', o.kindOf("method") == '"' && o.kindOf("params") != 0:
 		return FormatMCP

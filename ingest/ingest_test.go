@@ -163,6 +163,11 @@ func TestFixtures(t *testing.T) {
 		{file: "otel.good.jsonl", wantNoEvent: 1, wantWarnings: 1},
 		{file: "otel.good.jsonl", format: FormatOTel, wantNoEvent: 1, wantWarnings: 1},
 		{file: "otel.bad.jsonl", wantErrs: map[int]error{1: ErrWrongFormat, 2: ErrNoTime}},
+		// One export per instrumentation (package otlp's fixtures): Vercel AI
+		// SDK, instrumentation-openai Chat Completions and Responses (logs),
+		// OpenInference, MCP client spans.
+		{file: "otel.shapes.jsonl", wantWarnings: 4},
+		{file: "otel.shapes.jsonl", format: FormatOTel, wantWarnings: 4},
 		{file: "garbage.bad.jsonl", maxLine: 4096, wantErrs: map[int]error{
 			1: ErrNotJSON, 2: ErrNotJSON, 3: ErrUnknownFormat, 4: ErrUnknownFormat, 5: ErrNotJSON,
 			7: ErrNotJSON, 8: ErrNotJSON, 9: ErrLineTooLong,

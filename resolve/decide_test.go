@@ -29,6 +29,18 @@ func TestDecide(t *testing.T) {
 		{"not JSON", `{"type":"call",`, store.Snapshot(), false, schema.Malformed, "JSON", "", ""},
 		{"no arguments", `{"type":"call","event_id":"c-3","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments_raw":"q=x"}`,
 			store.Snapshot(), false, schema.Malformed, "arguments", "c-3", ""},
+		// A producer that did not record the arguments (OpenTelemetry's
+		// capture off): resolved by name, never allowed.
+		{"arguments not recorded", `{"type":"call","event_id":"c-6","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments_recorded":false}`,
+			store.Snapshot(), true, schema.H3, "not enforced: arguments not recorded", "c-6", "search"},
+		{"arguments not recorded, unknown name", `{"type":"call","event_id":"c-7","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"serch","arguments_recorded":false}`,
+			store.Snapshot(), true, schema.H1, "no tool", "c-7", "serch"},
+		{"arguments not recorded, yet given", `{"type":"call","event_id":"c-8","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments_recorded":false,"arguments":{"q":"x"}}`,
+			store.Snapshot(), false, schema.Malformed, "arguments_recorded is false but the event has arguments", "c-8", ""},
+		{"arguments recorded, not a boolean", `{"type":"call","event_id":"c-9","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments_recorded":"no"}`,
+			store.Snapshot(), false, schema.Malformed, "arguments_recorded is not a boolean", "c-9", ""},
+		{"arguments recorded true, none given", `{"type":"call","event_id":"c-10","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"search","arguments_recorded":true}`,
+			store.Snapshot(), false, schema.Malformed, "arguments missing", "c-10", ""},
 		{"passthrough", `{"type":"call","event_id":"c-4","emitted_at":"2026-12-01T00:00:10Z","registry":"single","tool":"wipe_disk","arguments":{}}`,
 			nil, true, "", "", "c-4", "wipe_disk"},
 		{"passthrough, malformed", `{"type":"call","event_id":"c-5","tool":"search","arguments":{}}`,

@@ -93,6 +93,12 @@ func Malformed(err error, d *schema.Decision) {
 	d.Set(schema.Malformed, err.Error())
 }
 
+// ArgsNotRecorded is the reason of the decision of a call whose producer
+// did not record its arguments (schema.Call.ArgsUnrecorded) and whose
+// name resolved: H3, as a part of a schema the checker does not enforce,
+// so that it is refused in the call path and counted with those.
+const ArgsNotRecorded = "not enforced: arguments not recorded; the name resolved, the arguments are not checked"
+
 // Resolve decides call c against vs and writes the decision into d.
 //
 // In PinAssisted mode an unpinned name that several top-trust servers
@@ -137,6 +143,16 @@ func (r *Resolver) Resolve(vs Versions, c *schema.Call, d *schema.Decision) {
 	}
 	if refused != "" {
 		d.Set(schema.M4, refused)
+		return
+	}
+	if c.ArgsUnrecorded {
+		// The name resolved; the arguments cannot be checked, and a call
+		// not checked is never allowed (as a schema part not enforced).
+		if c.HasVisible && !visible(c, t) {
+			d.Set(schema.H4, "tool is not in the agent's visible tools")
+			return
+		}
+		d.Set(schema.H3, ArgsNotRecorded)
 		return
 	}
 	if res := t.Sig.Check(c.Arguments); res.Kind != signature.Pass {

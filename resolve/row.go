@@ -86,6 +86,9 @@ func (d *RowDecider) fill(row *schema.Row, decoded bool, recordTime time.Time) {
 	if !d.argsInit {
 		d.args, d.argsInit = schema.NewArgsSummarizer(d.ArgsKey), true
 	}
+	if d.call.ArgsUnrecorded {
+		return // no arguments: no shape, no hash (not the hash of nothing)
+	}
 	row.ArgsShape = d.args.Shape(d.call.Arguments)
 	row.ArgsHash = d.args.Hash(d.call.Arguments)
 	if d.KeepRawArgs {

@@ -65,6 +65,24 @@ func TestDecideRow(t *testing.T) {
 	}
 }
 
+// TestDecideRowArgsUnrecorded: a call whose arguments were not recorded is
+// decided (H3, not enforced) and its row has no arguments' summary: no
+// shape, and no hash that would join every such call as equal arguments.
+func TestDecideRowArgsUnrecorded(t *testing.T) {
+	d := RowDecider{KeepRawArgs: true}
+	var row schema.Row
+	ev := `{"type":"call","event_id":"c-u","emitted_at":"2026-12-01T00:00:10Z","registry":"single","agent_id":"a-1","tool":"search","arguments_recorded":false}`
+	if !d.DecideRow(fixture(t).Snapshot(), []byte(ev), time.Now(), &row) {
+		t.Fatalf("not decoded: %+v", row.Decision)
+	}
+	if row.Class != schema.H3 || row.Reason != ArgsNotRecorded || row.ResolvedTool != "search" {
+		t.Errorf("decision %+v", row.Decision)
+	}
+	if row.ArgsShape != "" || row.ArgsHash != "" || row.ArgsRaw != "" {
+		t.Errorf("arguments' summary %q %q %q", row.ArgsShape, row.ArgsHash, row.ArgsRaw)
+	}
+}
+
 // suggestions records what it was asked and names a fixed tool.
 type suggestions struct{ asked []schema.Class }
 

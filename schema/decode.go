@@ -91,7 +91,18 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		c.EmittedAt = t
 	}
 	args := m.v[mArguments]
+	switch rec := m.v[mArgumentsRecorded]; {
+	case rec.Kind() != jsontape.False:
+		if !rec.IsNull() && rec.Kind() != jsontape.True {
+			bad("arguments_recorded is not a boolean")
+		}
+	case args.Exists() || m.v[mArgumentsRaw].Exists():
+		bad("arguments_recorded is false but the event has arguments")
+	default:
+		c.ArgsUnrecorded = true
+	}
 	switch {
+	case c.ArgsUnrecorded:
 	case !args.Exists() && m.v[mArgumentsRaw].Exists():
 		bad("arguments are not JSON (only arguments_raw)")
 	case !args.Exists():
@@ -159,6 +170,7 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		}
 	}
 	if reason != "" {
+		c.ArgsUnrecorded = false
 		return malformed(c.EventID, reason)
 	}
 	c.Arguments = args
@@ -184,6 +196,7 @@ const (
 	mEmittedAt
 	mArguments
 	mArgumentsRaw
+	mArgumentsRecorded
 	mRegistry
 	mAgentID
 	mSessionID
@@ -218,6 +231,8 @@ func callMember(k []byte) int {
 		return mArguments
 	case "arguments_raw":
 		return mArgumentsRaw
+	case "arguments_recorded":
+		return mArgumentsRecorded
 	case "registry":
 		return mRegistry
 	case "agent_id":

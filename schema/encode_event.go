@@ -17,6 +17,9 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 type CallArgs struct {
 	JSON []byte  // compact JSON of the arguments object, written as it is; nil: absent
 	Raw  *string // arguments_raw, when JSON is nil; nil: absent
+	// Unrecorded, with neither JSON nor Raw, writes "arguments_recorded":
+	// false: the producer did not record them (Call.ArgsUnrecorded).
+	Unrecorded bool
 }
 
 // AppendCall appends c as a call event: one JSON object, no newline, its
@@ -44,6 +47,8 @@ func AppendCall(b []byte, c *Call, args CallArgs) []byte {
 		b = append(b, args.JSON...)
 	case args.Raw != nil:
 		b = appendMember(b, "arguments_raw", *args.Raw)
+	case args.Unrecorded:
+		b = append(b, `,"arguments_recorded":false`...)
 	}
 	if c.SeenDigest != "" {
 		b = appendMember(b, "seen_digest", c.SeenDigest)

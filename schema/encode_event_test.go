@@ -41,6 +41,12 @@ func TestAppendCall(t *testing.T) {
 		{"no arguments", Call{EventID: "c-6", EmittedAt: at, Tool: "t"}, CallArgs{},
 			`{"type":"call","event_id":"c-6","emitted_at":"2026-11-29T09:00:05.250Z","registry":"","agent_id":"","session_id":"","model":"","provider":"","surface":"","tool":"t","server":""}`,
 			false},
+		{"arguments not recorded", Call{EventID: "c-7", EmittedAt: at, Tool: "t", ArgsUnrecorded: true}, CallArgs{Unrecorded: true},
+			`{"type":"call","event_id":"c-7","emitted_at":"2026-11-29T09:00:05.250Z","registry":"","agent_id":"","session_id":"","model":"","provider":"","surface":"","tool":"t","server":"","arguments_recorded":false}`,
+			true},
+		{"recorded wins over unrecorded", Call{EventID: "c-8", EmittedAt: at, Tool: "t"}, CallArgs{JSON: []byte(`{}`), Unrecorded: true},
+			`{"type":"call","event_id":"c-8","emitted_at":"2026-11-29T09:00:05.250Z","registry":"","agent_id":"","session_id":"","model":"","provider":"","surface":"","tool":"t","server":"","arguments":{}}`,
+			true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line := AppendCall([]byte("prefix"), &tc.call, tc.args)[len("prefix"):]
@@ -69,6 +75,7 @@ func TestAppendCall(t *testing.T) {
 				c.AgentID != want.AgentID || c.SessionID != want.SessionID || c.Model != want.Model ||
 				c.Provider != want.Provider || c.Surface != want.Surface || c.Tool != want.Tool ||
 				c.Server != want.Server || c.SeenDigest != want.SeenDigest || c.HasVisible != want.HasVisible ||
+				c.ArgsUnrecorded != want.ArgsUnrecorded ||
 				len(c.Visible) != len(want.Visible) {
 				t.Errorf("decoded\n%+v\nwant\n%+v", c, want)
 			}

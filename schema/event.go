@@ -111,6 +111,11 @@ type Call struct {
 	SeenDigest string   // optional
 	Visible    []string // optional frontier; nil when absent
 	HasVisible bool     // visible was present (an empty list is a frontier too)
+	// ArgsUnrecorded: the producer did not record the arguments
+	// ("arguments_recorded": false, and neither arguments nor
+	// arguments_raw; OpenTelemetry records them only when asked). The
+	// call is resolved by name and never allowed (resolve says so).
+	ArgsUnrecorded bool
 }
 
 // Key is the Kafka key of a call event (CallKey).

@@ -65,10 +65,14 @@ Formats, detected per line unless --format forces one:
   mcp        JSON-RPC tools/call requests (calls) and tools/list results
              (snapshot listings; pages chained by nextCursor for the same
              registry/server are merged; an unfinished chain is an error)
-  otel       OTLP/JSON trace exports: execute_tool spans (gen_ai.tool.name,
-             gen_ai.tool.call.id, gen_ai.tool.call.arguments,
-             startTimeUnixNano, gen_ai.conversation.id, gen_ai.agent.id,
-             gen_ai.request.model, gen_ai.provider.name)
+  otel       OTLP/JSON exports, traces or logs: the tool calls a model
+             returned (gen_ai.output.messages, gen_ai.choice events,
+             OpenInference llm.output_messages), execute_tool and MCP
+             tools/call spans (one call for a model's call and its
+             execute_tool span); tool definitions (gen_ai.tool.definitions,
+             llm.tools) become a listing of their own registry
+             (REGISTRY:tools-HEX), MCP tools/list spans listings; calls
+             without recorded arguments say so (arguments_recorded false)
 
 Envelope: a provider object may be wrapped to give the context it lacks:
   {"emitted_at":"2026-11-29T10:00:05.250Z", "registry":"fleet-a",

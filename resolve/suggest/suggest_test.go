@@ -312,3 +312,35 @@ func TestHintsConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestHintsArgsUnrecorded: the hints of a call decided on its name only
+// (arguments not recorded, H3 "not enforced:") read no arguments: the
+// expected schema at the root, nothing about keys.
+func TestHintsArgsUnrecorded(t *testing.T) {
+	store := loadStore(t, "testdata/listings.jsonl")
+	calls, err := os.ReadFile("testdata/calls.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probe schema.Call // the first call whose name resolves
+	var dec schema.CallDecoder
+	var r resolve.Resolver
+	for _, line := range bytes.Split(bytes.TrimSpace(calls), []byte("\n")) {
+		var d schema.Decision
+		if r.Decide(store.Snapshot(), &dec, line, &probe, &d) && d.ResolvedTool != "" {
+			probe.Tool, probe.Server = d.ResolvedTool, d.ResolvedServer
+			break
+		}
+	}
+	ev := schema.AppendCall(nil, &schema.Call{EventID: "u-1", EmittedAt: probe.EmittedAt, Registry: probe.Registry, Tool: probe.Tool, Server: probe.Server},
+		schema.CallArgs{Unrecorded: true})
+	var c schema.Call
+	var d schema.Decision
+	if !r.Decide(store.Snapshot(), &dec, ev, &c, &d) || d.Class != schema.H3 || d.Reason != resolve.ArgsNotRecorded {
+		t.Fatalf("%s: %+v", ev, d)
+	}
+	h := New().Hints(store.Snapshot(), &c, &d)
+	if len(h.Keys) != 0 || len(h.Missing) != 0 {
+		t.Errorf("hints about keys of arguments never recorded: %s", h.AppendJSON(nil))
+	}
+}
