@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./audit/
 	$(GO) test -run '^$$' -fuzz FuzzLoadCheckpoint -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz FuzzDifferentialGenerated -fuzztime $(FUZZTIME) ./signature/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./otlp/
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime $(FUZZTIME) ./signature/ecmare/
 	$(GO) test -run '^$$' -fuzz FuzzFormats -fuzztime $(FUZZTIME) ./signature/format/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./approvals/
