@@ -95,6 +95,20 @@ func (s *Server) HTTPAddr() string { return s.httpAddr }
 // PID is the engine child's process id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
+// ErrNotBuilt is the error of Start, and of Built, in a binary built with
+// -tags nochengine (the production image's: see serve_none.go).
+var ErrNotBuilt = errors.New("chengine: this binary was built without the embedded engine (-tags nochengine): run it against your own Kafka and ClickHouse")
+
+// Built returns ErrNotBuilt when this binary cannot run the engine, nil
+// when it can: a caller asks it before looking for the library, whose
+// absence is not the cause then.
+func Built() error {
+	if !built {
+		return ErrNotBuilt
+	}
+	return nil
+}
+
 // Start launches the engine in a child process and returns once both the
 // native port answers a clickhouse-go Ping and HTTP /ping answers "Ok.". If it
 // fails, the error carries the tail of the engine's output. When the ports
@@ -104,8 +118,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("chengine: Options.Dir is required")
 	}
-	if !built {
-		return nil, serve("", nil) // errNotBuilt: see serve_none.go
+	if err := Built(); err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

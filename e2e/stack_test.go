@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // stack is a `resolverd stack` process: the product's embedded broker and
@@ -35,6 +37,7 @@ var stackUp = regexp.MustCompile(`kafka (\S+), clickhouse (\S+) \(http (\S+)\), 
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	need.Engine(t) // the stack runs the engine library of this machine
 	cmd := exec.Command(resolverd, "stack", "--dir", t.TempDir(),
 		"--kafka-port", "0", "--clickhouse-port", "0", "--clickhouse-http-port", "0", "--http", "127.0.0.1:0")
 	var buf bytes.Buffer

@@ -115,15 +115,18 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			opts = append(opts, kfake.SeedTopics(n, t))
 		}
 	}
+	if err := chengine.Built(); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
 	k, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: start Kafka broker: %w", err)
 	}
 	lib := o.Lib
 	if lib == "" {
-		if lib, err = chengine.Find(""); err != nil {
+		if lib, err = chengine.Find(""); err != nil { // its error says how to fetch it
 			k.Close()
-			return nil, fmt.Errorf("embedded: %w (fetch it with scripts/fetch-chengine.sh or `chengine fetch`)", err)
+			return nil, fmt.Errorf("embedded: %w", err)
 		}
 	}
 	sup := append([]chengine.SuperviseOption{chengine.WithRegisterer(o.Registerer)}, o.Supervise...)
