@@ -1,0 +1,107 @@
+// Package modelproxy puts closed-world resolution at the model API: an
+// HTTP proxy in front of an upstream model API (OpenAI Chat Completions,
+// Anthropic Messages; non-streaming) that decides every tool call a
+// response returns against the tools its request declared, records the
+// decisions in the audit trail, and only then answers the client. An
+// unmodified SDK pointed at it (its base URL) works as before.
+// `resolverd proxy` serves it (docs/commands.md).
+//
+// # Routes
+//
+// A route is a path prefix, an API, an upstream base URL, a registry and
+// a policy (Config). The rest of the request's path is the upstream's:
+// an OpenAI SDK with baseURL http://proxy/openai/v1 posts
+// /openai/v1/chat/completions, forwarded to upstream + /v1/chat/completions.
+// Only the endpoint whose tool calls the proxy decides is served (POST
+// .../chat/completions, POST /v1/messages); any other path of a route is
+// answered 404 in the API's error shape rather than passed on undecided
+// (the Responses API, batches and the like may return tool calls too).
+//
+// # The declared tools are a listing
+//
+// The tools a request declares are a listing event of the route's
+// registry (wire contract v1.2): one unnamed server (the single-registry
+// case), each tool its name, description and inputSchema (OpenAI's
+// function.parameters, an omitted one being an empty parameter list;
+// Anthropic's input_schema). Its registry version is the content hash
+// package registryversions gives any listing, a digest of the declared
+// definitions: a fleet's unchanged tool set is one version, compiled once
+// and kept (DefaultDeclaredSets), whichever client sends it. `resolverd
+// check` given the same tools as a listing and the audited call events
+// decides the same (the tests assert it). Tools the API runs itself
+// (Anthropic's web_search, web_fetch, code_execution, tool_search) are
+// not in the listing: their server_tool_use blocks come back executed,
+// never for the client to execute, and are not decided. Tools the API
+// defines and the client executes (Anthropic's bash, text_editor,
+// computer, memory) are in it with an open schema ({"type":"object"}):
+// their names are checked, their arguments are the API's to define.
+// OpenAI custom tools (free-text input) and the deprecated functions are
+// refused (400): their calls carry no arguments object to decide.
+//
+// Declared tools that are not a usable listing (two of one name, one
+// without a name or an object schema) are refused (400). A request body
+// with a member name repeated anywhere is refused too (400): JSON readers
+// differ on which repetition wins, and the proxy must read the
+// declarations the upstream reads. The same holds of responses (502).
+//
+// # A call is an event of that version
+//
+// Each tool call of a response (OpenAI: choices[].message.tool_calls[];
+// Anthropic: content[] blocks of type tool_use) becomes a call event:
+// event_id the response's id and the call's, emitted_at now, the route's
+// registry and agent, the response's model, provider openai or
+// anthropic, surface schema_enforced when the tool was declared strict
+// (constrained decoding), raw_json otherwise, the name as returned, the
+// arguments (OpenAI's arguments string when it is JSON, else
+// arguments_raw, MALFORMED). It is decided, recorded and answered by the
+// call path's one step (package callpath, source "model-proxy"): every
+// decision of a response is produced to the audit topic and acknowledged
+// before the client gets the response. When the audit trail does not take
+// them, the client gets 503 in the API's error shape and no call (fail
+// closed). A response without tool calls needs no decision and passes.
+// tool_choice and parallel_tool_calls are forwarded as they are; the
+// calls that come back are decided against the declared tools whatever
+// tool_choice asked.
+//
+// # Policies
+//
+// observe forwards every response unchanged and records the decisions
+// (action observed). block (action enforced) withholds rejected calls:
+// the client never receives one as something to execute. What it
+// receives instead is a response the official SDKs and their agent
+// loops handle as an ordinary one:
+//
+//   - OpenAI: the rejected calls are dropped from message.tool_calls and
+//     a note appended to message.content (the fix text of each: class,
+//     reason, path, hints). A choice left without calls has no
+//     tool_calls and finish_reason "stop": runTools and every agent loop
+//     end the turn with the note as the assistant's answer, where a
+//     tool_calls finish with no call would make them loop or fail.
+//   - Anthropic: the rejected tool_use blocks are dropped and the note
+//     appended as a text block; a message left without tool_use gets
+//     stop_reason "end_turn" (stop_sequence null), for the same reason.
+//
+// Parallel calls of which only some resolve: the ones that resolve are
+// kept, in order, with their ids, and finish_reason / stop_reason stays
+// tool_calls / tool_use; the client executes them once and sends their
+// results, which the API accepts (a result is owed only for the calls of
+// the assistant turn the client holds). The proxy executes nothing.
+// Response headers say what was decided: Toolaudit-Calls,
+// Toolaudit-Rejected, Toolaudit-Withheld (the ids withheld) and
+// Toolaudit-Registry-Version.
+//
+// # Pass-through and bounds
+//
+// The client's headers pass to the upstream but the hop-by-hop ones,
+// Content-Length and Accept-Encoding (Go's transport asks for gzip and
+// decodes it: the proxy reads what it decides); credentials
+// (Authorization, x-api-key) pass through and are never logged or kept.
+// An upstream answer that is not 2xx passes through as it is, status,
+// headers and body. Request bodies (Limits.MaxRequestBytes: 413),
+// declared tools (Limits.MaxTools: 400) and successful response bodies
+// (Limits.MaxResponseBytes: 502, the calls cannot be decided) are
+// bounded, and so is the exchange (Limits.UpstreamTimeout).
+//
+// Not yet: streaming (stream: true is refused, 400, rather than passed
+// on undecided), the Responses API, the retry policy.
+package modelproxy

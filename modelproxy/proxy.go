@@ -1,0 +1,376 @@
+package modelproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/callpath"
+	"github.com/toolaudit/toolaudit/jsontape"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// Options configure a Proxy.
+type Options struct {
+	Config Config // validated (ParseConfig, Config.Validate)
+	// Audit records every decision before its response is answered
+	// (*audit.Kafka); nil: none (development only).
+	Audit audit.Producer
+	// Hints computes the hints of rejections (suggest.New()); nil: none.
+	Hints callpath.Hinter
+	// ResolverBuild stamps every decision.
+	ResolverBuild string
+	// Transport reaches the upstreams; nil: http.DefaultTransport's
+	// settings.
+	Transport http.RoundTripper
+	Logger    *slog.Logger
+	// DeclaredSets bounds the declared tool sets kept compiled;
+	// 0: DefaultDeclaredSets.
+	DeclaredSets int
+}
+
+// Response headers the proxy adds to a decided response.
+const (
+	HeaderCalls    = "Toolaudit-Calls"    // tool calls decided
+	HeaderRejected = "Toolaudit-Rejected" // of which rejected
+	// HeaderWithheld lists the ids of the calls withheld (block),
+	// comma-separated.
+	HeaderWithheld = "Toolaudit-Withheld"
+	// HeaderVersion is the registry version of the declared tools.
+	HeaderVersion = "Toolaudit-Registry-Version"
+)
+
+// Proxy is the model API proxy: an http.Handler.
+type Proxy struct {
+	cfg      Config
+	routes   []*Route // longest prefix first
+	client   *http.Client
+	log      *slog.Logger
+	declared *declaredCache
+	steps    map[Policy]*callpath.Step
+	ids      atomic.Uint64
+	idPrefix string
+}
+
+// New returns a Proxy.
+func New(o Options) (*Proxy, error) {
+	cfg := o.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mode, err := resolve.ParseMode(cfg.Mode)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tr := o.Transport
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	res := resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"}
+	step := callpath.Step{Resolver: res, Hints: o.Hints, Audit: o.Audit, Source: schema.SourceModelProxy,
+		ResolverBuild: o.ResolverBuild, PolicyVersion: res.Policy()}
+	observe, block := step, step
+	observe.Action, block.Action = schema.ActionObserved, schema.ActionEnforced
+	p := &Proxy{
+		cfg: cfg, log: log,
+		client:   &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		declared: &declaredCache{formats: cfg.Formats == "assert", max: cmpOr(o.DeclaredSets, DefaultDeclaredSets)},
+		steps:    map[Policy]*callpath.Step{Observe: &observe, Block: &block},
+		idPrefix: "mp-" + strconv.FormatInt(time.Now().UnixMilli(), 36) + "-",
+	}
+	for i := range cfg.Routes {
+		p.routes = append(p.routes, &cfg.Routes[i])
+	}
+	slices.SortFunc(p.routes, func(a, b *Route) int { return len(b.Prefix) - len(a.Prefix) })
+	return p, nil
+}
+
+func cmpOr(a, b int) int {
+	if a > 0 {
+		return a
+	}
+	return b
+}
+
+// route is the route of path and the rest of the path, or nil.
+func (p *Proxy) route(path string) (*Route, string) {
+	for _, r := range p.routes {
+		if rest, ok := strings.CutPrefix(path, r.Prefix); ok && (rest == "" || rest[0] == '/') {
+			return r, rest
+		}
+	}
+	return nil, ""
+}
+
+// ServeHTTP answers one request of a model API's client.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, rest := p.route(r.URL.Path)
+	if rt == nil {
+		writeError(w, openAIChat{}, http.StatusNotFound, "no route of this proxy serves "+strconv.Quote(r.URL.Path))
+		return
+	}
+	a := rt.api
+	if !a.decided(r.Method, rest) {
+		// Fail closed: what the proxy does not decide (another endpoint,
+		// which may return tool calls too) is not passed on undecided.
+		writeError(w, a, http.StatusNotFound, fmt.Sprintf("toolaudit: this route serves only %s, whose tool calls it decides, not %s %s", a.endpoint(), r.Method, rest))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.Limits.MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, a, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", p.cfg.Limits.MaxRequestBytes))
+			return
+		}
+		writeError(w, a, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	req, err := parseStrict(body, func() (*request, error) { return a.parseRequest(body, p.cfg.Limits.MaxTools) })
+	if err != nil {
+		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
+		return
+	}
+	if req.stream {
+		writeError(w, a, http.StatusBadRequest, "toolaudit: streaming (stream: true) is not supported by this proxy yet; send the request without it")
+		return
+	}
+	decl, err := p.declared.get(rt.Registry, req.tools)
+	if err != nil {
+		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
+		return
+	}
+	for _, is := range decl.issues {
+		p.log.Warn("declared tool not usable: its calls are rejected", "route", rt.Prefix, "issue", is.String())
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.Limits.upstreamTimeout)
+	defer cancel()
+	up, err := p.forward(ctx, r, rt, rest, body)
+	if err != nil {
+		p.log.Warn("upstream unreachable", "route", rt.Prefix, "err", err)
+		writeError(w, a, http.StatusBadGateway, "toolaudit: the upstream did not answer: "+err.Error())
+		return
+	}
+	defer up.Body.Close()
+	if up.StatusCode < 200 || up.StatusCode > 299 {
+		// An upstream error passes through as it is: it holds no call.
+		copyHeader(w.Header(), up.Header)
+		w.WriteHeader(up.StatusCode)
+		_, _ = io.Copy(w, up.Body)
+		return
+	}
+	out, err := io.ReadAll(io.LimitReader(up.Body, p.cfg.Limits.MaxResponseBytes+1))
+	if err != nil {
+		writeError(w, a, http.StatusBadGateway, "toolaudit: reading the upstream response: "+err.Error())
+		return
+	}
+	if int64(len(out)) > p.cfg.Limits.MaxResponseBytes {
+		writeError(w, a, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream response is larger than %d bytes; its tool calls cannot be decided", p.cfg.Limits.MaxResponseBytes))
+		return
+	}
+	resp, err := parseStrict(out, func() (response, error) { return a.parseResponse(out) })
+	if err != nil {
+		writeError(w, a, http.StatusBadGateway, "toolaudit: the upstream response is not understood, so its tool calls cannot be decided: "+err.Error())
+		return
+	}
+	copyHeader(w.Header(), up.Header)
+	calls := resp.calls()
+	if len(calls) == 0 {
+		w.WriteHeader(up.StatusCode)
+		_, _ = w.Write(out)
+		return
+	}
+	dr, err := p.decide(ctx, rt, a, req, decl, resp)
+	if err != nil {
+		w.Header().Del("Content-Type")
+		p.log.Error("decisions not recorded: the response is refused", "route", rt.Prefix, "err", err)
+		writeError(w, a, http.StatusServiceUnavailable, "toolaudit: the tool calls of this response could not be recorded in the audit trail, so none is returned: "+err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set(HeaderCalls, strconv.Itoa(len(calls)))
+	h.Set(HeaderRejected, strconv.Itoa(dr.nRejected))
+	h.Set(HeaderVersion, decl.version)
+	if rt.policy == Block && dr.nRejected > 0 {
+		if out, err = resp.withhold(dr.rejected, dr.note); err != nil {
+			writeError(w, a, http.StatusBadGateway, "toolaudit: "+err.Error())
+			return
+		}
+		h.Set(HeaderWithheld, strings.Join(dr.withheld, ","))
+	}
+	w.WriteHeader(up.StatusCode)
+	_, _ = w.Write(out)
+}
+
+// parseStrict parses b with jsontape before parse reads it: a member
+// name repeated anywhere is refused, so that the proxy and the upstream
+// cannot read two different declarations or calls from one body (JSON
+// readers differ on which repetition wins).
+func parseStrict[T any](b []byte, parse func() (T, error)) (T, error) {
+	var zero T
+	var t jsontape.Tape
+	if err := t.Parse(b); err != nil {
+		return zero, err
+	}
+	if t.Root().Kind() != jsontape.Object {
+		return zero, errors.New("not a JSON object")
+	}
+	return parse()
+}
+
+// decisions are a response's decisions.
+type decisions struct {
+	rejected  []bool
+	nRejected int
+	withheld  []string
+	note      string
+}
+
+// decide decides every call of resp against the declared tools and
+// records the decisions (acknowledged) before returning.
+func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl *declared, resp response) (*decisions, error) {
+	step := p.steps[rt.policy]
+	calls := resp.calls()
+	recs := make([]*audit.Record, len(calls))
+	hints := make([]suggest.Hints, len(calls))
+	var dec schema.CallDecoder
+	var c schema.Call
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, tc := range calls {
+		ev := schema.Call{
+			EventID: p.eventID(resp.id(), tc.id), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
+			Model: resp.model(), Provider: a.provider(), Surface: "raw_json", Tool: tc.name,
+		}
+		if req.strict[tc.name] {
+			ev.Surface = "schema_enforced"
+		}
+		event := schema.AppendCall(nil, &ev, schema.CallArgs{JSON: tc.args, Raw: tc.raw})
+		rec := &audit.Record{}
+		step.Decide(decl.snap, &dec, event, &c, rec)
+		hints[i] = step.Hint(decl.snap, &c, rec)
+		recs[i] = rec
+	}
+	if err := step.Record(ctx, recs...); err != nil {
+		return nil, err
+	}
+	d := &decisions{rejected: make([]bool, len(calls))}
+	var note strings.Builder
+	for i, rec := range recs {
+		if rec.Decision.Verdict != schema.Reject {
+			continue
+		}
+		d.rejected[i] = true
+		d.nRejected++
+		d.withheld = append(d.withheld, calls[i].id)
+		if note.Len() == 0 {
+			note.WriteString("[toolaudit] Tool calls withheld: they do not resolve against the tools this request declared, and were not returned for execution.")
+		}
+		note.WriteString("\n- ")
+		note.WriteString(fixText(calls[i].name, &rec.Decision, &hints[i]))
+	}
+	d.note = note.String()
+	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.version)
+	return d, nil
+}
+
+// eventID is a call event's id: the response's id and the call's, which
+// the API makes unique, or the proxy's own when either is missing.
+func (p *Proxy) eventID(resp, call string) string {
+	if resp != "" && call != "" {
+		return resp + "/" + call
+	}
+	return p.idPrefix + strconv.FormatUint(p.ids.Add(1), 10)
+}
+
+// fixText says what is wrong with a rejected call and what would be
+// right: the class and reason, where, and the hints.
+func fixText(name string, d *schema.Decision, h *suggest.Hints) string {
+	var b strings.Builder
+	b.WriteString(strconv.Quote(name))
+	b.WriteString(": ")
+	b.WriteString(string(d.Class))
+	b.WriteString(" ")
+	b.WriteString(d.Reason)
+	if d.Path != "" {
+		b.WriteString(" at ")
+		b.WriteString(d.Path)
+	}
+	if len(h.Tools) > 0 {
+		b.WriteString("; nearest declared tools: ")
+		b.WriteString(strings.Join(h.Tools, ", "))
+	}
+	if len(h.Missing) > 0 {
+		b.WriteString("; missing required: ")
+		b.WriteString(strings.Join(h.Missing, ", "))
+	}
+	if len(h.Keys) > 0 {
+		b.WriteString("; declared keys nearest: ")
+		b.WriteString(strings.Join(h.Keys, ", "))
+	}
+	if len(h.Expected) > 0 {
+		b.WriteString("; expected: ")
+		b.Write(h.Expected)
+	}
+	return b.String()
+}
+
+// hopHeaders are not forwarded (RFC 9110, 7.6.1), nor are the body's
+// framing and encoding, which the proxy sets itself (Go's transport asks
+// for gzip and decodes it: the proxy reads the body it decides).
+var hopHeaders = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding", "Content-Encoding",
+}
+
+// forward sends the request to the route's upstream: the client's
+// headers (its credentials, Authorization or x-api-key, among them:
+// passed on, never logged or kept) but the hop-by-hop ones.
+func (p *Proxy) forward(ctx context.Context, r *http.Request, rt *Route, rest string, body []byte) (*http.Response, error) {
+	u := *rt.upstream
+	u.Path = rt.upstream.Path + rest
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	copyHeader(req.Header, r.Header)
+	return p.client.Do(req)
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = slices.Clone(vs)
+	}
+	for _, k := range hopHeaders {
+		dst.Del(k)
+	}
+	if c := src.Get("Connection"); c != "" {
+		for _, f := range strings.Split(c, ",") {
+			dst.Del(strings.TrimSpace(f))
+		}
+	}
+}
+
+func writeError(w http.ResponseWriter, a api, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(a.errorBody(status, msg))
+}

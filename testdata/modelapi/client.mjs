@@ -1,0 +1,67 @@
+// The model proxy's end-to-end client: the official SDKs, unmodified,
+// pointed at resolverd proxy (their base URL). Reads one scenario as
+// JSON on stdin and writes one JSON line on stdout:
+//
+//   {"api":"openai"|"anthropic", "op":"create"|"agent", "baseURL":..., "apiKey":...,
+//    "request":{...the SDK's create parameters...}}
+//
+// create: the SDK's create(); out: {ok, response, headers} or
+//   {ok:false, status, error, name} (the SDK's thrown error).
+// agent: the SDK's own agent loop, which executes every tool call it
+//   receives (openai: chat.completions.runTools; anthropic:
+//   beta.messages.toolRunner); out: {ok, executed:[{name,args}], final}.
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+
+const chunks = [];
+for await (const c of process.stdin) chunks.push(c);
+const sc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+
+const opts = { baseURL: sc.baseURL, apiKey: sc.apiKey, maxRetries: 0, timeout: 30000 };
+const client = sc.api === 'openai' ? new OpenAI(opts) : new Anthropic(opts);
+const headerNames = ['toolaudit-calls', 'toolaudit-rejected', 'toolaudit-withheld', 'toolaudit-registry-version', 'x-upstream'];
+
+function out(v) {
+  process.stdout.write(JSON.stringify(v) + '\n');
+}
+
+async function create() {
+  const p = sc.api === 'openai'
+    ? client.chat.completions.create(sc.request)
+    : client.messages.create(sc.request);
+  const { data, response } = await p.withResponse();
+  const headers = {};
+  for (const h of headerNames) {
+    const v = response.headers.get(h);
+    if (v !== null) headers[h] = v;
+  }
+  out({ ok: true, response: data, headers });
+}
+
+async function agent() {
+  const executed = [];
+  const run = (name) => async (args) => {
+    executed.push({ name, args });
+    return `${name} done`;
+  };
+  if (sc.api === 'openai') {
+    const tools = sc.request.tools.map((t) => ({
+      type: 'function',
+      function: { ...t.function, function: run(t.function.name), parse: JSON.parse },
+    }));
+    const runner = client.chat.completions.runTools({ ...sc.request, tools }, { maxChatCompletions: 4 });
+    const final = await runner.finalChatCompletion();
+    out({ ok: true, executed, final: final.choices[0].message });
+    return;
+  }
+  const tools = sc.request.tools.map((t) => ({ ...t, run: run(t.name), parse: (x) => x }));
+  const runner = client.beta.messages.toolRunner({ ...sc.request, tools, thread: false, max_iterations: 4 });
+  const final = await runner.runUntilDone();
+  out({ ok: true, executed, final });
+}
+
+try {
+  await (sc.op === 'agent' ? agent() : create());
+} catch (e) {
+  out({ ok: false, status: e.status ?? 0, error: e.error ?? null, name: e.constructor?.name ?? '', message: String(e.message ?? e) });
+}
