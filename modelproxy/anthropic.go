@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -133,13 +134,61 @@ func (r *anthropicResponse) withhold(rejected []bool, note string) ([]byte, erro
 			content = append(content, raw)
 		}
 	}
-	content = append(content, mustJSON(map[string]string{"type": "text", "text": note}))
+	if note != "" {
+		content = append(content, mustJSON(map[string]string{"type": "text", "text": note}))
+	}
 	r.top["content"] = mustJSON(content)
 	if left == 0 {
 		r.top["stop_reason"] = mustJSON("end_turn")
 		r.top["stop_sequence"] = json.RawMessage("null")
 	}
 	return json.Marshal(r.top)
+}
+
+func (r *anthropicResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+
+func (r *anthropicResponse) rawCalls() []json.RawMessage {
+	raws := make([]json.RawMessage, len(r.uses))
+	for k, i := range r.uses {
+		raws[k] = r.content[i]
+	}
+	return raws
+}
+
+func (r *anthropicResponse) usage() json.RawMessage { return r.top["usage"] }
+
+func (r *anthropicResponse) repairable() bool { return true }
+
+// repair appends the assistant's turn (its content as returned) and a
+// user turn of one tool_result per tool_use, is_error where rejected.
+func (r *anthropicResponse) repair(req []byte, results []string, isError []bool) ([]byte, error) {
+	res := make([]any, len(r.all))
+	for k, c := range r.all {
+		res[k] = map[string]any{"type": "tool_result", "tool_use_id": c.id, "content": results[k], "is_error": isError[k]}
+	}
+	return withMessages(req, mustJSON(map[string]any{"role": "assistant", "content": r.content}),
+		mustJSON(map[string]any{"role": "user", "content": res}))
+}
+
+// merge puts the carried tool_use blocks before the response's content.
+func (r *anthropicResponse) merge(raws []json.RawMessage, calls []toolCall, usage json.RawMessage) {
+	if usage != nil {
+		r.top["usage"] = usage
+	}
+	if len(raws) == 0 {
+		return
+	}
+	uses := make([]int, 0, len(raws)+len(r.uses))
+	for i := range raws {
+		uses = append(uses, i)
+	}
+	for _, i := range r.uses {
+		uses = append(uses, i+len(raws))
+	}
+	r.content, r.uses, r.all = slices.Concat(raws, r.content), uses, slices.Concat(calls, r.all)
+	r.top["content"] = mustJSON(r.content)
+	r.top["stop_reason"] = mustJSON("tool_use")
+	r.top["stop_sequence"] = json.RawMessage("null")
 }
 
 func (anthropicMessages) errorBody(status int, msg string) []byte {

@@ -54,9 +54,27 @@ type response interface {
 	model() string
 	calls() []toolCall
 	// withhold returns the response without the calls rejected[i] marks
-	// (indexes of calls()), with note, and reports whether any call is
-	// left for the client to execute.
+	// (indexes of calls()), with note ("" none).
 	withhold(rejected []bool, note string) ([]byte, error)
+	// encode returns the response as merge left it.
+	encode() ([]byte, error)
+
+	// rawCalls are the calls as the response holds them (a tool call
+	// object, a tool_use block), in calls() order.
+	rawCalls() []json.RawMessage
+	// usage is the response's usage object (nil: none).
+	usage() json.RawMessage
+	// repairable reports whether repair can answer the response: one
+	// model turn (OpenAI: one choice).
+	repairable() bool
+	// repair returns req, the request that got this response, followed
+	// by the response's turn and, for each of its calls, results[i] as
+	// that call's tool result, an error where isError[i].
+	repair(req []byte, results []string, isError []bool) ([]byte, error)
+	// merge puts calls (rawCalls of earlier responses, and their
+	// toolCalls) before the response's own, makes the turn one that
+	// calls tools when there are any, and sets its usage.
+	merge(raws []json.RawMessage, calls []toolCall, usage json.RawMessage)
 }
 
 // listingTool is a declared tool as a listing's tool object.
@@ -138,4 +156,15 @@ func parseTop(body []byte, top *map[string]json.RawMessage, h *head, member stri
 		return fmt.Errorf("%s: %w", member, err)
 	}
 	return nil
+}
+
+// withMessages returns request req with add appended to its messages.
+func withMessages(req []byte, add ...json.RawMessage) ([]byte, error) {
+	var top map[string]json.RawMessage
+	var msgs []json.RawMessage
+	if err := parseTop(req, &top, new(head), "messages", &msgs); err != nil {
+		return nil, err
+	}
+	top["messages"] = mustJSON(append(msgs, add...))
+	return json.Marshal(top)
 }

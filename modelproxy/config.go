@@ -35,7 +35,9 @@ import (
 //	    api: anthropic
 //	    upstream: https://api.anthropic.com
 //	    registry: fleet-anthropic
-//	    policy: observe
+//	    policy: retry            # or observe, block
+//	    retries: 2               # repair requests per response, 1 to 10
+//	    retry_deadline: 1m
 //
 // Decoding is strict: an unknown or repeated key is an error.
 type Config struct {
@@ -84,15 +86,23 @@ type Route struct {
 	// Registry names the registry of the route's calls: the tools each
 	// request declares are a listing of it.
 	Registry string `json:"registry"`
-	// Policy is observe (forward unchanged, record) or block (rejected
-	// calls never reach the client as calls to execute).
+	// Policy is observe (forward unchanged, record), block (rejected
+	// calls never reach the client as calls to execute) or retry (the
+	// proxy asks the model again first).
 	Policy string `json:"policy"`
 	// Agent is the agent_id of the route's calls ("" none).
 	Agent string `json:"agent"`
+	// Retries bounds the repair requests of one response under retry
+	// (1 to 10, default 2); RetryDeadline bounds their time, written as
+	// Go writes a duration (default 1m; the upstream timeout bounds
+	// everything).
+	Retries       int    `json:"retries"`
+	RetryDeadline string `json:"retry_deadline"`
 
-	upstream *url.URL
-	api      api
-	policy   Policy
+	upstream      *url.URL
+	api           api
+	policy        Policy
+	retryDeadline time.Duration
 }
 
 // Policy is what a route does with a rejected call.
@@ -102,6 +112,10 @@ type Policy string
 const (
 	Observe Policy = "observe" // forward unchanged; record (action observed)
 	Block   Policy = "block"   // withhold rejected calls (action enforced)
+	// Retry answers the model the rejected calls' fix texts as tool
+	// errors and asks again, up to Route.Retries times (action
+	// enforced); what is still rejected then is withheld as under Block.
+	Retry Policy = "retry"
 )
 
 // Defaults.
@@ -110,6 +124,8 @@ const (
 	DefaultMaxResponseBytes = 8 << 20
 	DefaultMaxTools         = 512
 	DefaultUpstreamTimeout  = 10 * time.Minute
+	DefaultRetries          = 2
+	DefaultRetryDeadline    = time.Minute
 )
 
 // maxConfig bounds a configuration file.
@@ -214,12 +230,26 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: no registry", at)
 		}
 		switch Policy(r.Policy) {
-		case Observe, Block:
+		case Observe, Block, Retry:
 			r.policy = Policy(r.Policy)
 		case "":
-			return fmt.Errorf("%s: no policy (observe or block)", at)
+			return fmt.Errorf("%s: no policy (observe, block or retry)", at)
 		default:
-			return fmt.Errorf("%s: policy %q: want observe or block", at, r.Policy)
+			return fmt.Errorf("%s: policy %q: want observe, block or retry", at, r.Policy)
+		}
+		if r.Retries == 0 {
+			r.Retries = DefaultRetries
+		}
+		if r.Retries < 1 || r.Retries > 10 {
+			return fmt.Errorf("%s: retries %d: want 1 to 10", at, r.Retries)
+		}
+		r.retryDeadline = DefaultRetryDeadline
+		if r.RetryDeadline != "" {
+			d, err := time.ParseDuration(r.RetryDeadline)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%s: retry_deadline %q: want a positive duration such as 30s", at, r.RetryDeadline)
+			}
+			r.retryDeadline = d
 		}
 	}
 	return nil

@@ -102,6 +102,31 @@
 // (Limits.MaxResponseBytes: 502, the calls cannot be decided) are
 // bounded, and so is the exchange (Limits.UpstreamTimeout).
 //
+// # Retry
+//
+// retry (action enforced) answers the model itself before the client
+// sees a rejection: it sends the upstream the request as the client sent
+// it (headers and credentials too) followed by the model's turn and one
+// tool result per call of that turn, as each API expresses a tool
+// result: for a rejected call its fix text as that tool's error
+// (Anthropic: a tool_result with is_error; OpenAI Chat Completions has no
+// error flag, so the text says it was rejected), and for a call that
+// resolves that it is kept, has not run, and must not be asked again
+// (both APIs require a result for every call of a turn, and the proxy
+// executes nothing). The answer is decided and recorded like the first,
+// up to Route.Retries repair requests within Route.RetryDeadline. The
+// client receives the first answer whose calls all resolve, carrying
+// before its own calls the calls of earlier answers that resolved, with
+// their ids (a repeat of one, same name and arguments, is dropped: no
+// call runs twice), usage summed over every attempt, finish_reason
+// tool_calls / stop_reason tool_use; or, when the retries or the deadline
+// run out or an attempt fails upstream, the block answer of the last
+// answer decided (with the calls carried). Toolaudit-Retries says how
+// many repair requests were sent; every attempt's calls are in the audit
+// trail, one record each. An OpenAI response of several choices (n > 1)
+// is not repaired: it gets the block answer.
+//
 // Not yet: streaming (stream: true is refused, 400, rather than passed
-// on undecided), the Responses API, the retry policy.
+// on undecided), the Responses API; the audit records of a retry are not
+// linked to the call they repair (each is its own call event).
 package modelproxy

@@ -213,6 +213,14 @@ func anthropicRequest() map[string]any {
 	}
 }
 
+// requestFor is the tests' request in api's terms.
+func requestFor(api string) map[string]any {
+	if api == "anthropic" {
+		return anthropicRequest()
+	}
+	return openAIRequest()
+}
+
 // declaredListing is the listing event `resolverd check` is given for
 // the tests' declared tools: written here from the tools as declared,
 // not taken from the proxy.

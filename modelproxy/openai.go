@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -162,14 +163,16 @@ func (r *openAIResponse) withhold(rejected []bool, note string) ([]byte, error) 
 			continue
 		}
 		msg := r.msgs[i]
-		var content string
-		if c, ok := msg["content"]; ok && string(c) != "null" {
-			if err := json.Unmarshal(c, &content); err != nil {
-				return nil, fmt.Errorf("choices[%d].message.content: %w", i, err)
+		if note != "" {
+			var content string
+			if c, ok := msg["content"]; ok && string(c) != "null" {
+				if err := json.Unmarshal(c, &content); err != nil {
+					return nil, fmt.Errorf("choices[%d].message.content: %w", i, err)
+				}
+				content += "\n\n"
 			}
-			content += "\n\n"
+			msg["content"] = mustJSON(content + note)
 		}
-		msg["content"] = mustJSON(content + note)
 		if len(kept) == 0 {
 			delete(msg, "tool_calls")
 			r.choices[i]["finish_reason"] = mustJSON("stop")
@@ -180,6 +183,44 @@ func (r *openAIResponse) withhold(rejected []bool, note string) ([]byte, error) 
 	}
 	r.top["choices"] = mustJSON(r.choices)
 	return json.Marshal(r.top)
+}
+
+func (r *openAIResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+
+func (r *openAIResponse) rawCalls() []json.RawMessage { return slices.Concat(r.raws...) }
+
+func (r *openAIResponse) usage() json.RawMessage { return r.top["usage"] }
+
+func (r *openAIResponse) repairable() bool { return len(r.choices) == 1 && r.msgs[0] != nil }
+
+// repair appends the assistant's message (its content and tool calls)
+// and one tool message per call: Chat Completions has no error flag, so
+// a rejection says so in its text.
+func (r *openAIResponse) repair(req []byte, results []string, _ []bool) ([]byte, error) {
+	content := r.msgs[0]["content"]
+	if len(content) == 0 {
+		content = json.RawMessage("null")
+	}
+	msgs := []json.RawMessage{mustJSON(map[string]any{"role": "assistant", "content": content, "tool_calls": r.raws[0]})}
+	for k, c := range r.all {
+		msgs = append(msgs, mustJSON(map[string]any{"role": "tool", "tool_call_id": c.id, "content": results[k]}))
+	}
+	return withMessages(req, msgs...)
+}
+
+func (r *openAIResponse) merge(raws []json.RawMessage, calls []toolCall, usage json.RawMessage) {
+	if usage != nil {
+		r.top["usage"] = usage
+	}
+	if len(raws) == 0 {
+		return
+	}
+	r.raws[0] = slices.Concat(raws, r.raws[0])
+	r.all = slices.Concat(calls, r.all)
+	r.msgs[0]["tool_calls"] = mustJSON(r.raws[0])
+	r.choices[0]["finish_reason"] = mustJSON("tool_calls")
+	r.choices[0]["message"] = mustJSON(r.msgs[0])
+	r.top["choices"] = mustJSON(r.choices)
 }
 
 func (openAIChat) errorBody(status int, msg string) []byte {

@@ -50,6 +50,8 @@ const (
 	HeaderWithheld = "Toolaudit-Withheld"
 	// HeaderVersion is the registry version of the declared tools.
 	HeaderVersion = "Toolaudit-Registry-Version"
+	// HeaderRetries is how many repair requests the proxy sent (retry).
+	HeaderRetries = "Toolaudit-Retries"
 )
 
 // Proxy is the model API proxy: an http.Handler.
@@ -59,7 +61,7 @@ type Proxy struct {
 	client   *http.Client
 	log      *slog.Logger
 	declared *declaredCache
-	steps    map[Policy]*callpath.Step
+	steps    map[Policy]*callpath.Step // the step of each policy: its action
 	ids      atomic.Uint64
 	idPrefix string
 }
@@ -91,7 +93,7 @@ func New(o Options) (*Proxy, error) {
 		cfg: cfg, log: log,
 		client:   &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		declared: &declaredCache{formats: cfg.Formats == "assert", max: cmpOr(o.DeclaredSets, DefaultDeclaredSets)},
-		steps:    map[Policy]*callpath.Step{Observe: &observe, Block: &block},
+		steps:    map[Policy]*callpath.Step{Observe: &observe, Block: &block, Retry: &block},
 		idPrefix: "mp-" + strconv.FormatInt(time.Now().UnixMilli(), 36) + "-",
 	}
 	for i := range cfg.Routes {
@@ -162,61 +164,104 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.Limits.upstreamTimeout)
 	defer cancel()
-	up, err := p.forward(ctx, r, rt, rest, body)
-	if err != nil {
-		p.log.Warn("upstream unreachable", "route", rt.Prefix, "err", err)
-		writeError(w, a, http.StatusBadGateway, "toolaudit: the upstream did not answer: "+err.Error())
+	at, status, msg := p.exchange(ctx, r, rt, rest, body)
+	if msg != "" {
+		writeError(w, a, status, msg)
 		return
 	}
-	defer up.Body.Close()
-	if up.StatusCode < 200 || up.StatusCode > 299 {
+	if at.up != nil {
 		// An upstream error passes through as it is: it holds no call.
-		copyHeader(w.Header(), up.Header)
-		w.WriteHeader(up.StatusCode)
-		_, _ = io.Copy(w, up.Body)
+		defer at.up.Body.Close()
+		copyHeader(w.Header(), at.up.Header)
+		w.WriteHeader(at.up.StatusCode)
+		_, _ = io.Copy(w, at.up.Body)
 		return
 	}
-	out, err := io.ReadAll(io.LimitReader(up.Body, p.cfg.Limits.MaxResponseBytes+1))
-	if err != nil {
-		writeError(w, a, http.StatusBadGateway, "toolaudit: reading the upstream response: "+err.Error())
-		return
-	}
-	if int64(len(out)) > p.cfg.Limits.MaxResponseBytes {
-		writeError(w, a, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream response is larger than %d bytes; its tool calls cannot be decided", p.cfg.Limits.MaxResponseBytes))
-		return
-	}
-	resp, err := parseStrict(out, func() (response, error) { return a.parseResponse(out) })
-	if err != nil {
-		writeError(w, a, http.StatusBadGateway, "toolaudit: the upstream response is not understood, so its tool calls cannot be decided: "+err.Error())
-		return
-	}
-	copyHeader(w.Header(), up.Header)
-	calls := resp.calls()
+	copyHeader(w.Header(), at.header)
+	calls := at.resp.calls()
 	if len(calls) == 0 {
-		w.WriteHeader(up.StatusCode)
-		_, _ = w.Write(out)
+		w.WriteHeader(at.status)
+		_, _ = w.Write(at.body)
 		return
 	}
-	dr, err := p.decide(ctx, rt, a, req, decl, resp)
+	dr, err := p.decide(ctx, rt, a, req, decl, at.resp)
 	if err != nil {
-		w.Header().Del("Content-Type")
-		p.log.Error("decisions not recorded: the response is refused", "route", rt.Prefix, "err", err)
-		writeError(w, a, http.StatusServiceUnavailable, "toolaudit: the tool calls of this response could not be recorded in the audit trail, so none is returned: "+err.Error())
+		p.refuse(w, a, rt, err)
+		return
+	}
+	out := at.body
+	st := retryStats{calls: len(calls), rejected: dr.nRejected}
+	switch {
+	case rt.policy == Retry && dr.nRejected > 0:
+		out, err = p.retry(ctx, r, rt, rest, body, req, decl, at.resp, dr, &st)
+		if errors.Is(err, callpath.ErrUnrecorded) {
+			p.refuse(w, a, rt, err)
+			return
+		}
+	case rt.policy == Block && dr.nRejected > 0:
+		out, err = at.resp.withhold(dr.rejected, dr.note)
+		st.withheld = dr.withheld
+	}
+	if err != nil {
+		writeError(w, a, http.StatusBadGateway, "toolaudit: "+err.Error())
 		return
 	}
 	h := w.Header()
-	h.Set(HeaderCalls, strconv.Itoa(len(calls)))
-	h.Set(HeaderRejected, strconv.Itoa(dr.nRejected))
+	h.Set(HeaderCalls, strconv.Itoa(st.calls))
+	h.Set(HeaderRejected, strconv.Itoa(st.rejected))
 	h.Set(HeaderVersion, decl.version)
-	if rt.policy == Block && dr.nRejected > 0 {
-		if out, err = resp.withhold(dr.rejected, dr.note); err != nil {
-			writeError(w, a, http.StatusBadGateway, "toolaudit: "+err.Error())
-			return
-		}
-		h.Set(HeaderWithheld, strings.Join(dr.withheld, ","))
+	if len(st.withheld) > 0 {
+		h.Set(HeaderWithheld, strings.Join(st.withheld, ","))
 	}
-	w.WriteHeader(up.StatusCode)
+	if rt.policy == Retry {
+		h.Set(HeaderRetries, strconv.Itoa(st.retries))
+	}
+	w.WriteHeader(at.status)
 	_, _ = w.Write(out)
+}
+
+// refuse answers a response whose decisions the audit trail did not
+// take: 503, and no call.
+func (p *Proxy) refuse(w http.ResponseWriter, a api, rt *Route, err error) {
+	w.Header().Del("Content-Type")
+	p.log.Error("decisions not recorded: the response is refused", "route", rt.Prefix, "err", err)
+	writeError(w, a, http.StatusServiceUnavailable, "toolaudit: the tool calls of this response could not be recorded in the audit trail, so none is returned: "+err.Error())
+}
+
+// attempt is one exchange with the upstream: a successful response read
+// and parsed, or (up) an answer that is not 2xx, its body unread.
+type attempt struct {
+	up     *http.Response
+	status int
+	header http.Header
+	body   []byte
+	resp   response
+}
+
+// exchange sends body to the route's upstream and reads the answer; a
+// failure is the status and message to answer the client.
+func (p *Proxy) exchange(ctx context.Context, r *http.Request, rt *Route, rest string, body []byte) (*attempt, int, string) {
+	up, err := p.forward(ctx, r, rt, rest, body)
+	if err != nil {
+		p.log.Warn("upstream unreachable", "route", rt.Prefix, "err", err)
+		return nil, http.StatusBadGateway, "toolaudit: the upstream did not answer: " + err.Error()
+	}
+	if up.StatusCode < 200 || up.StatusCode > 299 {
+		return &attempt{up: up}, 0, ""
+	}
+	defer up.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(up.Body, p.cfg.Limits.MaxResponseBytes+1))
+	if err != nil {
+		return nil, http.StatusBadGateway, "toolaudit: reading the upstream response: " + err.Error()
+	}
+	if int64(len(out)) > p.cfg.Limits.MaxResponseBytes {
+		return nil, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream response is larger than %d bytes; its tool calls cannot be decided", p.cfg.Limits.MaxResponseBytes)
+	}
+	resp, err := parseStrict(out, func() (response, error) { return rt.api.parseResponse(out) })
+	if err != nil {
+		return nil, http.StatusBadGateway, "toolaudit: the upstream response is not understood, so its tool calls cannot be decided: " + err.Error()
+	}
+	return &attempt{status: up.StatusCode, header: up.Header, body: out, resp: resp}, 0, ""
 }
 
 // parseStrict parses b with jsontape before parse reads it: a member
@@ -240,6 +285,7 @@ type decisions struct {
 	rejected  []bool
 	nRejected int
 	withheld  []string
+	fixes     []string // per call: the fix text of a rejected one
 	note      string
 }
 
@@ -267,10 +313,12 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl
 		hints[i] = step.Hint(decl.snap, &c, rec)
 		recs[i] = rec
 	}
-	if err := step.Record(ctx, recs...); err != nil {
-		return nil, err
+	if len(recs) > 0 {
+		if err := step.Record(ctx, recs...); err != nil {
+			return nil, err
+		}
 	}
-	d := &decisions{rejected: make([]bool, len(calls))}
+	d := &decisions{rejected: make([]bool, len(calls)), fixes: make([]string, len(calls))}
 	var note strings.Builder
 	for i, rec := range recs {
 		if rec.Decision.Verdict != schema.Reject {
@@ -282,8 +330,9 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl
 		if note.Len() == 0 {
 			note.WriteString("[toolaudit] Tool calls withheld: they do not resolve against the tools this request declared, and were not returned for execution.")
 		}
+		d.fixes[i] = fixText(calls[i].name, &rec.Decision, &hints[i])
 		note.WriteString("\n- ")
-		note.WriteString(fixText(calls[i].name, &rec.Decision, &hints[i]))
+		note.WriteString(d.fixes[i])
 	}
 	d.note = note.String()
 	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.version)

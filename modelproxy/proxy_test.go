@@ -89,10 +89,7 @@ func TestObserveSDKs(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			e := start(t, "observe")
 			e.up.queue(t, api+"/honest.json", api+"/parallel.json")
-			req := openAIRequest()
-			if api == "anthropic" {
-				req = anthropicRequest()
-			}
+			req := requestFor(api)
 			honest := e.sdk(t, api, "create", req)
 			parallel := e.sdk(t, api, "create", req)
 			if !honest.OK || !parallel.OK {
@@ -151,10 +148,7 @@ func TestBlockSDKs(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			e := start(t, "block")
 			e.up.queue(t, api+"/parallel.json", api+"/bad.json", api+"/honest.json")
-			req := openAIRequest()
-			if api == "anthropic" {
-				req = anthropicRequest()
-			}
+			req := requestFor(api)
 			parallel := e.sdk(t, api, "create", req)
 			bad := e.sdk(t, api, "create", req)
 			honest := e.sdk(t, api, "create", req)
@@ -231,9 +225,8 @@ func TestBlockAgentLoops(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			e := start(t, "block")
 			e.up.queue(t, api+"/parallel.json", api+"/final.json")
-			req := openAIRequest()
+			req := requestFor(api)
 			if api == "anthropic" {
-				req = anthropicRequest()
 				req["tools"] = req["tools"].([]any)[:2] // the runner runs client tools
 			}
 			o := e.sdk(t, api, "agent", req)
@@ -272,10 +265,7 @@ func TestAuditDownFailsClosed(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			e := start(t, "observe")
 			e.up.queue(t, api+"/honest.json", api+"/final.json")
-			req := openAIRequest()
-			if api == "anthropic" {
-				req = anthropicRequest()
-			}
+			req := requestFor(api)
 			e.kf.Close()
 			o := e.sdk(t, api, "create", req)
 			if o.OK || o.Status != http.StatusServiceUnavailable || !strings.Contains(string(o.Error), "audit trail") {
@@ -295,10 +285,7 @@ func TestUpstreamErrorPassesThrough(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			e := start(t, "block")
 			e.up.queue(t, f)
-			req := openAIRequest()
-			if api == "anthropic" {
-				req = anthropicRequest()
-			}
+			req := requestFor(api)
 			o := e.sdk(t, api, "create", req)
 			_, file, _ := strings.Cut(f, ":")
 			var want map[string]json.RawMessage

@@ -33,7 +33,8 @@ Anthropic Messages; not streaming yet): an unmodified SDK pointed at it
 is decided against the tools its request declared, recorded in the
 audit topic (acknowledged) before the client gets the response, and,
 under the route's policy block, withheld from the client when it is
-rejected. resolverd run stores the decisions with source "model-proxy".
+rejected; under retry the proxy first answers the model the call's fix
+text as that tool's error and asks again, a bounded number of times. resolverd run stores the decisions with source "model-proxy".
 
 The client's credentials (Authorization, x-api-key) pass through to
 the upstream and are never logged or kept. An upstream error passes
@@ -42,8 +43,8 @@ response is refused (503 in the API's error shape): no audit, no tool
 call.
 
 The configuration file (YAML or JSON) holds the routes (path prefix,
-api openai or anthropic, upstream base URL, registry, policy observe or
-block), the mode, formats and the limits; see docs/commands.md
+api openai or anthropic, upstream base URL, registry, policy observe,
+block or retry, retries, retry_deadline), the mode, formats and the limits; see docs/commands.md
 (resolverd proxy).
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`

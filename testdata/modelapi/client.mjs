@@ -19,7 +19,7 @@ const sc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
 
 const opts = { baseURL: sc.baseURL, apiKey: sc.apiKey, maxRetries: 0, timeout: 30000 };
 const client = sc.api === 'openai' ? new OpenAI(opts) : new Anthropic(opts);
-const headerNames = ['toolaudit-calls', 'toolaudit-rejected', 'toolaudit-withheld', 'toolaudit-registry-version', 'x-upstream'];
+const headerNames = ['toolaudit-calls', 'toolaudit-rejected', 'toolaudit-withheld', 'toolaudit-registry-version', 'toolaudit-retries', 'x-upstream'];
 
 function out(v) {
   process.stdout.write(JSON.stringify(v) + '\n');
