@@ -28,6 +28,9 @@ type api interface {
 	parseResponse(body []byte) (response, error)
 	// errorBody is an error in the API's own shape.
 	errorBody(status int, msg string) []byte
+	// newStream reads the API's event stream for out, deciding its
+	// calls with d.
+	newStream(out *sink, d streamDecider) streamer
 }
 
 // request is what the proxy reads of a request.

@@ -24,6 +24,7 @@ import (
 //	  max_request_bytes: 8388608
 //	  max_response_bytes: 8388608
 //	  max_tools: 512
+//	  max_sse_line_bytes: 1048576
 //	  upstream_timeout: 10m
 //	routes:
 //	  - prefix: /openai          # OpenAI SDK: baseURL http://proxy/openai/v1
@@ -65,6 +66,10 @@ type Limits struct {
 	// MaxTools bounds the tools one request declares (400 beyond).
 	// Default 512.
 	MaxTools int `json:"max_tools"`
+	// MaxSSELineBytes bounds a line of an upstream's event stream
+	// (default 1 MiB): a longer one ends the stream with an error event,
+	// the calls not yet sent undecided and unsent.
+	MaxSSELineBytes int `json:"max_sse_line_bytes"`
 	// UpstreamTimeout bounds one upstream exchange, written as Go writes
 	// a duration ("10m"). Default 10m: a model may think for minutes.
 	UpstreamTimeout string `json:"upstream_timeout"`
@@ -186,7 +191,10 @@ func (c *Config) Validate() error {
 	if l.MaxTools == 0 {
 		l.MaxTools = DefaultMaxTools
 	}
-	if l.MaxRequestBytes < 0 || l.MaxResponseBytes < 0 || l.MaxTools < 0 {
+	if l.MaxSSELineBytes == 0 {
+		l.MaxSSELineBytes = DefaultMaxSSELine
+	}
+	if l.MaxRequestBytes < 0 || l.MaxResponseBytes < 0 || l.MaxTools < 0 || l.MaxSSELineBytes < 0 {
 		return errors.New("limits must be positive")
 	}
 	l.upstreamTimeout = DefaultUpstreamTimeout

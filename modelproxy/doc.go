@@ -1,6 +1,6 @@
 // Package modelproxy puts closed-world resolution at the model API: an
 // HTTP proxy in front of an upstream model API (OpenAI Chat Completions,
-// Anthropic Messages; non-streaming) that decides every tool call a
+// Anthropic Messages; non-streaming and streaming) that decides every tool call a
 // response returns against the tools its request declared, records the
 // decisions in the audit trail, and only then answers the client. An
 // unmodified SDK pointed at it (its base URL) works as before.
@@ -126,7 +126,34 @@
 // trail, one record each. An OpenAI response of several choices (n > 1)
 // is not repaired: it gets the block answer.
 //
-// Not yet: streaming (stream: true is refused, 400, rather than passed
-// on undecided), the Responses API; the audit records of a retry are not
-// linked to the call they repair (each is its own call event).
+// # Streaming
+//
+// A request with stream: true gets the upstream's event stream as it
+// comes (each event flushed): text, thinking and every other block pass
+// through at once; a tool call's events are held only until the call is
+// complete, then it is decided and recorded (acknowledged) and released
+// or withheld. OpenAI: a call is complete when the choice's next call
+// starts (tool_calls deltas come by index, one call after another) or
+// the choice finishes; a released call goes out whole in one delta,
+// renumbered so the client's indexes have no gap; at the finish the
+// note of the withheld calls is sent as a content delta and, when no
+// call is left, finish_reason "tool_calls" becomes "stop". Anthropic: a
+// tool_use block is held from content_block_start to content_block_stop
+// (its input the concatenated input_json_delta); the blocks after a
+// withheld one are renumbered; before message_delta the note is sent as
+// a text block and, when no tool_use is left, stop_reason "tool_use"
+// becomes "end_turn". The SDKs' stream accumulators and their streaming
+// agent loops read the result as an ordinary stream (the tests assert
+// it). When a call cannot be recorded, or the stream cannot be read (a
+// line longer than Limits.MaxSSELineBytes, a chunk not understood), the
+// stream ends with an error event in the API's shape (OpenAI: a data
+// chunk with "error"; Anthropic: event error), which the SDKs raise, and
+// the call is not sent. The headers are sent before any call is decided,
+// so a stream carries only Toolaudit-Registry-Version. Under retry a
+// stream is answered as under block: a repair would have to hold the
+// text that came before the calls.
+//
+// Not yet: the Responses API; retry of a stream; the audit records of a
+// retry are not linked to the call they repair (each is its own call
+// event).
 package modelproxy

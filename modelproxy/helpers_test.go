@@ -39,8 +39,9 @@ type upstream struct {
 }
 
 type reply struct {
-	status int
-	body   []byte
+	status      int
+	contentType string
+	body        []byte
 }
 
 type received struct {
@@ -64,7 +65,7 @@ func newUpstream(t *testing.T) *upstream {
 			http.Error(w, "upstream: no reply queued", http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", rep.contentType)
 		w.Header().Set("X-Upstream", "1")
 		w.WriteHeader(rep.status)
 		_, _ = w.Write(rep.body)
@@ -85,7 +86,11 @@ func (u *upstream) queue(t *testing.T, files ...string) {
 			st = map[string]int{"429": 429, "529": 529}[s]
 			f = rest
 		}
-		u.q = append(u.q, reply{status: st, body: fixture(t, f)})
+		ct := "application/json"
+		if strings.HasSuffix(f, ".sse") {
+			ct = "text/event-stream; charset=utf-8"
+		}
+		u.q = append(u.q, reply{status: st, contentType: ct, body: fixture(t, f)})
 	}
 }
 
@@ -139,7 +144,7 @@ func start(t *testing.T, policy string) *env {
 routes:
   - {prefix: /openai, api: openai, upstream: "` + e.up.srv.URL + `", registry: fleet, policy: ` + policy + `, agent: agent-7}
   - {prefix: /anthropic, api: anthropic, upstream: "` + e.up.srv.URL + `", registry: fleet, policy: ` + policy + `, agent: agent-7}
-limits: {max_request_bytes: 65536, max_response_bytes: 16384, max_tools: 8}
+limits: {max_request_bytes: 65536, max_response_bytes: 16384, max_tools: 8, max_sse_line_bytes: 4096}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -282,12 +287,19 @@ type nodeOut struct {
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
 	} `json:"executed"`
-	Final json.RawMessage `json:"final"`
+	Final  json.RawMessage `json:"final"`
+	Events int             `json:"events"`
 }
 
 // sdk runs the official SDK (testdata/modelapi/client.mjs) on one
 // scenario against the proxy.
 func (e *env) sdk(t *testing.T, api, op string, req map[string]any) nodeOut {
+	t.Helper()
+	return e.sdkStream(t, api, op, req, false)
+}
+
+// sdkStream is sdk, the agent loop streaming when stream is true.
+func (e *env) sdkStream(t *testing.T, api, op string, req map[string]any, stream bool) nodeOut {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", "modelapi")
 	const hint = "run `npm ci --prefix testdata/modelapi` (needs node >= 20 and npm)"
@@ -301,7 +313,7 @@ func (e *env) sdk(t *testing.T, api, op string, req map[string]any) nodeOut {
 	if api == "openai" {
 		base = e.url + "/openai/v1"
 	}
-	in, err := json.Marshal(map[string]any{"api": api, "op": op, "baseURL": base, "apiKey": "sk-secret-" + api, "request": req})
+	in, err := json.Marshal(map[string]any{"api": api, "op": op, "baseURL": base, "apiKey": "sk-secret-" + api, "request": req, "stream": stream})
 	if err != nil {
 		t.Fatal(err)
 	}

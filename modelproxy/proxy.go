@@ -149,10 +149,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 		return
 	}
-	if req.stream {
-		writeError(w, a, http.StatusBadRequest, "toolaudit: streaming (stream: true) is not supported by this proxy yet; send the request without it")
-		return
-	}
 	decl, err := p.declared.get(rt.Registry, req.tools)
 	if err != nil {
 		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
@@ -164,6 +160,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.Limits.upstreamTimeout)
 	defer cancel()
+	if req.stream {
+		p.serveStream(ctx, w, r, rt, rest, body, req, decl)
+		return
+	}
 	at, status, msg := p.exchange(ctx, r, rt, rest, body)
 	if msg != "" {
 		writeError(w, a, status, msg)
@@ -184,7 +184,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(at.body)
 		return
 	}
-	dr, err := p.decide(ctx, rt, a, req, decl, at.resp)
+	dr, err := p.decide(ctx, rt, req, decl, at.resp.id(), at.resp.model(), calls)
 	if err != nil {
 		p.refuse(w, a, rt, err)
 		return
@@ -289,11 +289,11 @@ type decisions struct {
 	note      string
 }
 
-// decide decides every call of resp against the declared tools and
-// records the decisions (acknowledged) before returning.
-func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl *declared, resp response) (*decisions, error) {
+// decide decides calls (of response respID, by model) against the
+// declared tools and records the decisions (acknowledged) before
+// returning.
+func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *declared, respID, model string, calls []toolCall) (*decisions, error) {
 	step := p.steps[rt.policy]
-	calls := resp.calls()
 	recs := make([]*audit.Record, len(calls))
 	hints := make([]suggest.Hints, len(calls))
 	var dec schema.CallDecoder
@@ -301,8 +301,8 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for i, tc := range calls {
 		ev := schema.Call{
-			EventID: p.eventID(resp.id(), tc.id), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
-			Model: resp.model(), Provider: a.provider(), Surface: "raw_json", Tool: tc.name,
+			EventID: p.eventID(respID, tc.id), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
+			Model: model, Provider: rt.api.provider(), Surface: "raw_json", Tool: tc.name,
 		}
 		if req.strict[tc.name] {
 			ev.Surface = "schema_enforced"
@@ -328,7 +328,7 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, a api, req *request, decl
 		d.nRejected++
 		d.withheld = append(d.withheld, calls[i].id)
 		if note.Len() == 0 {
-			note.WriteString("[toolaudit] Tool calls withheld: they do not resolve against the tools this request declared, and were not returned for execution.")
+			note.WriteString(withheldNote)
 		}
 		d.fixes[i] = fixText(calls[i].name, &rec.Decision, &hints[i])
 		note.WriteString("\n- ")

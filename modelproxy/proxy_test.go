@@ -218,43 +218,52 @@ func TestBlockSDKs(t *testing.T) {
 }
 
 // The SDKs' own agent loops, which execute every call they receive,
-// execute nothing rejected under block: of parallel calls, the ones that
-// resolve, once; the upstream then gets their results, and only theirs.
+// streaming or not, execute nothing rejected under block: of parallel
+// calls, the ones that resolve, once; the upstream then gets their
+// results, and only theirs.
 func TestBlockAgentLoops(t *testing.T) {
 	for _, api := range []string{"openai", "anthropic"} {
-		t.Run(api, func(t *testing.T) {
-			e := start(t, "block")
-			e.up.queue(t, api+"/parallel.json", api+"/final.json")
-			req := requestFor(api)
-			if api == "anthropic" {
-				req["tools"] = req["tools"].([]any)[:2] // the runner runs client tools
-			}
-			o := e.sdk(t, api, "agent", req)
-			if !o.OK {
-				t.Fatalf("agent loop failed: %+v", o)
-			}
-			var names []string
-			for _, x := range o.Executed {
-				names = append(names, x.Name)
-			}
-			if !slices.Equal(names, []string{"get_weather", "search_docs"}) {
-				t.Errorf("executed %v, want get_weather and search_docs once each", names)
-			}
-			got := e.up.requests()
-			if len(got) != 2 {
-				t.Fatalf("upstream got %d requests, want 2", len(got))
-			}
-			second := string(got[1].body)
-			for _, id := range map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api] {
-				if !strings.Contains(second, id) {
-					t.Errorf("the second request has no result of %s: %s", id, second)
+		for _, stream := range []bool{false, true} {
+			ext := map[bool]string{false: ".json", true: ".sse"}[stream]
+			t.Run(api+ext, func(t *testing.T) {
+				e := start(t, "block")
+				e.up.queue(t, api+"/parallel"+ext, api+"/final"+ext, api+"/bad"+ext)
+				req := requestFor(api)
+				if api == "anthropic" {
+					req["tools"] = req["tools"].([]any)[:2] // the runner runs client tools
 				}
-			}
-			if w := map[string]string{"openai": "call_p2", "anthropic": "toolu_01P2"}[api]; strings.Contains(second, w) {
-				t.Errorf("the second request names the withheld call %s: %s", w, second)
-			}
-			e.records(t, 3)
-		})
+				o := e.sdkStream(t, api, "agent", req, stream)
+				if !o.OK {
+					t.Fatalf("agent loop failed: %+v", o)
+				}
+				var names []string
+				for _, x := range o.Executed {
+					names = append(names, x.Name)
+				}
+				if !slices.Equal(names, []string{"get_weather", "search_docs"}) {
+					t.Errorf("executed %v, want get_weather and search_docs once each", names)
+				}
+				got := e.up.requests()
+				if len(got) != 2 {
+					t.Fatalf("upstream got %d requests, want 2", len(got))
+				}
+				second := string(got[1].body)
+				for _, id := range map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api] {
+					if !strings.Contains(second, id) {
+						t.Errorf("the second request has no result of %s: %s", id, second)
+					}
+				}
+				if w := map[string]string{"openai": "call_p2", "anthropic": "toolu_01P2"}[api]; strings.Contains(second, w) {
+					t.Errorf("the second request names the withheld call %s: %s", w, second)
+				}
+				e.records(t, 3)
+				// A call to a declared tool with a key it does not declare
+				// (H2): the loop would run it; it gets an answer instead.
+				if o := e.sdkStream(t, api, "agent", req, stream); !o.OK || len(o.Executed) != 0 {
+					t.Errorf("agent loop on a rejected call: %+v", o)
+				}
+			})
+		}
 	}
 }
 
@@ -336,7 +345,6 @@ func TestBounds(t *testing.T) {
 		{"too many tools", "/openai/v1/chat/completions", `{"model":"m","tools":` + tools(9) + `}`, 400, "at most 8"},
 		{"repeated member", "/openai/v1/chat/completions", `{"model":"m","tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object"},"parameters":{}}}]}`, 400, "parameters"},
 		{"tool twice", "/anthropic/v1/messages", `{"model":"m","tools":[{"name":"a","input_schema":{"type":"object"}},{"name":"a","input_schema":{"type":"object"}}]}`, 400, "appears twice"},
-		{"streaming", "/anthropic/v1/messages", `{"model":"m","stream":true}`, 400, "streaming"},
 		{"custom tool", "/openai/v1/chat/completions", `{"model":"m","tools":[{"type":"custom","custom":{"name":"x"}}]}`, 400, "function tools only"},
 		{"other endpoint", "/openai/v1/responses", `{"model":"m"}`, 404, "chat/completions"},
 		{"no route", "/elsewhere/v1/messages", `{}`, 404, "no route"},
@@ -367,7 +375,7 @@ func TestBounds(t *testing.T) {
 	t.Run("response too large", func(t *testing.T) {
 		big := bytes.Replace(fixture(t, "openai/honest.json"), []byte(`"content": null`), []byte(`"content": "`+strings.Repeat("y", 20000)+`"`), 1)
 		e.up.mu.Lock()
-		e.up.q = append(e.up.q, reply{status: 200, body: big})
+		e.up.q = append(e.up.q, reply{status: 200, contentType: "application/json", body: big})
 		e.up.mu.Unlock()
 		body, _ := json.Marshal(openAIRequest())
 		resp, err := http.Post(e.url+"/openai/v1/chat/completions", "application/json", bytes.NewReader(body))

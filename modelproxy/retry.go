@@ -72,7 +72,7 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 				carried, carriedCalls = append(carried, raws[i]), append(carriedCalls, c)
 			}
 		}
-		nd, err := p.decide(ctx, rt, rt.api, req, decl, at.resp)
+		nd, err := p.decide(ctx, rt, req, decl, at.resp.id(), at.resp.model(), at.resp.calls())
 		if err != nil {
 			return nil, err
 		}

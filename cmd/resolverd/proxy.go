@@ -28,7 +28,7 @@ import (
 )
 
 const proxyHelp = `Serves as an HTTP proxy in front of model APIs (OpenAI Chat Completions,
-Anthropic Messages; not streaming yet): an unmodified SDK pointed at it
+Anthropic Messages; streaming or not): an unmodified SDK pointed at it
 (its base URL) works as before, and every tool call a response returns
 is decided against the tools its request declared, recorded in the
 audit topic (acknowledged) before the client gets the response, and,

@@ -7,9 +7,13 @@
 //
 // create: the SDK's create(); out: {ok, response, headers} or
 //   {ok:false, status, error, name} (the SDK's thrown error).
+// stream: the SDK's streaming helper (openai: chat.completions.stream;
+//   anthropic: messages.stream), which accumulates the events into the
+//   final message; out: {ok, response (that message), events (count)}.
 // agent: the SDK's own agent loop, which executes every tool call it
 //   receives (openai: chat.completions.runTools; anthropic:
-//   beta.messages.toolRunner); out: {ok, executed:[{name,args}], final}.
+//   beta.messages.toolRunner), streaming when "stream" is true; out:
+//   {ok, executed:[{name,args}], final}.
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 
@@ -38,6 +42,16 @@ async function create() {
   out({ ok: true, response: data, headers });
 }
 
+async function stream() {
+  const s = sc.api === 'openai'
+    ? client.chat.completions.stream(sc.request)
+    : client.messages.stream(sc.request);
+  let events = 0;
+  s.on(sc.api === 'openai' ? 'chunk' : 'streamEvent', () => { events++; });
+  const response = sc.api === 'openai' ? await s.finalChatCompletion() : await s.finalMessage();
+  out({ ok: true, response, events });
+}
+
 async function agent() {
   const executed = [];
   const run = (name) => async (args) => {
@@ -49,19 +63,19 @@ async function agent() {
       type: 'function',
       function: { ...t.function, function: run(t.function.name), parse: JSON.parse },
     }));
-    const runner = client.chat.completions.runTools({ ...sc.request, tools }, { maxChatCompletions: 4 });
+    const runner = client.chat.completions.runTools({ ...sc.request, tools, stream: !!sc.stream }, { maxChatCompletions: 4 });
     const final = await runner.finalChatCompletion();
     out({ ok: true, executed, final: final.choices[0].message });
     return;
   }
   const tools = sc.request.tools.map((t) => ({ ...t, run: run(t.name), parse: (x) => x }));
-  const runner = client.beta.messages.toolRunner({ ...sc.request, tools, thread: false, max_iterations: 4 });
+  const runner = client.beta.messages.toolRunner({ ...sc.request, tools, thread: false, max_iterations: 4, stream: !!sc.stream });
   const final = await runner.runUntilDone();
   out({ ok: true, executed, final });
 }
 
 try {
-  await (sc.op === 'agent' ? agent() : create());
+  await ({ agent, stream, create }[sc.op])();
 } catch (e) {
   out({ ok: false, status: e.status ?? 0, error: e.error ?? null, name: e.constructor?.name ?? '', message: String(e.message ?? e) });
 }
