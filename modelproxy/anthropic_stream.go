@@ -30,6 +30,7 @@ type anthropicHeld struct {
 	id, name string
 	input    []byte
 	events   []*sseEvent
+	size     int // bytes of the events held
 }
 
 func (anthropicMessages) newStream(out *sink, d streamDecider) streamer {
@@ -95,8 +96,12 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 	}
 	if h := s.held; h != nil && b.Index == h.index {
 		h.events = append(h.events, ev)
+		h.size += len(ev.raw)
 		if b.Delta != nil {
 			h.input = append(h.input, b.Delta.PartialJSON...)
+		}
+		if h.size > s.out.maxHeld {
+			return errHeldTooLong
 		}
 		if ev.event == "content_block_stop" {
 			return s.complete()

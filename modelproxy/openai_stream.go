@@ -121,6 +121,9 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 					}
 					c.args = append(c.args, d.Function.Arguments...)
 				}
+				if len(c.args)+len(c.name) > s.out.maxHeld {
+					return errHeldTooLong
+				}
 			}
 			delete(delta, "tool_calls")
 			ch["delta"] = mustJSON(delta)

@@ -71,7 +71,13 @@ type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	err error
+	// maxHeld bounds what a stream holds of one tool call
+	// (Limits.MaxResponseBytes).
+	maxHeld int
 }
+
+// errHeldTooLong ends a stream whose tool call grows past sink.maxHeld.
+var errHeldTooLong = errors.New("a tool call longer than the limit (max_response_bytes); it cannot be decided and is not sent")
 
 func (s *sink) raw(b []byte) {
 	if s.err != nil {
@@ -133,7 +139,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	copyHeader(w.Header(), up.Header)
 	w.Header().Set(HeaderVersion, decl.version)
 	w.WriteHeader(up.StatusCode)
-	out := &sink{w: w, rc: http.NewResponseController(w)}
+	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes)}
 	block := rt.policy != Observe // retry is block when streaming
 	decide := func(respID, model string, c toolCall) (bool, string, error) {
 		d, err := p.decide(ctx, rt, req, decl, respID, model, []toolCall{c})

@@ -231,5 +231,31 @@ func TestStreamFailsClosed(t *testing.T) {
 			}
 			e.records(t, 0)
 		})
+		t.Run(api+"/call too long", func(t *testing.T) {
+			e := start(t, "observe")
+			// 20 deltas of 1000 bytes: each line within the line limit,
+			// the call past max_response_bytes (16384).
+			var b strings.Builder
+			pad := strings.Repeat("y", 1000)
+			if api == "openai" {
+				b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\""}}]},"finish_reason":null}]}` + "\n\n")
+				for range 20 {
+					b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + pad + `"}}]},"finish_reason":null}]}` + "\n\n")
+				}
+			} else {
+				b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n")
+				b.WriteString(`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}` + "\n\n")
+				for range 20 {
+					b.WriteString(`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + pad + `"}}` + "\n\n")
+				}
+			}
+			e.up.mu.Lock()
+			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(b.String())})
+			e.up.mu.Unlock()
+			o := e.sdk(t, api, "stream", streamRequest(api))
+			if o.OK || !strings.Contains(o.Message, "tool call longer than the limit") {
+				t.Errorf("SDK got %+v, want the stream's error naming the call", o)
+			}
+		})
 	}
 }
