@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -79,18 +78,16 @@ func (anthropicMessages) parseRequest(body []byte, maxTools int) (*request, erro
 // anthropicResponse is a message, its members kept as they are but
 // content, stop_reason and stop_sequence.
 type anthropicResponse struct {
-	top     map[string]json.RawMessage
-	content []json.RawMessage
-	uses    []int // indexes in content of the tool_use blocks, in calls() order
-	parsed
+	top       map[string]json.RawMessage
+	callItems // the content blocks, the tool_use ones the calls
 }
 
 func (anthropicMessages) parseResponse(body []byte) (response, error) {
 	r := &anthropicResponse{}
-	if err := parseTop(body, &r.top, &r.head, "content", &r.content); err != nil {
+	if err := parseTop(body, &r.top, &r.head, "content", &r.items); err != nil {
 		return nil, err
 	}
-	for i, raw := range r.content {
+	for i, raw := range r.items {
 		var b struct {
 			Type  string          `json:"type"`
 			ID    string          `json:"id"`
@@ -108,8 +105,7 @@ func (anthropicMessages) parseResponse(body []byte) (response, error) {
 			s := ""
 			c.args, c.raw = nil, &s
 		}
-		r.uses = append(r.uses, i)
-		r.all = append(r.all, c)
+		r.add(i, c)
 	}
 	return r, nil
 }
@@ -119,21 +115,7 @@ func (anthropicMessages) parseResponse(body []byte) (response, error) {
 // "end_turn" (the SDKs' tool runners and agent loops stop instead of
 // answering no call); one that keeps calls keeps stop_reason "tool_use".
 func (r *anthropicResponse) withhold(rejected []bool, note string) ([]byte, error) {
-	drop := make(map[int]bool, len(r.uses))
-	left := 0
-	for k, i := range r.uses {
-		if rejected[k] {
-			drop[i] = true
-		} else {
-			left++
-		}
-	}
-	content := make([]json.RawMessage, 0, len(r.content)+1)
-	for i, raw := range r.content {
-		if !drop[i] {
-			content = append(content, raw)
-		}
-	}
+	content, left := r.kept(rejected)
 	if note != "" {
 		content = append(content, mustJSON(map[string]string{"type": "text", "text": note}))
 	}
@@ -147,14 +129,6 @@ func (r *anthropicResponse) withhold(rejected []bool, note string) ([]byte, erro
 
 func (r *anthropicResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
 
-func (r *anthropicResponse) rawCalls() []json.RawMessage {
-	raws := make([]json.RawMessage, len(r.uses))
-	for k, i := range r.uses {
-		raws[k] = r.content[i]
-	}
-	return raws
-}
-
 func (r *anthropicResponse) usage() json.RawMessage { return r.top["usage"] }
 
 func (r *anthropicResponse) repairable() bool { return true }
@@ -166,7 +140,7 @@ func (r *anthropicResponse) repair(req []byte, results []string, isError []bool)
 	for k, c := range r.all {
 		res[k] = map[string]any{"type": "tool_result", "tool_use_id": c.id, "content": results[k], "is_error": isError[k]}
 	}
-	return withMessages(req, mustJSON(map[string]any{"role": "assistant", "content": r.content}),
+	return withMessages(req, mustJSON(map[string]any{"role": "assistant", "content": r.items}),
 		mustJSON(map[string]any{"role": "user", "content": res}))
 }
 
@@ -178,15 +152,8 @@ func (r *anthropicResponse) merge(raws []json.RawMessage, calls []toolCall, usag
 	if len(raws) == 0 {
 		return
 	}
-	uses := make([]int, 0, len(raws)+len(r.uses))
-	for i := range raws {
-		uses = append(uses, i)
-	}
-	for _, i := range r.uses {
-		uses = append(uses, i+len(raws))
-	}
-	r.content, r.uses, r.all = slices.Concat(raws, r.content), uses, slices.Concat(calls, r.all)
-	r.top["content"] = mustJSON(r.content)
+	r.prepend(raws, calls)
+	r.top["content"] = mustJSON(r.items)
 	r.top["stop_reason"] = mustJSON("tool_use")
 	r.top["stop_sequence"] = json.RawMessage("null")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -170,4 +171,56 @@ func withMessages(req []byte, add ...json.RawMessage) ([]byte, error) {
 	}
 	top["messages"] = mustJSON(append(msgs, add...))
 	return json.Marshal(top)
+}
+
+// callItems is a list of items (Anthropic content blocks, Responses
+// output items) of which some are the calls: uses[k] is the index of
+// calls()[k].
+type callItems struct {
+	parsed
+	items []json.RawMessage
+	uses  []int
+}
+
+func (c *callItems) add(i int, call toolCall) {
+	c.uses = append(c.uses, i)
+	c.all = append(c.all, call)
+}
+
+// kept returns the items without the calls rejected marks, and how many
+// calls are left.
+func (c *callItems) kept(rejected []bool) ([]json.RawMessage, int) {
+	drop := make(map[int]bool, len(c.uses))
+	for k, i := range c.uses {
+		if rejected[k] {
+			drop[i] = true
+		}
+	}
+	out := make([]json.RawMessage, 0, len(c.items)+1)
+	for i, raw := range c.items {
+		if !drop[i] {
+			out = append(out, raw)
+		}
+	}
+	return out, len(c.uses) - len(drop)
+}
+
+func (c *callItems) rawCalls() []json.RawMessage {
+	raws := make([]json.RawMessage, len(c.uses))
+	for k, i := range c.uses {
+		raws[k] = c.items[i]
+	}
+	return raws
+}
+
+// prepend puts raws (the calls' items) and their calls first.
+func (c *callItems) prepend(raws []json.RawMessage, calls []toolCall) {
+	uses := make([]int, 0, len(raws)+len(c.uses))
+	for i := range raws {
+		uses = append(uses, i)
+	}
+	for _, i := range c.uses {
+		uses = append(uses, i+len(raws))
+	}
+	c.items, c.uses, c.all = slices.Concat(raws, c.items), uses, slices.Concat(calls, c.all)
 }

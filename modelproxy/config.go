@@ -83,7 +83,8 @@ type Route struct {
 	// the rest of the path is the upstream's.
 	Prefix string `json:"prefix"`
 	// API is what the route speaks: "openai" (Chat Completions, POST
-	// .../chat/completions) or "anthropic" (Messages, POST /v1/messages).
+	// .../chat/completions, and Responses, POST .../responses) or
+	// "anthropic" (Messages, POST /v1/messages).
 	API string `json:"api"`
 	// Upstream is the model API's base URL; the rest of the request's
 	// path is appended to it.
@@ -105,7 +106,8 @@ type Route struct {
 	RetryDeadline string `json:"retry_deadline"`
 
 	upstream      *url.URL
-	api           api
+	api           api   // the route's API of this request (ServeHTTP)
+	apis          []api // the APIs the route serves, by endpoint
 	policy        Policy
 	retryDeadline time.Duration
 }
@@ -222,9 +224,9 @@ func (c *Config) Validate() error {
 		seen[r.Prefix] = true
 		switch r.API {
 		case "openai":
-			r.api = openAIChat{}
+			r.apis = []api{openAIChat{}, openAIResponses{}}
 		case "anthropic":
-			r.api = anthropicMessages{}
+			r.apis = []api{anthropicMessages{}}
 		default:
 			return fmt.Errorf("%s: api %q: want openai or anthropic", at, r.API)
 		}

@@ -1,6 +1,7 @@
 // Package modelproxy puts closed-world resolution at the model API: an
-// HTTP proxy in front of an upstream model API (OpenAI Chat Completions,
-// Anthropic Messages; non-streaming and streaming) that decides every tool call a
+// HTTP proxy in front of an upstream model API (OpenAI Chat Completions
+// and Anthropic Messages, non-streaming and streaming; OpenAI Responses,
+// non-streaming) that decides every tool call a
 // response returns against the tools its request declared, records the
 // decisions in the audit trail, and only then answers the client. An
 // unmodified SDK pointed at it (its base URL) works as before.
@@ -12,8 +13,8 @@
 // a policy (Config). The rest of the request's path is the upstream's:
 // an OpenAI SDK with baseURL http://proxy/openai/v1 posts
 // /openai/v1/chat/completions, forwarded to upstream + /v1/chat/completions.
-// Only the endpoint whose tool calls the proxy decides is served (POST
-// .../chat/completions, POST /v1/messages); any other path of a route is
+// Only the endpoints whose tool calls the proxy decides are served (POST
+// .../chat/completions and .../responses, POST /v1/messages); any other path of a route is
 // answered 404 in the API's error shape rather than passed on undecided
 // (the Responses API, batches and the like may return tool calls too).
 //
@@ -153,7 +154,28 @@
 // stream is answered as under block: a repair would have to hold the
 // text that came before the calls.
 //
-// Not yet: the Responses API; retry of a stream; the audit records of a
+// # Responses
+//
+// The OpenAI Responses API (an openai route's POST .../responses) is
+// decided like Chat Completions: function tools are the listing (strict
+// unless strict: false, as that API defines them, hence surface
+// schema_enforced), the API's own tools (web_search, file_search,
+// code_interpreter, image_generation, mcp) run at the API and are not
+// decided, and tools whose calls the client executes in another shape
+// (computer use, shell, apply_patch, custom) are refused (400). Each
+// function_call output item is a call (its call_id the call's id). Block
+// drops the rejected function_call items and appends the note as an
+// assistant message item (the SDK's output_text shows it). The API
+// stores a response with every call it returned (store defaults to true)
+// and refuses a request continuing it (previous_response_id) without an
+// output for each: so the proxy remembers, for the last
+// DefaultWithheldResponses block answers, the calls it withheld, and
+// puts a function_call_output of each (the note) before the input of a
+// request that continues one, unless the client gives it. Retry sends the
+// input so far, the response's message and function_call items and a
+// function_call_output per call. Streaming Responses is refused (400).
+//
+// Not yet: streaming Responses; retry of a stream; the audit records of a
 // retry are not linked to the call they repair (each is its own call
 // event).
 package modelproxy

@@ -220,10 +220,25 @@ func anthropicRequest() map[string]any {
 
 // requestFor is the tests' request in api's terms.
 func requestFor(api string) map[string]any {
-	if api == "anthropic" {
+	switch api {
+	case "anthropic":
 		return anthropicRequest()
+	case "responses":
+		return responsesRequest()
 	}
 	return openAIRequest()
+}
+
+func responsesRequest() map[string]any {
+	return map[string]any{
+		"model": "gpt-5.1",
+		"input": "Weather in Paris?",
+		"tools": []any{
+			map[string]any{"type": "function", "name": "get_weather", "description": "Current weather of a city", "parameters": json.RawMessage(weatherSchema), "strict": false},
+			map[string]any{"type": "function", "name": "search_docs", "description": "Search the docs", "parameters": json.RawMessage(searchSchema), "strict": true},
+			map[string]any{"type": "web_search"},
+		},
+	}
 }
 
 // declaredListing is the listing event `resolverd check` is given for
@@ -287,8 +302,9 @@ type nodeOut struct {
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
 	} `json:"executed"`
-	Final  json.RawMessage `json:"final"`
-	Events int             `json:"events"`
+	Final      json.RawMessage `json:"final"`
+	Events     int             `json:"events"`
+	OutputText *string         `json:"output_text"`
 }
 
 // sdk runs the official SDK (testdata/modelapi/client.mjs) on one
@@ -310,10 +326,14 @@ func (e *env) sdkStream(t *testing.T, api, op string, req map[string]any, stream
 		}
 	}
 	base := e.url + "/anthropic"
+	endpoint := ""
+	if api == "responses" {
+		api, endpoint = "openai", "responses"
+	}
 	if api == "openai" {
 		base = e.url + "/openai/v1"
 	}
-	in, err := json.Marshal(map[string]any{"api": api, "op": op, "baseURL": base, "apiKey": "sk-secret-" + api, "request": req, "stream": stream})
+	in, err := json.Marshal(map[string]any{"api": api, "op": op, "baseURL": base, "apiKey": "sk-secret-" + api, "request": req, "stream": stream, "endpoint": endpoint})
 	if err != nil {
 		t.Fatal(err)
 	}

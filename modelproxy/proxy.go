@@ -3,6 +3,7 @@ package modelproxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,11 @@ type Options struct {
 	DeclaredSets int
 }
 
+// DefaultWithheldResponses is how many Responses answers' withheld calls
+// the proxy remembers, to give their outputs when a request continues
+// one (previous_response_id).
+const DefaultWithheldResponses = 10000
+
 // Response headers the proxy adds to a decided response.
 const (
 	HeaderCalls    = "Toolaudit-Calls"    // tool calls decided
@@ -63,6 +69,9 @@ type Proxy struct {
 	declared *declaredCache
 	steps    map[Policy]*callpath.Step // the step of each policy: its action
 	ids      atomic.Uint64
+	// withheld are the outputs the proxy supplies for the calls it
+	// withheld from Responses answers (withheldOutputs).
+	withheld *withheldOutputs
 	idPrefix string
 }
 
@@ -95,6 +104,7 @@ func New(o Options) (*Proxy, error) {
 		declared: &declaredCache{formats: cfg.Formats == "assert", max: cmpOr(o.DeclaredSets, DefaultDeclaredSets)},
 		steps:    map[Policy]*callpath.Step{Observe: &observe, Block: &block, Retry: &block},
 		idPrefix: "mp-" + strconv.FormatInt(time.Now().UnixMilli(), 36) + "-",
+		withheld: &withheldOutputs{max: DefaultWithheldResponses},
 	}
 	for i := range cfg.Routes {
 		p.routes = append(p.routes, &cfg.Routes[i])
@@ -127,13 +137,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, openAIChat{}, http.StatusNotFound, "no route of this proxy serves "+strconv.Quote(r.URL.Path))
 		return
 	}
-	a := rt.api
-	if !a.decided(r.Method, rest) {
+	var a api
+	var served []string
+	for _, x := range rt.apis {
+		if x.decided(r.Method, rest) {
+			a = x
+			break
+		}
+		served = append(served, x.endpoint())
+	}
+	if a == nil {
 		// Fail closed: what the proxy does not decide (another endpoint,
 		// which may return tool calls too) is not passed on undecided.
-		writeError(w, a, http.StatusNotFound, fmt.Sprintf("toolaudit: this route serves only %s, whose tool calls it decides, not %s %s", a.endpoint(), r.Method, rest))
+		writeError(w, rt.apis[0], http.StatusNotFound, fmt.Sprintf("toolaudit: this route serves only %s, whose tool calls it decides, not %s %s", strings.Join(served, " and "), r.Method, rest))
 		return
 	}
+	perRequest := *rt
+	perRequest.api = a
+	rt = &perRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.Limits.MaxRequestBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -158,6 +179,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.log.Warn("declared tool not usable: its calls are rejected", "route", rt.Prefix, "issue", is.String())
 	}
 
+	if _, ok := a.(openAIResponses); ok {
+		if body, err = p.withheld.continued(body); err != nil {
+			writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.Limits.upstreamTimeout)
 	defer cancel()
 	if req.stream {
@@ -206,6 +233,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a, http.StatusBadGateway, "toolaudit: "+err.Error())
 		return
 	}
+	if _, ok := a.(openAIResponses); ok && len(st.withheld) > 0 {
+		p.rememberWithheld(out, st.withheld)
+	}
 	h := w.Header()
 	h.Set(HeaderCalls, strconv.Itoa(st.calls))
 	h.Set(HeaderRejected, strconv.Itoa(st.rejected))
@@ -218,6 +248,29 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(at.status)
 	_, _ = w.Write(out)
+}
+
+// rememberWithheld keeps the outputs of the calls withheld from the
+// Responses answer out (its id, and each call's fix text from the
+// answer's note), for a request that continues it.
+func (p *Proxy) rememberWithheld(out []byte, ids []string) {
+	var r struct {
+		ID     string `json:"id"`
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if json.Unmarshal(out, &r) != nil || len(r.Output) == 0 || len(r.Output[len(r.Output)-1].Content) == 0 {
+		return
+	}
+	note := r.Output[len(r.Output)-1].Content[0].Text
+	items := make([]json.RawMessage, len(ids))
+	for i, id := range ids {
+		items[i] = mustJSON(map[string]any{"type": "function_call_output", "call_id": id, "output": note})
+	}
+	p.withheld.put(r.ID, items)
 }
 
 // refuse answers a response whose decisions the audit trail did not

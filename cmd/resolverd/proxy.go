@@ -27,8 +27,9 @@ import (
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
 
-const proxyHelp = `Serves as an HTTP proxy in front of model APIs (OpenAI Chat Completions,
-Anthropic Messages; streaming or not): an unmodified SDK pointed at it
+const proxyHelp = `Serves as an HTTP proxy in front of model APIs (OpenAI Chat Completions
+and Anthropic Messages, streaming or not; OpenAI Responses, not
+streaming): an unmodified SDK pointed at it
 (its base URL) works as before, and every tool call a response returns
 is decided against the tools its request declared, recorded in the
 audit topic (acknowledged) before the client gets the response, and,

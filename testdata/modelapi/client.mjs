@@ -5,7 +5,9 @@
 //   {"api":"openai"|"anthropic", "op":"create"|"agent", "baseURL":..., "apiKey":...,
 //    "request":{...the SDK's create parameters...}}
 //
-// create: the SDK's create(); out: {ok, response, headers} or
+// create: the SDK's create() (openai: chat.completions, or responses
+//   when "endpoint" is "responses"); out: {ok, response, headers,
+//   output_text (Responses: the SDK's convenience getter)} or
 //   {ok:false, status, error, name} (the SDK's thrown error).
 // stream: the SDK's streaming helper (openai: chat.completions.stream;
 //   anthropic: messages.stream), which accumulates the events into the
@@ -30,16 +32,16 @@ function out(v) {
 }
 
 async function create() {
-  const p = sc.api === 'openai'
-    ? client.chat.completions.create(sc.request)
-    : client.messages.create(sc.request);
+  const p = sc.api === 'anthropic' ? client.messages.create(sc.request)
+    : sc.endpoint === 'responses' ? client.responses.create(sc.request)
+    : client.chat.completions.create(sc.request);
   const { data, response } = await p.withResponse();
   const headers = {};
   for (const h of headerNames) {
     const v = response.headers.get(h);
     if (v !== null) headers[h] = v;
   }
-  out({ ok: true, response: data, headers });
+  out({ ok: true, response: data, headers, output_text: data.output_text ?? null });
 }
 
 async function stream() {
