@@ -50,7 +50,12 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 		}
 		_ = json.Unmarshal(ev.data, &m)
 		s.id, s.model = m.Message.ID, m.Message.Model
-	case "content_block_start", "content_block_delta", "content_block_stop":
+	case "content_block_delta", "content_block_stop":
+		if s.held == nil && s.dropped == 0 {
+			break // a block passed on as it is: nothing to read
+		}
+		return s.block(ev)
+	case "content_block_start":
 		return s.block(ev)
 	case "message_delta":
 		if s.held != nil {

@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -62,6 +63,10 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 			return err
 		}
 		s.out.raw(ev.raw)
+		return nil
+	}
+	if s.id != "" && plainChunk(ev.data) {
+		s.out.raw(ev.raw) // text: nothing to read, nothing to change
 		return nil
 	}
 	var top map[string]json.RawMessage
@@ -206,6 +211,31 @@ func (s *openAIStream) finish() error {
 		}
 	}
 	return nil
+}
+
+// plainChunk reports whether a chunk holds no tool call, no finish and
+// no error: no "tool_calls" or "error" anywhere, and every
+// "finish_reason" null. A chunk that only seems to (the words in its
+// text) is read whole, which is right too.
+func plainChunk(b []byte) bool {
+	if bytes.Contains(b, []byte(`"tool_calls"`)) || bytes.Contains(b, []byte(`"error"`)) {
+		return false
+	}
+	key := []byte(`"finish_reason"`)
+	for {
+		i := bytes.Index(b, key)
+		if i < 0 {
+			return true
+		}
+		b = bytes.TrimLeft(b[i+len(key):], " \t\r\n")
+		if len(b) == 0 || b[0] != ':' {
+			return false
+		}
+		b = bytes.TrimLeft(b[1:], " \t\r\n")
+		if !bytes.HasPrefix(b, []byte("null")) {
+			return false
+		}
+	}
 }
 
 func cmpOrStr(a, b string) string {

@@ -73,18 +73,29 @@ type sink struct {
 	err error
 	// maxHeld bounds what a stream holds of one tool call
 	// (Limits.MaxResponseBytes).
-	maxHeld int
+	maxHeld   int
+	unflushed bool
 }
 
 // errHeldTooLong ends a stream whose tool call grows past sink.maxHeld.
 var errHeldTooLong = errors.New("a tool call longer than the limit (max_response_bytes); it cannot be decided and is not sent")
 
+// raw writes b; it reaches the client at the next flush, which the
+// stream's loop calls whenever it has read all the upstream has sent so
+// far (and before waiting for a decision): events that came together
+// leave together, and none waits for more.
 func (s *sink) raw(b []byte) {
 	if s.err != nil {
 		return
 	}
-	if _, s.err = s.w.Write(b); s.err == nil {
+	_, s.err = s.w.Write(b)
+	s.unflushed = true
+}
+
+func (s *sink) flush() {
+	if s.err == nil && s.unflushed {
 		s.err = s.rc.Flush()
+		s.unflushed = false
 	}
 }
 
@@ -142,6 +153,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes)}
 	block := rt.policy != Observe // retry is block when streaming
 	decide := func(respID, model string, c toolCall) (bool, string, error) {
+		out.flush() // the text before the call does not wait for its audit
 		d, err := p.decide(ctx, rt, req, decl, respID, model, []toolCall{c})
 		if err != nil {
 			return false, "", fmt.Errorf("a tool call could not be recorded in the audit trail, so it is not sent: %w", err)
@@ -153,8 +165,13 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	fail := func(msg string) {
 		p.log.Error("stream ended", "route", rt.Prefix, "err", msg)
 		out.event(s.errorEvent("toolaudit: " + msg))
+		out.flush()
 	}
+	defer out.flush()
 	for out.err == nil {
+		if br.Buffered() == 0 {
+			out.flush()
+		}
 		ev, err := readEvent(br)
 		if err == io.EOF {
 			if err := s.finish(); err != nil {
