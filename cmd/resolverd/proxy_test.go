@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
@@ -117,5 +118,64 @@ func TestProxyUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestEmbeddedProxy: a decision of resolverd proxy is stored by
+// resolverd run as a decision row of its own source, "model-proxy"
+// (read back from the stored-decisions topic, which run writes before it
+// commits).
+func TestEmbeddedProxy(t *testing.T) {
+	d := startDaemon(t, "--decisions-topic", "decisions-out")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-e1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_e1","type":"function","function":{"name":"get_weather","arguments":"{\"town\":\"Paris\"}"}}]}}]}`)
+	}))
+	defer up.Close()
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	if err := os.WriteFile(cfg, []byte("routes:\n  - {prefix: /openai, api: openai, upstream: \""+up.URL+"\", registry: fleet, policy: observe}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"proxy", "--config", cfg, "--listen", addr, "--brokers", d.kafka}, stdio{strings.NewReader(""), io.Discard, &logs})
+	}()
+	defer func() { cancel(); <-done }()
+	body := `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}}]}`
+	waitUntil(t, 10*time.Second, "the proxy's answer", func() bool {
+		resp, err := http.Post("http://"+addr+"/openai/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	out, err := kgo.NewClient(kgo.SeedBrokers(d.kafka), kgo.ConsumeTopics("decisions-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var row struct {
+		EventID string `json:"event_id"`
+		Source  string `json:"source"`
+		Action  string `json:"action"`
+		Class   string `json:"class"`
+	}
+	for deadline := time.Now().Add(60 * time.Second); row.Source == "" && time.Now().Before(deadline); {
+		pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		out.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+			if bytes.Contains(r.Value, []byte(`"chatcmpl-e1/call_e1"`)) {
+				if err := json.Unmarshal(r.Value, &row); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		pcancel()
+	}
+	if row.Source != "model-proxy" || row.Action != "observed" || row.Class != "H2" {
+		t.Errorf("stored row %+v, want source model-proxy, action observed, class H2\nproxy log:\n%s", row, logs.String())
 	}
 }
