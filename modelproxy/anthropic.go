@@ -33,8 +33,9 @@ func serverTool(typ string) bool {
 
 func (anthropicMessages) parseRequest(body []byte, maxTools int) (*request, error) {
 	var r struct {
-		Stream bool              `json:"stream"`
-		Tools  []json.RawMessage `json:"tools"`
+		Stream     bool              `json:"stream"`
+		Tools      []json.RawMessage `json:"tools"`
+		ToolChoice json.RawMessage   `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("request body: %w", err)
@@ -72,7 +73,27 @@ func (anthropicMessages) parseRequest(body []byte, maxTools int) (*request, erro
 			req.strict[t.Name] = true
 		}
 	}
-	return req, nil
+	return req, req.frontier(r.ToolChoice, messagesChoice)
+}
+
+// messagesChoice reads a Messages tool_choice: {"type":"none"} allows no
+// tool, {"type":"tool","name":...} only it; auto and any every declared
+// tool.
+func messagesChoice(raw json.RawMessage) ([]string, bool, error) {
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, false, err
+	}
+	switch c.Type {
+	case "none":
+		return []string{}, true, nil
+	case "tool":
+		return []string{c.Name}, true, nil
+	}
+	return nil, false, nil
 }
 
 // anthropicResponse is a message, its members kept as they are but

@@ -43,6 +43,26 @@ type request struct {
 	// strict names the tools of constrained decoding (OpenAI's and
 	// Anthropic's strict: true): their calls' surface is schema_enforced.
 	strict map[string]bool
+	// visible is the frontier tool_choice sets, when it sets one: the
+	// tools it allows (OpenAI allowed_tools), the one it forces, none
+	// ("none"); a call off it is H4 (wire contract v1.2).
+	visible    []string
+	hasVisible bool
+}
+
+// frontier sets the request's frontier from tool_choice, read with
+// names: the names it allows and whether it limits them (false: any
+// declared tool).
+func (r *request) frontier(choice json.RawMessage, names func(json.RawMessage) ([]string, bool, error)) error {
+	if len(choice) == 0 || string(choice) == "null" {
+		return nil
+	}
+	v, ok, err := names(choice)
+	if err != nil {
+		return fmt.Errorf("tool_choice: %w", err)
+	}
+	r.visible, r.hasVisible = v, ok
+	return nil
 }
 
 // toolCall is one tool call of a response, for the client to execute.

@@ -60,9 +60,12 @@
 // before the client gets the response. When the audit trail does not take
 // them, the client gets 503 in the API's error shape and no call (fail
 // closed). A response without tool calls needs no decision and passes.
-// tool_choice and parallel_tool_calls are forwarded as they are; the
-// calls that come back are decided against the declared tools whatever
-// tool_choice asked.
+// tool_choice and parallel_tool_calls are forwarded as they are.
+// tool_choice is the call's visible frontier (H4, contract v1.2) as each
+// API defines it: a forced tool (OpenAI {"type":"function"}, Anthropic
+// {"type":"tool"}) allows only it, "none" (Anthropic {"type":"none"})
+// none, OpenAI's allowed_tools those it lists; auto, required and any
+// every declared tool (no frontier). A call off the frontier is H4.
 //
 // # Policies
 //

@@ -22,9 +22,10 @@ func (openAIChat) endpoint() string { return "POST .../chat/completions (Chat Co
 
 func (openAIChat) parseRequest(body []byte, maxTools int) (*request, error) {
 	var r struct {
-		Stream    bool              `json:"stream"`
-		Tools     []json.RawMessage `json:"tools"`
-		Functions json.RawMessage   `json:"functions"`
+		Stream     bool              `json:"stream"`
+		Tools      []json.RawMessage `json:"tools"`
+		Functions  json.RawMessage   `json:"functions"`
+		ToolChoice json.RawMessage   `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("request body: %w", err)
@@ -63,7 +64,44 @@ func (openAIChat) parseRequest(body []byte, maxTools int) (*request, error) {
 			req.strict[f.Name] = true
 		}
 	}
-	return req, nil
+	return req, req.frontier(r.ToolChoice, chatChoice)
+}
+
+// chatChoice reads a Chat Completions tool_choice: "none" allows no
+// tool, a named function only it, allowed_tools the tools it lists;
+// "auto" and "required" any declared tool.
+func chatChoice(raw json.RawMessage) ([]string, bool, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []string{}, s == "none", nil
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		AllowedTools struct {
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, false, err
+	}
+	switch c.Type {
+	case "function":
+		return []string{c.Function.Name}, true, nil
+	case "allowed_tools":
+		names := []string{}
+		for _, t := range c.AllowedTools.Tools {
+			names = append(names, t.Function.Name)
+		}
+		return names, true, nil
+	}
+	return nil, false, nil
 }
 
 // openAIResponse is a chat completion, its members kept as they are but

@@ -34,8 +34,9 @@ func responsesServerTool(typ string) bool {
 
 func (openAIResponses) parseRequest(body []byte, maxTools int) (*request, error) {
 	var r struct {
-		Stream bool              `json:"stream"`
-		Tools  []json.RawMessage `json:"tools"`
+		Stream     bool              `json:"stream"`
+		Tools      []json.RawMessage `json:"tools"`
+		ToolChoice json.RawMessage   `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("request body: %w", err)
@@ -74,7 +75,41 @@ func (openAIResponses) parseRequest(body []byte, maxTools int) (*request, error)
 			return nil, fmt.Errorf("tools[%d]: type %q is not supported by this proxy (function tools and the API's own tools only)", i, t.Type)
 		}
 	}
-	return req, nil
+	return req, req.frontier(r.ToolChoice, responsesChoice)
+}
+
+// responsesChoice reads a Responses tool_choice: "none" allows no tool,
+// {"type":"function","name":...} only it, allowed_tools the function
+// tools it lists; auto and required every declared tool.
+func responsesChoice(raw json.RawMessage) ([]string, bool, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []string{}, s == "none", nil
+	}
+	var c struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Tools []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, false, err
+	}
+	switch c.Type {
+	case "function":
+		return []string{c.Name}, true, nil
+	case "allowed_tools":
+		names := []string{}
+		for _, t := range c.Tools {
+			if t.Type == "function" {
+				names = append(names, t.Name)
+			}
+		}
+		return names, true, nil
+	}
+	return nil, false, nil
 }
 
 // openAIResponsesResponse is a response object, its members kept as they

@@ -360,6 +360,7 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 		if req.strict[tc.name] {
 			ev.Surface = "schema_enforced"
 		}
+		ev.Visible, ev.HasVisible = req.visible, req.hasVisible
 		event := schema.AppendCall(nil, &ev, schema.CallArgs{JSON: tc.args, Raw: tc.raw})
 		rec := &audit.Record{}
 		step.Decide(decl.snap, &dec, event, &c, rec)

@@ -395,3 +395,41 @@ func TestBounds(t *testing.T) {
 
 var _ = audit.Record{}
 var _ = modelproxy.Block
+
+// tool_choice is the frontier of the request's calls, as each API
+// defines it: a forced tool allows only it, "none" none, OpenAI's
+// allowed_tools those it lists; a call off it is H4, as resolverd check
+// decides the same event.
+func TestToolChoiceFrontier(t *testing.T) {
+	for _, tc := range []struct {
+		api, file string
+		choice    any
+		class     string
+	}{
+		{"openai", "openai/honest.json", map[string]any{"type": "function", "function": map[string]any{"name": "search_docs"}}, "H4"},
+		{"openai", "openai/honest.json", "none", "H4"},
+		{"openai", "openai/honest.json", "required", "OK"},
+		{"openai", "openai/honest.json", map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "auto", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}, "OK"},
+		{"openai", "openai/honest.json", map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "required", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "search_docs"}}}}}, "H4"},
+		{"anthropic", "anthropic/honest.json", map[string]any{"type": "tool", "name": "search_docs"}, "H4"},
+		{"anthropic", "anthropic/honest.json", map[string]any{"type": "any"}, "OK"},
+		{"anthropic", "anthropic/honest.json", map[string]any{"type": "none"}, "H4"},
+		{"responses", "responses/repaired.json", map[string]any{"type": "function", "name": "search_docs"}, "H4"},
+		{"responses", "responses/repaired.json", map[string]any{"type": "allowed_tools", "mode": "auto", "tools": []any{map[string]any{"type": "function", "name": "get_weather"}}}, "OK"},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			e := start(t, "observe")
+			e.up.queue(t, tc.file)
+			req := requestFor(tc.api)
+			req["tool_choice"] = tc.choice
+			if o := e.sdk(t, tc.api, "create", req); !o.OK {
+				t.Fatalf("%+v", o)
+			}
+			recs := e.records(t, 1)
+			if got := classes(recs); got != tc.class {
+				t.Errorf("tool_choice %v: class %s, want %s (%s)", tc.choice, got, tc.class, recs[0].Decision.Reason)
+			}
+			checkOffline(t, recs)
+		})
+	}
+}
