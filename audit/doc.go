@@ -15,7 +15,7 @@
 //		   "suggested_tool":"create_issue","resolver_build":"...",
 //		   "policy_version":"strict","decided_at":"2026-11-29T10:00:05.251Z"}}
 //
-//	  - source: "api" or "gateway" (a record cannot claim "stream" or
+//	  - source: "api", "gateway" or "model-proxy" (a record cannot claim "stream" or
 //	    "reanalysis": those rows are the pipeline's own).
 //	  - action: what the host reports it did with the verdict: "enforced",
 //	    "observed", or "" (unknown).

@@ -17,7 +17,7 @@ const DefaultTopic = schema.TopicAudit
 
 // Record is one decision taken in the call path.
 type Record struct {
-	Source schema.Source // SourceAPI or SourceGateway
+	Source schema.Source // SourceAPI, SourceGateway or SourceModelProxy
 	Action schema.Action // what the host reports it did; "" unknown
 	// Call is the call event as received (any bytes: a MALFORMED call is
 	// audited too).
@@ -174,10 +174,10 @@ func decode(b []byte, r *Record) error {
 				return err
 			}
 			switch src := schema.Source(s); src {
-			case schema.SourceAPI, schema.SourceGateway:
+			case schema.SourceAPI, schema.SourceGateway, schema.SourceModelProxy:
 				r.Source = src
 			default:
-				return fmt.Errorf(`source %q, want "api" or "gateway"`, s)
+				return fmt.Errorf(`source %q, want "api", "gateway" or "model-proxy"`, s)
 			}
 		case "action":
 			s, err := stringValue(v, key)

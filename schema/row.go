@@ -29,8 +29,8 @@ type Row struct {
 	ResolverBuild string
 	PolicyVersion string // mode and rules the decision was made under
 
-	// Source is who decided: SourceStream, SourceAPI, SourceGateway or
-	// SourceReanalysis. The store keeps one row per (AnalysisID, CallKey,
+	// Source is who decided: SourceStream, SourceAPI, SourceGateway,
+	// SourceModelProxy or SourceReanalysis. The store keeps one row per (AnalysisID, CallKey,
 	// Source): a call decided in the call path and again from the stream
 	// has both rows.
 	Source Source
@@ -74,9 +74,12 @@ type Source string
 
 // Sources of decisions.
 const (
-	SourceStream     Source = "stream"     // decided from the calls topic
-	SourceAPI        Source = "api"        // answered by POST /v1/resolve
-	SourceGateway    Source = "gateway"    // decided in the MCP gateway
+	SourceStream  Source = "stream"  // decided from the calls topic
+	SourceAPI     Source = "api"     // answered by POST /v1/resolve
+	SourceGateway Source = "gateway" // decided in the MCP gateway
+	// SourceModelProxy: decided in the model API proxy (resolverd proxy,
+	// package modelproxy), a tool call a model returned.
+	SourceModelProxy Source = "model-proxy"
 	SourceReanalysis Source = "reanalysis" // resolverd reanalyze
 )
 

@@ -119,23 +119,9 @@ func gatewayCommand(std stdio) *ffcli.Command {
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
 		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unexpected arguments %q", args)}
-			}
-			if f.config == "" {
-				return usageError{errors.New("needs --config FILE")}
-			}
-			log, err := f.logger(std.err)
+			log, err := frontEndStart(args, f.config, &f.commonFlags, std.err, f.auditTimeout, f.tlsCert, f.tlsKey, f.maxConns)
 			if err != nil {
 				return err
-			}
-			switch {
-			case f.auditTimeout < time.Second:
-				return usageError{fmt.Errorf("--audit-timeout %v: at least 1s", f.auditTimeout)}
-			case (f.tlsCert == "") != (f.tlsKey == ""):
-				return usageError{errors.New("--http-tls-cert and --http-tls-key go together")}
-			case f.maxConns <= 0:
-				return usageError{errors.New("--http-max-conns must be positive")}
 			}
 			cfg, err := gateway.LoadConfig(f.config)
 			if err != nil {

@@ -14,6 +14,7 @@
 //	registry   the registry history (registry diff); approved definitions
 //	           (registry pending, approve, reject, revoke, lock)
 //	stack      run only the embedded Kafka broker and ClickHouse engine
+//	proxy      model API proxy: decide every tool call a model returns
 package main
 
 import (
@@ -91,7 +92,7 @@ was current when each call was emitted, and classifies every failure
 (OK, H1-H5, M1-M5, MALFORMED; see README.md).`,
 		FlagSet: rootFlags,
 		Subcommands: []*ffcli.Command{checkCommand(std), runCommand(std), gatewayCommand(std), reanalyzeCommand(std), diffCommand(std),
-			migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std)},
+			migrateCommand(std), reportCommand(std), registryCommand(std), stackCommand(std), proxyCommand(std)},
 	}
 	root.Exec = commandGroup(root)
 	return root

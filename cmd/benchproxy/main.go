@@ -1,0 +1,235 @@
+// Command benchproxy measures the latency the model API proxy
+// (resolverd proxy, package modelproxy) adds to a model API response: the
+// same HTTP client sends the same Chat Completions request to a local
+// upstream directly and through the proxy, under an open-loop
+// (constant-rate) load, and the latency quantiles of both are printed
+// with their differences: non-streaming (the whole answer) and streaming
+// (first byte and last byte of the event stream).
+//
+// Everything runs in this process, on loopback: the upstream answers at
+// once with a recorded response shape carrying 3 tool calls (2 resolve,
+// 1 is H1: modelproxy's testdata, openai/parallel.json and .sse); the
+// proxy is the real one (decision of every call, audit to an embedded
+// Kafka-protocol broker, kfake, acknowledged with acks=all before the
+// answer, policy block). Direct and proxied rounds alternate, -rounds
+// times per rate.
+//
+//	go run ./cmd/benchproxy -rates 1000 -duration 5s -warmup 1s -rounds 3
+//
+// Requests are sent at fixed times whether or not earlier ones were
+// answered (no coordinated omission). "added" is the proxy's quantile
+// minus the direct one, per round, and the median over rounds is
+// printed. "CPU/req" is the process's CPU per answered request (client,
+// proxy, upstream and broker together); the proxied row minus the direct
+// one is what the proxy costs, per request and per tool call (3 per
+// request).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
+	"github.com/toolaudit/toolaudit/modelproxy"
+	"github.com/toolaudit/toolaudit/resolve/suggest"
+)
+
+const request = `{"model":"gpt-5.1","messages":[{"role":"user","content":"Weather in Paris?"}],` +
+	`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"],"additionalProperties":false}}},` +
+	`{"type":"function","function":{"name":"search_docs","description":"Search the docs","parameters":{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query","limit"],"additionalProperties":false},"strict":true}}]%s}`
+
+// callsPerResponse are the tool calls of the recorded response.
+const callsPerResponse = 3
+
+func main() {
+	rates := flag.String("rates", "1000", "offered requests per second, comma-separated")
+	duration := flag.Duration("duration", 5*time.Second, "measured time per round")
+	warmup := flag.Duration("warmup", time.Second, "unmeasured time before each round")
+	rounds := flag.Int("rounds", 3, "rounds per rate and target")
+	audit := flag.Bool("audit", true, "audit every decision to an embedded broker (kfake), acknowledged before the answer")
+	data := flag.String("testdata", "modelproxy/testdata/openai", "directory of parallel.json and parallel.sse")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	flag.Parse()
+	if *profile != "" {
+		stop, err := benchutil.CPUProfile(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchproxy:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
+	if err := run(*rates, *duration, *warmup, *rounds, *audit, *data); err != nil {
+		fmt.Fprintln(os.Stderr, "benchproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rates string, duration, warmup time.Duration, rounds int, withAudit bool, data string) error {
+	rs, err := benchutil.Ints(rates)
+	if err != nil {
+		return err
+	}
+	body, err := os.ReadFile(filepath.Join(data, "parallel.json"))
+	if err != nil {
+		return err
+	}
+	sse, err := os.ReadFile(filepath.Join(data, "parallel.sse"))
+	if err != nil {
+		return err
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Query().Has("stream") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(sse)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer up.Close()
+	opts := modelproxy.Options{Hints: suggest.New(), ResolverBuild: "bench"}
+	if withAudit {
+		p, stop, err := benchutil.KfakeAudit()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		opts.Audit = p
+	}
+	cfg, err := modelproxy.ParseConfig([]byte(`routes: [{prefix: /openai, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: block}]`))
+	if err != nil {
+		return err
+	}
+	opts.Config = cfg
+	p, err := modelproxy.New(opts)
+	if err != nil {
+		return err
+	}
+	proxy := httptest.NewServer(p)
+	defer proxy.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{}).DialContext}}
+	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}, {"proxy", proxy.URL + "/openai/v1/chat/completions"}}
+	fmt.Printf("GOMAXPROCS %d; %d tool calls per response (2 OK, 1 H1), policy block, audit %v\n", runtime.GOMAXPROCS(0), callsPerResponse, withAudit)
+	fmt.Println("rate\tmode\ttarget\tround\tachieved/s\terrors\tp50\tp99\tfirst-byte p50\tfirst-byte p99\tCPU/req")
+	for _, rate := range rs {
+		for _, stream := range []bool{false, true} {
+			mode := map[bool]string{false: "json", true: "sse"}[stream]
+			res := map[string][]result{}
+			for round := range rounds {
+				for _, tg := range targets {
+					r := load(client, tg.url, stream, rate, warmup, duration)
+					res[tg.name] = append(res[tg.name], r)
+					fmt.Printf("%d\t%s\t%s\t%d\t%.0f\t%d\t%v\t%v\t%v\t%v\t%v\n", rate, mode, tg.name, round+1, r.achieved, r.errors,
+						r.p50, r.p99, r.fb50, r.fb99, r.cpu)
+				}
+			}
+			added := func(f func(result) time.Duration) time.Duration {
+				var ds []time.Duration
+				for i := range rounds {
+					ds = append(ds, f(res["proxy"][i])-f(res["direct"][i]))
+				}
+				slices.Sort(ds)
+				return ds[len(ds)/2]
+			}
+			fmt.Printf("== %d/s %s: added p50 %v, p99 %v; first byte p50 %v, p99 %v; CPU per request %v, per tool call %v (medians of %d rounds)\n",
+				rate, mode, added(func(r result) time.Duration { return r.p50 }), added(func(r result) time.Duration { return r.p99 }),
+				added(func(r result) time.Duration { return r.fb50 }), added(func(r result) time.Duration { return r.fb99 }),
+				added(func(r result) time.Duration { return r.cpu }), added(func(r result) time.Duration { return r.cpu })/callsPerResponse, rounds)
+		}
+	}
+	return nil
+}
+
+type result struct {
+	achieved             float64
+	errors               int64
+	p50, p99, fb50, fb99 time.Duration
+	cpu                  time.Duration // process CPU per answered request
+}
+
+// load sends rate requests per second to url for warmup+duration and
+// measures those sent after warmup: latency to the last byte, and to the
+// first byte of the body.
+func load(client *http.Client, url string, stream bool, rate int, warmup, duration time.Duration) result {
+	extra := ""
+	if stream {
+		url += "?stream=1"
+		extra = `,"stream":true`
+	}
+	body := []byte(fmt.Sprintf(request, extra))
+	var mu sync.Mutex
+	var lat, fb []time.Duration
+	var errs, done atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	measureFrom := start.Add(warmup)
+	end := measureFrom.Add(duration)
+	interval := time.Second / time.Duration(rate)
+	cpu0 := benchutil.CPUTime()
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if !at.Before(end) {
+			break
+		}
+		time.Sleep(time.Until(at))
+		wg.Add(1)
+		go func(at time.Time) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer sk-bench")
+			resp, err := client.Do(req)
+			if err != nil {
+				errs.Add(1)
+				return
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			_, err = br.Peek(1)
+			first := time.Since(at)
+			if err == nil {
+				_, err = io.Copy(io.Discard, br)
+			}
+			last := time.Since(at)
+			if err != nil || resp.StatusCode != 200 {
+				errs.Add(1)
+				return
+			}
+			done.Add(1)
+			if at.Before(measureFrom) {
+				return
+			}
+			mu.Lock()
+			lat, fb = append(lat, last), append(fb, first)
+			mu.Unlock()
+		}(at)
+	}
+	wg.Wait()
+	cpu := benchutil.CPUTime() - cpu0
+	slices.Sort(lat)
+	slices.Sort(fb)
+	r := result{achieved: float64(len(lat)) / duration.Seconds(), errors: errs.Load(),
+		p50: benchutil.Quantile(lat, 0.5), p99: benchutil.Quantile(lat, 0.99),
+		fb50: benchutil.Quantile(fb, 0.5), fb99: benchutil.Quantile(fb, 0.99)}
+	if n := done.Load(); n > 0 {
+		r.cpu = cpu / time.Duration(n)
+	}
+	return r
+}

@@ -1,0 +1,193 @@
+package modelproxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// anthropicMessages is the Anthropic Messages API (POST /v1/messages).
+type anthropicMessages struct{}
+
+func (anthropicMessages) provider() string { return "anthropic" }
+
+func (anthropicMessages) decided(method, path string) bool {
+	return method == http.MethodPost && path == "/v1/messages"
+}
+
+func (anthropicMessages) endpoint() string { return "POST /v1/messages (Messages)" }
+
+// serverTool reports whether a declared tool's type is one the API runs
+// itself (web search, web fetch, code execution, tool search): its calls
+// come back as server_tool_use blocks, already executed, never for the
+// client to execute, so they are not decided.
+func serverTool(typ string) bool {
+	for _, p := range []string{"web_search_", "web_fetch_", "code_execution_", "tool_search_tool_"} {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (anthropicMessages) parseRequest(body []byte, maxTools int) (*request, error) {
+	var r struct {
+		Stream     bool              `json:"stream"`
+		Tools      []json.RawMessage `json:"tools"`
+		ToolChoice json.RawMessage   `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("request body: %w", err)
+	}
+	if len(r.Tools) > maxTools {
+		return nil, errTooManyTools(len(r.Tools), maxTools)
+	}
+	req := &request{stream: r.Stream, strict: map[string]bool{}}
+	for i, raw := range r.Tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+			Strict      bool            `json:"strict"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		switch {
+		case t.Type == "" || t.Type == "custom":
+			if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
+				return nil, fmt.Errorf("tools[%d]: a custom tool without input_schema", i)
+			}
+			req.tools = append(req.tools, listingTool(t.Name, t.Description, t.InputSchema))
+		case serverTool(t.Type):
+			continue
+		default:
+			// A tool the API defines and the client executes (bash,
+			// text_editor, computer, memory): its name is declared, its
+			// schema is the API's own.
+			req.tools = append(req.tools, listingTool(t.Name, t.Description, openSchema))
+		}
+		if t.Strict {
+			req.strict[t.Name] = true
+		}
+	}
+	return req, req.frontier(r.ToolChoice, messagesChoice)
+}
+
+// messagesChoice reads a Messages tool_choice: {"type":"none"} allows no
+// tool, {"type":"tool","name":...} only it; auto and any every declared
+// tool.
+func messagesChoice(raw json.RawMessage) ([]string, bool, error) {
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, false, err
+	}
+	switch c.Type {
+	case "none":
+		return []string{}, true, nil
+	case "tool":
+		return []string{c.Name}, true, nil
+	}
+	return nil, false, nil
+}
+
+// anthropicResponse is a message, its members kept as they are but
+// content, stop_reason and stop_sequence.
+type anthropicResponse struct {
+	top       map[string]json.RawMessage
+	callItems // the content blocks, the tool_use ones the calls
+}
+
+func (anthropicMessages) parseResponse(body []byte) (response, error) {
+	r := &anthropicResponse{}
+	if err := parseTop(body, &r.top, &r.head, "content", &r.items); err != nil {
+		return nil, err
+	}
+	for i, raw := range r.items {
+		var b struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		if b.Type != "tool_use" {
+			continue // text, thinking; server_tool_use and its results ran at the API
+		}
+		c := toolCall{id: b.ID, name: b.Name, args: b.Input}
+		if len(b.Input) == 0 {
+			s := ""
+			c.args, c.raw = nil, &s
+		}
+		r.add(i, c)
+	}
+	return r, nil
+}
+
+// withhold drops the rejected tool_use blocks and appends the note as a
+// text block. A message left without tool_use ends its turn: stop_reason
+// "end_turn" (the SDKs' tool runners and agent loops stop instead of
+// answering no call); one that keeps calls keeps stop_reason "tool_use".
+func (r *anthropicResponse) withhold(rejected []bool, note string) ([]byte, error) {
+	content, left := r.kept(rejected)
+	if note != "" {
+		content = append(content, mustJSON(map[string]string{"type": "text", "text": note}))
+	}
+	r.top["content"] = mustJSON(content)
+	if left == 0 {
+		r.top["stop_reason"] = mustJSON("end_turn")
+		r.top["stop_sequence"] = json.RawMessage("null")
+	}
+	return json.Marshal(r.top)
+}
+
+func (r *anthropicResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+
+func (r *anthropicResponse) usage() json.RawMessage { return r.top["usage"] }
+
+func (r *anthropicResponse) repairable() bool { return true }
+
+// repair appends the assistant's turn (its content as returned) and a
+// user turn of one tool_result per tool_use, is_error where rejected.
+func (r *anthropicResponse) repair(req []byte, results []string, isError []bool) ([]byte, error) {
+	res := make([]any, len(r.all))
+	for k, c := range r.all {
+		res[k] = map[string]any{"type": "tool_result", "tool_use_id": c.id, "content": results[k], "is_error": isError[k]}
+	}
+	return withMessages(req, mustJSON(map[string]any{"role": "assistant", "content": r.items}),
+		mustJSON(map[string]any{"role": "user", "content": res}))
+}
+
+// merge puts the carried tool_use blocks before the response's content.
+func (r *anthropicResponse) merge(raws []json.RawMessage, calls []toolCall, usage json.RawMessage) {
+	if usage != nil {
+		r.top["usage"] = usage
+	}
+	if len(raws) == 0 {
+		return
+	}
+	r.prepend(raws, calls)
+	r.top["content"] = mustJSON(r.items)
+	r.top["stop_reason"] = mustJSON("tool_use")
+	r.top["stop_sequence"] = json.RawMessage("null")
+}
+
+func (anthropicMessages) errorBody(status int, msg string) []byte {
+	typ := "invalid_request_error"
+	switch statusKind(status) {
+	case "not_found":
+		typ = "not_found_error"
+	case "too_large":
+		typ = "request_too_large"
+	case "server":
+		typ = "api_error"
+	}
+	return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+}

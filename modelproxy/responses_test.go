@@ -1,0 +1,125 @@
+package modelproxy_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// responsesOut is what the tests read of a Responses answer.
+type responsesOut struct {
+	ID     string `json:"id"`
+	Output []struct {
+		Type    string `json:"type"`
+		CallID  string `json:"call_id"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+func (r *responsesOut) callIDs() []string {
+	var ids []string
+	for _, it := range r.Output {
+		if it.Type == "function_call" {
+			ids = append(ids, it.CallID)
+		}
+	}
+	return ids
+}
+
+// The Responses API through the official SDK: observe forwards, block
+// withholds the rejected function_call items (the SDK's output_text then
+// carries the note), retry repairs; a request continuing a block answer
+// (previous_response_id) gets the withheld calls' outputs supplied, so
+// that the API, which stored every call it returned, takes it.
+func TestResponsesSDK(t *testing.T) {
+	t.Run("observe", func(t *testing.T) {
+		e := start(t, "observe")
+		e.up.queue(t, "responses/parallel.json")
+		o := e.sdk(t, "responses", "create", responsesRequest())
+		var r responsesOut
+		decode(t, o.Response, &r)
+		if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p2", "call_p3"}) {
+			t.Fatalf("%+v", o)
+		}
+		recs := e.records(t, 3)
+		if got := classes(recs); got != "OK,H1,OK" {
+			t.Errorf("classes %s", got)
+		}
+		// get_weather is declared strict: false, search_docs strict.
+		var c struct{ Surface string }
+		decode(t, recs[2].Call, &c)
+		if c.Surface != "schema_enforced" {
+			t.Errorf("search_docs surface %q", c.Surface)
+		}
+		checkOffline(t, recs)
+	})
+	t.Run("block", func(t *testing.T) {
+		e := start(t, "block")
+		e.up.queue(t, "responses/parallel.json", "responses/final.json", "responses/bad.json")
+		o := e.sdk(t, "responses", "create", responsesRequest())
+		var r responsesOut
+		decode(t, o.Response, &r)
+		if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p3"}) || o.OutputText == nil || !strings.Contains(*o.OutputText, `"get_wether": H1`) {
+			t.Fatalf("%+v", o)
+		}
+		// The client continues: results of the calls it got.
+		next := responsesRequest()
+		next["previous_response_id"] = r.ID
+		next["input"] = []any{
+			map[string]any{"type": "function_call_output", "call_id": "call_p1", "output": "12C"},
+			map[string]any{"type": "function_call_output", "call_id": "call_p3", "output": "no docs"},
+		}
+		if o := e.sdk(t, "responses", "create", next); !o.OK {
+			t.Fatalf("%+v", o)
+		}
+		var up struct {
+			Input []struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+				Output string `json:"output"`
+			} `json:"input"`
+		}
+		decode(t, e.up.requests()[1].body, &up)
+		var ids []string
+		for _, it := range up.Input {
+			ids = append(ids, it.CallID)
+		}
+		if !slices.Equal(ids, []string{"call_p2", "call_p1", "call_p3"}) || !strings.Contains(up.Input[0].Output, "H1") {
+			t.Errorf("the continuing request's input %+v, want call_p2's output supplied first", up.Input)
+		}
+		bad := e.sdk(t, "responses", "create", responsesRequest())
+		var b responsesOut
+		decode(t, bad.Response, &b)
+		if !bad.OK || len(b.callIDs()) != 0 || bad.OutputText == nil || !strings.Contains(*bad.OutputText, "H2") {
+			t.Errorf("bad: %+v", bad)
+		}
+		e.records(t, 4)
+	})
+	t.Run("retry", func(t *testing.T) {
+		e := start(t, "retry")
+		e.up.queue(t, "responses/parallel.json", "responses/repaired.json")
+		o := e.sdk(t, "responses", "create", responsesRequest())
+		var r responsesOut
+		decode(t, o.Response, &r)
+		if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p3", "call_r1"}) || r.Usage.TotalTokens != 130+215 {
+			t.Fatalf("%+v", o)
+		}
+		var up struct {
+			Input []json.RawMessage `json:"input"`
+		}
+		decode(t, e.up.requests()[1].body, &up)
+		// The user's message, the three calls, their three outputs.
+		if len(up.Input) != 7 || !strings.Contains(string(up.Input[5]), `rejected`) || !strings.Contains(string(up.Input[4]), `Do not call it again`) {
+			t.Errorf("repair input %s", up.Input)
+		}
+		if got := classes(e.records(t, 4)); got != "OK,H1,OK,OK" {
+			t.Errorf("classes %s", got)
+		}
+	})
+}

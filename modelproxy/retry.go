@@ -1,0 +1,156 @@
+package modelproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// retryStats are what the headers say of a response: calls decided and
+// rejected over every attempt, the ids withheld from the client, the
+// repair requests sent.
+type retryStats struct {
+	calls, rejected, retries int
+	withheld                 []string
+}
+
+// Tool results of a repair request: the fix of a rejected call, and what
+// a call that resolves is told (it is kept, has not run, and must not be
+// asked again: the client receives it with the corrected calls).
+const (
+	repairRejected = "toolaudit rejected this call; it was not executed: "
+	repairKept     = "toolaudit: this call resolves and is kept as it is; it has not run yet and will run once the other calls of this turn are corrected. Do not call it again: correct only the calls reported as errors."
+)
+
+// retry answers the model itself: while a response has rejected calls,
+// and for at most the route's retries and within its retry deadline, it
+// sends the upstream the conversation so far plus the model's turn and a
+// tool result for each of its calls (the fix text of a rejected one as
+// that tool's error, repairKept for one that resolves), and decides the
+// answer. The client receives the last response, carrying before its own
+// calls the calls of earlier attempts that resolved (a repeat of one of
+// them is dropped, so that none runs twice), usage summed over every
+// attempt; if calls are still rejected then, the block answer of that
+// response. An attempt the upstream fails (an error, a timeout, a
+// response not understood) ends the retries with the block answer of the
+// last response decided. The error is the audit trail's (ErrUnrecorded).
+func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared,
+	resp response, d *decisions, st *retryStats) ([]byte, error) {
+	dctx, cancel := context.WithTimeout(ctx, rt.retryDeadline)
+	defer cancel()
+	var carried []json.RawMessage
+	var carriedCalls []toolCall
+	usage := resp.usage()
+	for d.nRejected > 0 && st.retries < rt.Retries && dctx.Err() == nil && resp.repairable() {
+		results := make([]string, len(d.rejected))
+		for i, rej := range d.rejected {
+			results[i] = repairKept
+			if rej {
+				results[i] = repairRejected + d.fixes[i]
+			}
+		}
+		next, err := resp.repair(body, results, d.rejected)
+		if err != nil {
+			p.log.Warn("repair request not built: block answer", "route", rt.Prefix, "err", err)
+			break
+		}
+		at, _, msg := p.exchange(dctx, r, rt, rest, next)
+		if msg != "" || at.up != nil {
+			if at != nil {
+				at.up.Body.Close()
+				msg = "upstream answered " + strconv.Itoa(at.up.StatusCode)
+			}
+			p.log.Warn("repair request failed: block answer", "route", rt.Prefix, "attempt", st.retries+1, "err", msg)
+			break
+		}
+		st.retries++
+		raws := resp.rawCalls()
+		for i, c := range resp.calls() {
+			if !d.rejected[i] {
+				carried, carriedCalls = append(carried, raws[i]), append(carriedCalls, c)
+			}
+		}
+		nd, err := p.decide(ctx, rt, req, decl, at.resp.id(), at.resp.model(), at.resp.calls())
+		if err != nil {
+			return nil, err
+		}
+		st.calls += len(at.resp.calls())
+		st.rejected += nd.nRejected
+		usage = sumUsage(usage, at.resp.usage())
+		body, resp, d = next, at.resp, nd
+	}
+	// What reaches the client: the carried calls, then this response's
+	// own but those rejected and the repeats of a carried one.
+	drop := append(make([]bool, len(carried)), d.rejected...)
+	cut := d.nRejected > 0
+	for i, c := range resp.calls() {
+		for _, k := range carriedCalls {
+			if c.name == k.name && sameArgs(c, k) {
+				drop[len(carried)+i] = true
+				cut = true
+			}
+		}
+	}
+	resp.merge(carried, carriedCalls, usage)
+	if !cut {
+		return resp.encode()
+	}
+	for i, rej := range d.rejected {
+		if rej {
+			st.withheld = append(st.withheld, resp.calls()[len(carried)+i].id)
+		}
+	}
+	return resp.withhold(drop, d.note)
+}
+
+// sameArgs reports whether two calls carry the same arguments (compacted
+// JSON, or the same text).
+func sameArgs(a, b toolCall) bool {
+	if a.args == nil || b.args == nil {
+		return a.args == nil && b.args == nil && a.raw != nil && b.raw != nil && *a.raw == *b.raw
+	}
+	var x, y bytes.Buffer
+	if json.Compact(&x, a.args) != nil || json.Compact(&y, b.args) != nil {
+		return false
+	}
+	return bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+// sumUsage adds two usage objects member by member: numbers are added,
+// objects added in turn, anything else is b's (a's when b lacks it).
+func sumUsage(a, b json.RawMessage) json.RawMessage {
+	var x, y map[string]json.RawMessage
+	if json.Unmarshal(a, &x) != nil || x == nil {
+		return b
+	}
+	if json.Unmarshal(b, &y) != nil || y == nil {
+		return a
+	}
+	for k, v := range y {
+		u, ok := x[k]
+		if !ok {
+			x[k] = v
+			continue
+		}
+		var m, n json.Number
+		switch {
+		case json.Unmarshal(u, &m) == nil && json.Unmarshal(v, &n) == nil:
+			if i, err := m.Int64(); err == nil {
+				if j, err := n.Int64(); err == nil {
+					x[k] = json.RawMessage(strconv.FormatInt(i+j, 10))
+					continue
+				}
+			}
+			f, _ := m.Float64()
+			g, _ := n.Float64()
+			x[k] = json.RawMessage(strconv.FormatFloat(f+g, 'g', -1, 64))
+		case len(u) > 0 && u[0] == '{' && len(v) > 0 && v[0] == '{':
+			x[k] = sumUsage(u, v)
+		default:
+			x[k] = v
+		}
+	}
+	return mustJSON(x)
+}

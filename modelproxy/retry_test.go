@@ -1,0 +1,203 @@
+package modelproxy_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// repairTurn is what the tests read of a repair request: the messages
+// the proxy appended to the client's.
+type repairTurn struct {
+	Messages []struct {
+		Role       string          `json:"role"`
+		ToolCallID string          `json:"tool_call_id"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools json.RawMessage `json:"tools"`
+}
+
+// Under retry the proxy answers the model the rejected call's fix text
+// as that tool's error, the calls that resolve as kept, and asks again:
+// the client receives the resolved calls of the first answer and the
+// corrected one, once each, usage summed; the upstream sees the repair
+// request in its API's own terms.
+func TestRetrySDKs(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/parallel.json", api+"/repaired.json")
+			req := requestFor(api)
+			o := e.sdk(t, api, "create", req)
+			if !o.OK {
+				t.Fatalf("SDK failed: %+v", o)
+			}
+			if h := o.Headers; h["toolaudit-retries"] != "1" || h["toolaudit-calls"] != "4" || h["toolaudit-rejected"] != "1" || h["toolaudit-withheld"] != "" {
+				t.Errorf("headers %v", h)
+			}
+			got := e.up.requests()
+			if len(got) != 2 {
+				t.Fatalf("upstream got %d requests, want 2", len(got))
+			}
+			var first, second repairTurn
+			decode(t, got[0].body, &first)
+			decode(t, got[1].body, &second)
+			if string(first.Tools) != string(second.Tools) {
+				t.Errorf("the repair request changed the tools:\n%s\n%s", first.Tools, second.Tools)
+			}
+			if got[1].header.Get("Authorization")+got[1].header.Get("X-Api-Key") == "" {
+				t.Errorf("the repair request has no credential")
+			}
+			added := second.Messages[len(first.Messages):]
+			switch api {
+			case "openai":
+				var m openAIMessage
+				decode(t, o.Response, &m)
+				if ids := m.callIDs(); !slices.Equal(ids, []string{"call_p1", "call_p3", "call_r1"}) || m.Choices[0].FinishReason != "tool_calls" {
+					t.Errorf("calls %v finish %s", ids, m.Choices[0].FinishReason)
+				}
+				if m.Usage.TotalTokens != 130+215 {
+					t.Errorf("usage %+v, want the sum 345", m.Usage)
+				}
+				// assistant (the three calls), then one tool message each.
+				if len(added) != 4 || added[0].Role != "assistant" || len(added[0].ToolCalls) != 3 {
+					t.Fatalf("repair request appended %+v", added)
+				}
+				for i, id := range []string{"call_p1", "call_p2", "call_p3"} {
+					var text string
+					decode(t, added[i+1].Content, &text)
+					rejected := id == "call_p2"
+					if added[i+1].Role != "tool" || added[i+1].ToolCallID != id || strings.Contains(text, "rejected") != rejected ||
+						(rejected && !strings.Contains(text, `"get_wether": H1`)) || (!rejected && !strings.Contains(text, "Do not call it again")) {
+						t.Errorf("tool result %d: %+v %q", i, added[i+1], text)
+					}
+				}
+			case "anthropic":
+				var m anthropicMessage
+				decode(t, o.Response, &m)
+				if ids := m.callIDs(); !slices.Equal(ids, []string{"toolu_01P1", "toolu_01P3", "toolu_01R1"}) || m.StopReason != "tool_use" {
+					t.Errorf("calls %v stop %s", ids, m.StopReason)
+				}
+				if m.Usage.OutputTokens != 120+30 {
+					t.Errorf("usage %+v, want the sum 150", m.Usage)
+				}
+				if len(added) != 2 || added[0].Role != "assistant" || added[1].Role != "user" {
+					t.Fatalf("repair request appended %+v", added)
+				}
+				var results []struct {
+					Type, Content string
+					ID            string `json:"tool_use_id"`
+					IsError       bool   `json:"is_error"`
+				}
+				decode(t, added[1].Content, &results)
+				if len(results) != 3 {
+					t.Fatalf("tool results %+v", results)
+				}
+				for i, id := range []string{"toolu_01P1", "toolu_01P2", "toolu_01P3"} {
+					r := results[i]
+					if r.Type != "tool_result" || r.ID != id || r.IsError != (id == "toolu_01P2") {
+						t.Errorf("tool result %d: %+v", i, r)
+					}
+				}
+				if !strings.Contains(results[1].Content, `"get_wether": H1`) {
+					t.Errorf("the error result has no fix text: %q", results[1].Content)
+				}
+			}
+			recs := e.records(t, 4)
+			if got := classes(recs); got != "OK,H1,OK,OK" {
+				t.Errorf("classes %s", got)
+			}
+			checkOffline(t, recs)
+		})
+	}
+}
+
+// A model that keeps calling wrongly gets the route's retries and no
+// more; the client then gets the block answer.
+func TestRetryBounded(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/bad.json", api+"/bad.json", api+"/bad.json", api+"/final.json")
+			req := requestFor(api)
+			o := e.sdk(t, api, "create", req)
+			if !o.OK {
+				t.Fatalf("SDK failed: %+v", o)
+			}
+			if n := len(e.up.requests()); n != 3 {
+				t.Errorf("upstream got %d requests, want 3 (the first and 2 retries)", n)
+			}
+			if h := o.Headers; h["toolaudit-retries"] != "2" || h["toolaudit-rejected"] != "3" || h["toolaudit-withheld"] == "" {
+				t.Errorf("headers %v", h)
+			}
+			switch api {
+			case "openai":
+				var m openAIMessage
+				decode(t, o.Response, &m)
+				if len(m.callIDs()) != 0 || m.Choices[0].FinishReason != "stop" || m.Usage.TotalTokens != 3*104 {
+					t.Errorf("not the block answer: %s", o.Response)
+				}
+			case "anthropic":
+				var m anthropicMessage
+				decode(t, o.Response, &m)
+				if len(m.callIDs()) != 0 || m.StopReason != "end_turn" || m.Usage.OutputTokens != 3*40 {
+					t.Errorf("not the block answer: %s", o.Response)
+				}
+			}
+			if got := classes(e.records(t, 3)); got != "H2,H2,H2" {
+				t.Errorf("classes %s", got)
+			}
+		})
+	}
+}
+
+// The SDKs' agent loops under retry execute the calls that resolved and
+// the corrected one, once each, and never the rejected one.
+func TestRetryAgentLoops(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/parallel.json", api+"/repaired.json", api+"/final.json")
+			req := requestFor(api)
+			if api == "anthropic" {
+				req["tools"] = req["tools"].([]any)[:2]
+			}
+			o := e.sdk(t, api, "agent", req)
+			if !o.OK {
+				t.Fatalf("agent loop failed: %+v", o)
+			}
+			var ran []string
+			for _, x := range o.Executed {
+				ran = append(ran, x.Name+string(x.Args))
+			}
+			want := []string{`get_weather{"city":"Lyon"}`, `search_docs{"query":"umbrella","limit":5}`, `get_weather{"city":"Nice"}`}
+			if !slices.Equal(ran, want) {
+				t.Errorf("executed %v, want %v", ran, want)
+			}
+			if n := len(e.up.requests()); n != 3 {
+				t.Errorf("upstream got %d requests, want 3", n)
+			}
+		})
+	}
+}
+
+// A model that repeats a call that resolved, against the repair text,
+// does not make the client run it twice: the repeat is dropped.
+func TestRetryDropsRepeats(t *testing.T) {
+	e := start(t, "retry")
+	e.up.queue(t, "openai/parallel.json", "openai/repeated.json")
+	o := e.sdk(t, "openai", "create", openAIRequest())
+	if !o.OK {
+		t.Fatalf("SDK failed: %+v", o)
+	}
+	var m openAIMessage
+	decode(t, o.Response, &m)
+	if ids := m.callIDs(); !slices.Equal(ids, []string{"call_p1", "call_p3", "call_r1"}) {
+		t.Errorf("calls %v, want call_p1, call_p3, call_r1 (call_x1 repeats call_p1)", ids)
+	}
+	e.records(t, 5)
+}
