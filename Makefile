@@ -24,11 +24,15 @@ build:
 # binaries, the commands the tests build (internal/testkit/bins) and the
 # image's build in deploy's TestDockerfile then share one build cache,
 # where a cgo build beside a static one compiled every package twice.
+#
+# -parallel 4: the tests that call t.Parallel (e2e's, each with its own
+# broker and database, mostly waiting on the binaries they kill and
+# restart) run four at a time; no other package has any.
 test: export CGO_ENABLED = 0
 test: fmt-check vet staticcheck tidy-check
 	@$(GO) build -o $(BIN)/testreport ./cmd/testreport
 	cd resolveclient && $(abspath $(BIN))/testreport -- $(GO) test -json -count=1 ./...
-	$(BIN)/testreport -- $(GO) test -json -count=1 -timeout 20m $(PKGS)
+	$(BIN)/testreport -- $(GO) test -json -count=1 -parallel 4 -timeout 20m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

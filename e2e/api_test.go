@@ -118,6 +118,7 @@ func (e *env) waitAPIRows(n int, within time.Duration) map[string]string {
 // it; each answered decision lands in ClickHouse once with source api,
 // beside the stream's row of the same call.
 func TestAPIMatchesCheck(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
@@ -255,6 +256,7 @@ func TestAuditAfterKill(t *testing.T) {
 // --archive-calls (once refused at start: the fan-out dropped the
 // archive), every call record is archived in ClickHouse too.
 func TestDecisionsTopic(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-decisions")
@@ -315,6 +317,7 @@ func TestDecisionsTopic(t *testing.T) {
 // non-event 400, a bad call MALFORMED with 200, a trickling body 408;
 // /healthz open.
 func TestAPIBoundaries(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")

@@ -46,6 +46,7 @@ func mailCall(id string) string {
 // The stream decides with the same baseline: once v1 is rejected, a call
 // emitted while v1 was current is M4 (rejected) from the calls topic.
 func TestApprovalsFleet(t *testing.T) {
+	t.Parallel() // its own broker and database
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
 	v1, _ := schema.Digest("send", []byte(mailV1))
@@ -204,6 +205,7 @@ func TestApprovalsFleet(t *testing.T) {
 // current one (each M4 but those M3 or M4 already); every decision with
 // a resolved tool carries the baseline version that decided it.
 func TestReanalyzeApprovals(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.produce("tool-listings", c.listings, 0)
@@ -333,6 +335,7 @@ func TestReanalyzeApprovals(t *testing.T) {
 // approve` approves it, then forward it; the time the approval took to
 // reach both is logged.
 func TestGatewayApprovals(t *testing.T) {
+	t.Parallel() // its own broker and database
 	e := newEnv(t, chenginetest.Server(t), 3)
 	e.createTopics(3, "tool-audit")
 	brokers := strings.Join(e.brokers, ",")

@@ -381,6 +381,7 @@ func (e *env) check(c corpus) {
 // TestNInNOut: every call decided once, as `resolverd check` decides it;
 // listings produced first.
 func TestNInNOut(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 6)
 	e.produce("tool-listings", c.listings, 0)
@@ -394,6 +395,7 @@ func TestNInNOut(t *testing.T) {
 // TestLateListing: the listings reach Kafka after the calls they govern
 // (within the listing hold): decisions are still those of check.
 func TestLateListing(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 6)
 	d := e.start("--listing-hold", "2s")
@@ -457,6 +459,7 @@ func TestThreeInstancesOneKilled(t *testing.T) {
 // TestPoison: undecodable records interleaved with calls become MALFORMED
 // decisions and DLQ records; every other call is decided.
 func TestPoison(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 6)
 	e.produce("tool-listings", c.listings, 0)
@@ -560,6 +563,7 @@ func portOf(addr string) int {
 // TestMigrateAndReport: `resolverd migrate` is idempotent, and `report`
 // reads the decisions back.
 func TestMigrateAndReport(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	ch := chenginetest.Server(t)
 	db := "e2e_migrate"

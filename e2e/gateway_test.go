@@ -98,6 +98,7 @@ func (e *env) gatewayRows() map[string][4]string {
 // a client is killed"); on the package's shared engine it once took every
 // test after it down.
 func TestGatewayPipeline(t *testing.T) {
+	t.Parallel() // its own broker and database
 	npm := gatewaytest.FindNPM(t)
 	e := newEnv(t, chenginetest.Supervise(t, chengine.Options{}), 3)
 	e.createTopics(3, "tool-audit")

@@ -102,6 +102,7 @@ func ingestBinary(t *testing.T) string {
 // Then each wrong setting stops resolverd at start, within seconds, with
 // an error that names what to check.
 func TestSecured(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	certs := tlstest.New(t)
 	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "tool-calls"),

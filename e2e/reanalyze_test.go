@@ -33,6 +33,7 @@ import (
 // decision; once Kafka has dropped the calls, the archive gives the same
 // decisions as Kafka did.
 func TestReanalyzeAndDiff(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 6)
 	e.produce("tool-listings", c.listings, 0)
@@ -302,6 +303,7 @@ func (e *env) checked(c corpus, calls [][]byte, mode resolve.Mode) map[string]st
 // decision of its own, the one `resolverd check` gives it; ingesting the
 // same files again (once more, and twice in one run) adds nothing.
 func TestIngestRepeatedProviderIDs(t *testing.T) {
+	t.Parallel() // its own broker and database
 	dir, err := filepath.Abs(filepath.Join("testdata", "repeated-ids"))
 	if err != nil {
 		t.Fatal(err)
@@ -394,6 +396,7 @@ func TestIngestRepeatedProviderIDs(t *testing.T) {
 // Kafka, field for field; the diff lists exactly the changes `resolverd
 // check` gives; an analysis that covers half the window fails the gate.
 func TestReanalyzeCompleteness(t *testing.T) {
+	t.Parallel() // its own broker and database
 	c := load(t)
 	e := newEnv(t, chenginetest.Server(t), 3)
 	if err := e.connect().Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.db); err != nil { // a run before (-count)
