@@ -2,11 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -15,10 +15,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // testdata/mod: one passing with a skipped test, one failing with a skipped
 // subtest, one that does not build, one that panics.
 func TestReport(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go not on PATH: %v", err)
-	}
+	goBin := need.Tool(t, "go", "the test runs go test on its fixtures: put the Go toolchain on PATH")
 	t.Chdir("testdata/mod")
 	t.Setenv("GOWORK", "off")
 	t.Setenv("GOFLAGS", "")
