@@ -70,6 +70,9 @@ type callAt struct {
 	// problem, when set, is why the call cannot be checked; it is kept
 	// (the resolver marks it MALFORMED) and the problem is a warning.
 	problem string
+	// trace, when set, is the call's identity in its trace (OTel); the
+	// event id is made of it instead of the call's place in the input.
+	trace string
 }
 
 // emitCalls builds the events of calls, then emits them all; if any lacks
@@ -98,7 +101,11 @@ func emitCalls(c Context, fallback Meta, calls []callAt, emit func(Event) error)
 				warnings = append(warnings, fmt.Errorf("call %d (%s): no arguments recorded", i, ca.tc.name))
 			}
 		}
-		events = append(events, newCall(ca.tc, meta, callID(c, i, ca.tc.id)))
+		id := callID(c, i, ca.tc.id)
+		if ca.trace != "" {
+			id = withProviderID(ca.tc.id, ca.trace)
+		}
+		events = append(events, newCall(ca.tc, meta, id))
 	}
 	for _, w := range warnings {
 		c.warn(w)

@@ -121,7 +121,14 @@ func callID(c Context, index int, providerID string) string {
 	h.Write(strconv.AppendInt(nil, int64(index), 10))
 	h.Write([]byte{0})
 	h.Write(c.Text)
-	sum := hex.EncodeToString(h.Sum(nil))
+	return withProviderID(providerID, hex.EncodeToString(h.Sum(nil)))
+}
+
+// withProviderID is the event id of a call whose identity hashes to sum
+// (hex): the provider's id, when it is short and printable, and 16 digits
+// of sum, so that a reader sees the id the provider gave; else "c-" and
+// 20 digits.
+func withProviderID(providerID, sum string) string {
 	if providerID != "" && len(providerID) <= maxProviderID && printableASCII(providerID) {
 		return providerID + "~" + sum[:16]
 	}

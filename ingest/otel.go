@@ -34,6 +34,17 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrWrongFormat, err)
 	}
+	return OTelEvents(r, c, emit)
+}
+
+// OTelEvents emits the events of one decoded OTLP payload under c, the
+// listings first, all or nothing (ErrNoTime when an item has no time and c
+// gives none): `ingest --format otel` for a line of a file, the stream for
+// a record of the Collector's topics. A call's event id is its identity in
+// the trace (otlp.Call.ID) when it has one, so that the same call read
+// from a file and from a topic, or delivered twice, is one call; else a
+// hash of its place in c.
+func OTelEvents(r *otlp.Result, c Context, emit func(Event) error) error {
 	events := make([]Event, 0, len(r.Listings))
 	defsRegistry := make([]string, len(r.Listings))
 	for i, l := range r.Listings {
@@ -65,6 +76,7 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 				Provider: oc.Provider, Surface: oc.Surface, Server: oc.Server,
 			},
 			problem: oc.Malformed,
+			trace:   oc.ID(),
 		}
 		switch {
 		case oc.Args.JSON != nil:

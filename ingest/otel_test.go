@@ -85,3 +85,33 @@ func TestOTelResolved(t *testing.T) {
 		t.Errorf("%d decisions, want %d: %s", len(got), len(want), out.Bytes())
 	}
 }
+
+// TestOTelCallIdentity: an OpenTelemetry call's event id is its identity
+// in its trace (trace id, span id, provider id), whatever file and line it
+// is read from, so that traces read twice (two files, a file and the
+// Collector's topic, a batch delivered twice) are one decision each; a
+// call whose item has no trace id is named by its place, as other formats'.
+func TestOTelCallIdentity(t *testing.T) {
+	line := []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000003","name":"execute_tool get_weather","startTimeUnixNano":"1764579600000000000","attributes":[` +
+		`{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},{"key":"gen_ai.tool.name","value":{"stringValue":"get_weather"}},` +
+		`{"key":"gen_ai.tool.call.id","value":{"stringValue":"call_1"}},{"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\"city\":\"Oslo\"}"}}]}]}]}]}`)
+	noTrace := bytes.Replace(line, []byte(`"traceId":"5b8efff798038103d269b633813fc60c",`), nil, 1)
+	ids := func(source string, n int, l []byte) string {
+		t.Helper()
+		var id string
+		if _, err := NewConverter(source, FormatOTel, Meta{Registry: "fleet"}).Convert(n, l, func(ev Event) error {
+			id = ev.ID
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a, b := ids("a.json", 1, line), ids("b.json", 7, line)
+	if a != b || !strings.HasPrefix(a, "call_1~") {
+		t.Errorf("one call read from two files: %q and %q", a, b)
+	}
+	if x, y := ids("a.json", 1, noTrace), ids("b.json", 7, noTrace); x == y || x == a {
+		t.Errorf("calls without a trace id: %q and %q (traced: %q)", x, y, a)
+	}
+}

@@ -25,9 +25,9 @@
 // case), each tool its name, description and inputSchema (OpenAI's
 // function.parameters, an omitted one being an empty parameter list;
 // Anthropic's input_schema). Its registry version is the content hash
-// package registryversions gives any listing, a digest of the declared
+// package registry gives any listing (package registry/declared), a digest of the declared
 // definitions: a fleet's unchanged tool set is one version, compiled once
-// and kept (DefaultDeclaredSets), whichever client sends it. `resolverd
+// and kept (declared.DefaultSets), whichever client sends it. `resolverd
 // check` given the same tools as a listing and the audited call events
 // decides the same (the tests assert it). Tools the API runs itself
 // (Anthropic's web_search, web_fetch, code_execution, tool_search) are

@@ -18,9 +18,11 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/callpath"
 	"github.com/toolaudit/toolaudit/jsontape"
+	"github.com/toolaudit/toolaudit/registry/declared"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
+	"github.com/toolaudit/toolaudit/signature"
 )
 
 // Options configure a Proxy.
@@ -38,7 +40,7 @@ type Options struct {
 	Transport http.RoundTripper
 	Logger    *slog.Logger
 	// DeclaredSets bounds the declared tool sets kept compiled;
-	// 0: DefaultDeclaredSets.
+	// 0: declared.DefaultSets.
 	DeclaredSets int
 }
 
@@ -66,7 +68,7 @@ type Proxy struct {
 	routes   []*Route // longest prefix first
 	client   *http.Client
 	log      *slog.Logger
-	declared *declaredCache
+	declared *declared.Cache
 	steps    map[Policy]*callpath.Step // the step of each policy: its action
 	ids      atomic.Uint64
 	// withheld are the outputs the proxy supplies for the calls it
@@ -101,7 +103,7 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{
 		cfg: cfg, log: log,
 		client:   &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		declared: &declaredCache{formats: cfg.Formats == "assert", max: cmpOr(o.DeclaredSets, DefaultDeclaredSets)},
+		declared: declared.NewCache(o.DeclaredSets, signature.Options{Formats: cfg.Formats == "assert"}),
 		steps:    map[Policy]*callpath.Step{Observe: &observe, Block: &block, Retry: &block},
 		idPrefix: "mp-" + strconv.FormatInt(time.Now().UnixMilli(), 36) + "-",
 		withheld: &withheldOutputs{max: DefaultWithheldResponses},
@@ -111,13 +113,6 @@ func New(o Options) (*Proxy, error) {
 	}
 	slices.SortFunc(p.routes, func(a, b *Route) int { return len(b.Prefix) - len(a.Prefix) })
 	return p, nil
-}
-
-func cmpOr(a, b int) int {
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 // route is the route of path and the rest of the path, or nil.
@@ -170,12 +165,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 		return
 	}
-	decl, err := p.declared.get(rt.Registry, req.tools)
+	decl, err := p.declared.Get(rt.Registry, req.tools)
 	if err != nil {
 		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 		return
 	}
-	for _, is := range decl.issues {
+	for _, is := range decl.Issues {
 		p.log.Warn("declared tool not usable: its calls are rejected", "route", rt.Prefix, "issue", is.String())
 	}
 
@@ -239,7 +234,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set(HeaderCalls, strconv.Itoa(st.calls))
 	h.Set(HeaderRejected, strconv.Itoa(st.rejected))
-	h.Set(HeaderVersion, decl.version)
+	h.Set(HeaderVersion, decl.Version)
 	if len(st.withheld) > 0 {
 		h.Set(HeaderWithheld, strings.Join(st.withheld, ","))
 	}
@@ -345,7 +340,7 @@ type decisions struct {
 // decide decides calls (of response respID, by model) against the
 // declared tools and records the decisions (acknowledged) before
 // returning.
-func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *declared, respID, model string, calls []toolCall) (*decisions, error) {
+func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *declared.Set, respID, model string, calls []toolCall) (*decisions, error) {
 	step := p.steps[rt.policy]
 	recs := make([]*audit.Record, len(calls))
 	hints := make([]suggest.Hints, len(calls))
@@ -363,8 +358,8 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 		ev.Visible, ev.HasVisible = req.visible, req.hasVisible
 		event := schema.AppendCall(nil, &ev, schema.CallArgs{JSON: tc.args, Raw: tc.raw})
 		rec := &audit.Record{}
-		step.Decide(decl.snap, &dec, event, &c, rec)
-		hints[i] = step.Hint(decl.snap, &c, rec)
+		step.Decide(decl.Snap, &dec, event, &c, rec)
+		hints[i] = step.Hint(decl.Snap, &c, rec)
 		recs[i] = rec
 	}
 	if len(recs) > 0 {
@@ -389,7 +384,7 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 		note.WriteString(d.fixes[i])
 	}
 	d.note = note.String()
-	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.version)
+	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.Version)
 	return d, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/toolaudit/toolaudit/registry/declared"
 )
 
 // retryStats are what the headers say of a response: calls decided and
@@ -36,7 +38,7 @@ const (
 // response. An attempt the upstream fails (an error, a timeout, a
 // response not understood) ends the retries with the block answer of the
 // last response decided. The error is the audit trail's (ErrUnrecorded).
-func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared,
+func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared.Set,
 	resp response, d *decisions, st *retryStats) ([]byte, error) {
 	dctx, cancel := context.WithTimeout(ctx, rt.retryDeadline)
 	defer cancel()

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/registry/declared"
 )
 
 // DefaultMaxSSELine bounds one line of an upstream's event stream.
@@ -129,7 +131,7 @@ type streamDecider func(respID, model string, c toolCall) (withhold bool, fix st
 
 // serveStream answers a streaming request: the upstream's event stream,
 // its tool calls decided as they complete.
-func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared) {
+func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared.Set) {
 	a := rt.api
 	up, err := p.forward(ctx, r, rt, rest, body)
 	if err != nil {
@@ -148,7 +150,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	copyHeader(w.Header(), up.Header)
-	w.Header().Set(HeaderVersion, decl.version)
+	w.Header().Set(HeaderVersion, decl.Version)
 	w.WriteHeader(up.StatusCode)
 	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes)}
 	block := rt.policy != Observe // retry is block when streaming

@@ -1,6 +1,8 @@
 package otlp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -31,6 +33,29 @@ const (
 	Proto Encoding = iota + 1
 	JSON
 )
+
+// String is the encoding's name in the Collector's configuration.
+func (e Encoding) String() string {
+	switch e {
+	case Proto:
+		return "otlp_proto"
+	case JSON:
+		return "otlp_json"
+	}
+	return fmt.Sprintf("Encoding(%d)", uint8(e))
+}
+
+// ParseEncoding reads an encoding by its name in the Collector's Kafka
+// exporter configuration: otlp_proto or otlp_json.
+func ParseEncoding(s string) (Encoding, error) {
+	switch s {
+	case "otlp_proto":
+		return Proto, nil
+	case "otlp_json":
+		return JSON, nil
+	}
+	return 0, fmt.Errorf("otlp: unknown encoding %q: want otlp_proto or otlp_json", s)
+}
 
 // Limits bound what one payload may cost. A payload over MaxPayload is
 // refused before it is unmarshalled; a span or log record over
@@ -122,6 +147,28 @@ type Call struct {
 	// Malformed, when set, is why the call cannot be checked (no tool
 	// name, a value over a limit, a span over the attribute limit).
 	Malformed string
+}
+
+// ID is the call's identity in its trace, 32 hex digits of a hash of the
+// trace id, the span id of the item it was read from and the
+// provider's call id; "" when one of them was not recorded. The same call
+// read again (a record delivered twice, a batch the Collector's exporter
+// retried, a file and a topic of the same traces) has the same ID, so the
+// store keeps one decision of it. The execution of a call (execute_tool,
+// MCP) read in another payload than the model's record of it is another
+// item, with another ID: it never replaces the model's decision (an SDK
+// may have stripped what the model invented before it executed).
+func (c *Call) ID() string {
+	if c.TraceID == "" || c.SpanID == "" || c.CallID == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range [...]string{c.TraceID, c.SpanID, c.CallID} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))[:32]
 }
 
 // Listing is a tool set read from a payload: the definitions a model was

@@ -61,8 +61,11 @@
 // Vercel AI SDK strips undeclared arguments before it records
 // execute_tool, and records no execute_tool span for a call its schema
 // refuses), and the others fill what it lacks (arguments not recorded,
-// server, context). A log record and a span are never in one payload, so
-// the stream pairs those.
+// server, context). Across payloads (a log record and a span are never in
+// one) nothing is paired: a call's identity (Call.ID) is its trace, the
+// span it was read from and its call id, so the same item read twice is
+// one call, and an execution exported apart from the model's record is a
+// call of its own, which never replaces the model's decision.
 //
 // # Hostile input
 //

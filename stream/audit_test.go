@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -106,25 +105,7 @@ func TestAuditTopic(t *testing.T) {
 	r := start(t, cfg, nil, sink, prometheus.NewRegistry())
 	eventually(t, 30*time.Second, "every call and audit record stored", func() bool { return len(sink.snapshot()) >= len(calls)+len(recs) })
 	adm := admin(t, c)
-	eventually(t, 10*time.Second, "both topics committed to their ends", func() bool {
-		committed, err := adm.FetchOffsets(context.Background(), "resolverd")
-		if err != nil {
-			return false
-		}
-		ends, err := adm.ListEndOffsets(context.Background(), callsTopic, auditTopic)
-		if err != nil {
-			return false
-		}
-		ok := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Offset > 0 {
-				if c, found := committed.Lookup(o.Topic, o.Partition); !found || c.At != o.Offset {
-					ok = false
-				}
-			}
-		})
-		return ok
-	})
+	eventually(t, 10*time.Second, "both topics committed to their ends", func() bool { return committedToEnds(adm, callsTopic, auditTopic) })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/otlp"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
@@ -40,6 +41,31 @@ type Config struct {
 	// listings); an undecodable record goes to DLQTopic only. Empty: not
 	// consumed. Default audit.DefaultTopic ("tool-audit").
 	AuditTopic string
+
+	// OTLPSpansTopic and OTLPLogsTopic are the OpenTelemetry Collector's
+	// Kafka exporter topics (its defaults: "otlp_spans", "otlp_logs"),
+	// consumed by the same group beside the calls topic. One record is a
+	// batch of the Collector's: package otlp reads its tool calls and the
+	// tool definitions the model was given; each call becomes a row, all
+	// of a record in one hand-off, so the record's offset is committed
+	// behind every decision it yields. A call resolves against the
+	// definitions recorded with it (a registry of their own under
+	// OTLPRegistry, otlp.DefinitionsRegistry), else against OTLPRegistry
+	// in the store. A record that is not OTLP goes to DLQTopic. Their
+	// records are not archived (ArchiveCalls archives the calls topic).
+	// Empty: not consumed (the default).
+	OTLPSpansTopic, OTLPLogsTopic string
+	// OTLPEncoding is how the records of both are written: otlp.Proto
+	// (the exporter's default encoding, otlp_proto) or otlp.JSON
+	// (otlp_json). The two are not told apart by sniffing: a protobuf
+	// payload may begin with the bytes of JSON's whitespace and brace.
+	// Default otlp.Proto.
+	OTLPEncoding otlp.Encoding
+	// OTLPRegistry is the registry of the calls the OpenTelemetry topics
+	// carry; required when one is consumed.
+	OTLPRegistry string
+	// OTLPLimits bound one record (zero fields: otlp.DefaultLimits).
+	OTLPLimits otlp.Limits
 
 	// BatchRows is about the most rows of one sink write, gathered from
 	// every assigned partition (a write may exceed it by a worker's
@@ -182,6 +208,7 @@ func DefaultConfig() Config {
 		ListingsTopic:      schema.TopicListings,
 		DLQTopic:           schema.TopicCallsDLQ,
 		AuditTopic:         audit.DefaultTopic,
+		OTLPEncoding:       otlp.Proto,
 		BatchRows:          100000,
 		BatchBytes:         64 << 20,
 		BatchWait:          time.Second,
@@ -222,6 +249,21 @@ func (c Config) Validate() error {
 	}
 	if a := c.AuditTopic; a != "" && (a == c.CallsTopic || a == c.ListingsTopic || a == c.DLQTopic || a == c.CheckpointTopic) {
 		bad("the audit topic %q must differ from the calls, listings, DLQ and checkpoint topics", a)
+	}
+	if c.OTLPSpansTopic != "" || c.OTLPLogsTopic != "" {
+		if c.OTLPRegistry == "" {
+			bad("OpenTelemetry topics consumed without a registry for their calls (OTLPRegistry; resolverd run --otlp-registry)")
+		}
+		if c.OTLPEncoding != otlp.Proto && c.OTLPEncoding != otlp.JSON {
+			bad("unknown OTLP encoding %d", c.OTLPEncoding)
+		}
+	}
+	seen := map[string]bool{}
+	for _, t := range []string{c.CallsTopic, c.ListingsTopic, c.DLQTopic, c.CheckpointTopic, c.AuditTopic, c.OTLPSpansTopic, c.OTLPLogsTopic} {
+		if t != "" && seen[t] {
+			bad("topic %q is given two roles", t)
+		}
+		seen[t] = true
 	}
 	if c.BatchRows <= 0 {
 		bad("batch rows %d, want > 0", c.BatchRows)
@@ -267,10 +309,13 @@ func (c Config) Validate() error {
 
 // topics are the topics the group consumes.
 func (c Config) topics() []string {
-	if c.AuditTopic == "" {
-		return []string{c.CallsTopic}
+	ts := []string{c.CallsTopic}
+	for _, t := range []string{c.AuditTopic, c.OTLPSpansTopic, c.OTLPLogsTopic} {
+		if t != "" {
+			ts = append(ts, t)
+		}
 	}
-	return []string{c.CallsTopic, c.AuditTopic}
+	return ts
 }
 
 // policyVersion is the PolicyVersion stamped on rows.

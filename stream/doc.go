@@ -28,6 +28,18 @@
 // An H1 or M1 row names the valid tool nearest to the emitted one
 // (Row.SuggestedTool, package resolve/suggest).
 //
+// The OpenTelemetry Collector's Kafka exporter topics (Config.OTLPSpansTopic,
+// OTLPLogsTopic: off by default) are consumed by the same group and
+// workers (otlp.go). A record is a batch of the Collector's: package otlp
+// reads its calls and the tool definitions recorded with them, package
+// ingest makes them the contract's call events (the same events `ingest
+// --format otel` makes of the same export, the same event ids), and each
+// is decided into a row of the record's hand-off, so the record's offset
+// is committed behind all of them. A call resolves against the
+// definitions recorded with it (one registry version per distinct tool
+// set, package registry/declared) or else against Config.OTLPRegistry in
+// the store, under the hold; a record that is not OTLP goes to the DLQ.
+//
 // The audit topic (Config.AuditTopic, default "tool-audit") holds the
 // decisions taken in the call path (package audit: POST /v1/resolve, the
 // MCP gateway), each produced before its caller was answered. The same

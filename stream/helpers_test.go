@@ -315,6 +315,26 @@ func admin(t testing.TB, c *kfake.Cluster) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
+// committedToEnds reports whether the group "resolverd" has committed
+// every partition of topics that holds records to its end.
+func committedToEnds(adm *kadm.Client, topics ...string) bool {
+	committed, err := adm.FetchOffsets(context.Background(), "resolverd")
+	if err != nil {
+		return false
+	}
+	ends, err := adm.ListEndOffsets(context.Background(), topics...)
+	if err != nil {
+		return false
+	}
+	ok := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, found := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!found || c.At != o.Offset) {
+			ok = false
+		}
+	})
+	return ok
+}
+
 // offsets returns the group's committed offsets and the calls topic's end
 // offsets, by partition.
 func offsets(t testing.TB, adm *kadm.Client, group string) (committed, end map[int32]int64) {

@@ -34,6 +34,11 @@ type metrics struct {
 	checkpointErrors   prometheus.Counter
 	checkpointBytes    prometheus.Gauge
 	checkpointLoaded   prometheus.Gauge
+
+	otlpRecords         prometheus.Counter
+	otlpRefused         prometheus.Counter
+	otlpSkipped         prometheus.Counter
+	otlpListingsIgnored prometheus.Counter
 }
 
 // partitionLag is one assigned calls partition's lag, for consumer_lag.
@@ -99,6 +104,11 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		checkpointErrors:   counter("registry_checkpoint_errors_total", "Registry checkpoints that could not be written."),
 		checkpointBytes:    gauge("registry_checkpoint_bytes", "Size of the last registry checkpoint written."),
 		checkpointLoaded:   gauge("registry_checkpoint_loaded", "1 when this instance started from a registry checkpoint, 0 when it read the listings topic from the start."),
+
+		otlpRecords:         counter("otlp_records_total", "Records of the OpenTelemetry topics decoded (each yields the rows of its calls)."),
+		otlpRefused:         counter("otlp_records_refused_total", "Records of the OpenTelemetry topics sent to the DLQ: not OTLP, over a limit, or an item without a time."),
+		otlpSkipped:         counter("otlp_items_skipped_total", "Spans and log records that are no tool call and no tool definitions (a chat span without tool calls, an HTTP span)."),
+		otlpListingsIgnored: counter("otlp_mcp_listings_ignored_total", "MCP tools/list results read in traces and not applied: a server's listings reach the registry through the listings topic."),
 	}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Decisions made and durably written, by class and verdict.")), []string{"class", "verdict"})
@@ -110,6 +120,7 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
 		m.listingIssues, m.unenforced, m.listingLateness,
 		m.checkpointsWritten, m.checkpointErrors, m.checkpointBytes, m.checkpointLoaded,
+		m.otlpRecords, m.otlpRefused, m.otlpSkipped, m.otlpListingsIgnored,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),
 			caughtUpAge),

@@ -18,7 +18,9 @@ import (
 	"github.com/toolaudit/toolaudit/internal/fetchpool"
 	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/registry/declared"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
+	"github.com/toolaudit/toolaudit/signature"
 	"github.com/toolaudit/toolaudit/sink/appender"
 )
 
@@ -49,7 +51,8 @@ type Pipeline struct {
 	joined atomic.Bool
 	live   atomic.Bool // between start and the beginning of shutdown
 
-	sugg *suggest.Suggester
+	sugg     *suggest.Suggester
+	declared *declared.Cache // the tool sets OTLP records carry
 
 	mu      sync.Mutex
 	workers map[topicPartition]*worker
@@ -99,6 +102,7 @@ func New(cfg Config, store *registry.Store, sink appender.Sink, log *slog.Logger
 		workers:  map[topicPartition]*worker{},
 		sugg:     cfg.Suggester,
 		pollErrs: every{Interval: 10 * time.Second},
+		declared: declared.NewCache(0, signature.Options{Formats: cfg.Resolver.Formats}),
 	}
 	if p.sugg == nil {
 		p.sugg = suggest.New()
@@ -167,6 +171,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.live.Store(true)
 	p.log.Info("pipeline starting", "brokers", p.cfg.Brokers, "group", p.cfg.Group,
 		"calls", p.cfg.CallsTopic, "listings", p.cfg.ListingsTopic, "dlq", p.cfg.DLQTopic, "audit", p.cfg.AuditTopic,
+		"otlp_spans", p.cfg.OTLPSpansTopic, "otlp_logs", p.cfg.OTLPLogsTopic,
 		"listing_hold", p.cfg.ListingHold, "batch_rows", p.cfg.BatchRows, "batch_wait", p.cfg.BatchWait,
 		"analysis", p.cfg.AnalysisID, "policy", p.policy, "passthrough", p.cfg.Passthrough, "archive_calls", p.cfg.ArchiveCalls)
 

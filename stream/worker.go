@@ -3,12 +3,13 @@ package stream
 import (
 	"bytes"
 	"context"
-	"github.com/toolaudit/toolaudit/signature"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolaudit/toolaudit/signature"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,7 +58,7 @@ type worker struct {
 	hwm  atomic.Int64 // from the latest fetch; -1 before
 	from atomic.Int64 // the first offset fetched: where the group stood; -1 before
 
-	audit bool // the partition is the audit topic's: records carry their decision
+	kind topicKind // what the partition's records are
 
 	// Owned by the worker goroutine.
 	cur      chunk
@@ -65,6 +66,7 @@ type worker struct {
 	hasCur   bool
 	rd       resolve.RowDecider
 	rec      audit.Record
+	otlp     otlpState
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -88,8 +90,8 @@ func newWorker(p *Pipeline, cl *kgo.Client, topic string, partition int32) *work
 		wake:   make(chan struct{}, 1),
 		rd: resolve.RowDecider{Resolver: p.cfg.Resolver, KeepRawArgs: p.cfg.KeepRawArgs,
 			ArgsKey: p.cfg.ArgsKey, Suggest: p.sugg},
-		out:   handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
-		audit: topic == p.cfg.AuditTopic,
+		out:  handoff{lease: l, rows: make([]schema.Row, 0, handOff)},
+		kind: p.cfg.kindOf(topic),
 	}
 	w.hwm.Store(-1)
 	w.from.Store(-1)
@@ -275,7 +277,7 @@ func (w *worker) finish() {
 // calls topic's end offsets, whichever is earlier: a backlog fetched long
 // after it arrived waits for the hold once, not once per fetch.
 func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
-	if w.p.cfg.Passthrough || w.audit {
+	if w.p.cfg.Passthrough || w.kind == kindAudit {
 		return true, nil // an audit record was decided before it was produced
 	}
 	asOf, ch := w.p.wm.state()
@@ -285,6 +287,9 @@ func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
 	hold := w.p.cfg.ListingHold
 	if hold == 0 || asOf >= w.p.wm.mono(w.cur.at.Add(hold)) {
 		return true, nil
+	}
+	if w.kind != kindCalls {
+		return false, ch // the prober lists the calls topic's ends only: the poll's end bounds arrival
 	}
 	if r.Offset >= w.arrBelow {
 		if at, below, ok := w.p.arr.arrival(w.partition, r.Offset); ok {
@@ -301,8 +306,12 @@ func (w *worker) ready(r *kgo.Record) (bool, <-chan struct{}) {
 
 // decide turns r into the next row of the hand-off.
 func (w *worker) decide(r *kgo.Record) {
-	if w.audit {
+	switch w.kind {
+	case kindAudit:
 		w.store(r)
+		return
+	case kindOTLPSpans, kindOTLPLogs:
+		w.decideOTLP(r)
 		return
 	}
 	cfg := &w.p.cfg

@@ -399,8 +399,11 @@ func (wr *writer) produceDLQ(ctx context.Context, cl kafkaClient, b *batch) erro
 			r := res.Record
 			wr.m.dlqRecords.Inc()
 			msg := "undecodable call sent to the DLQ"
-			if a := wr.cfg.AuditTopic; a != "" && headerValue(r, "source-topic") == a {
+			switch wr.cfg.kindOf(headerValue(r, "source-topic")) {
+			case kindAudit:
 				msg = "undecodable audit record sent to the DLQ"
+			case kindOTLPSpans, kindOTLPLogs:
+				msg = "OpenTelemetry record refused, sent to the DLQ"
 			}
 			wr.log.Warn(msg,
 				"topic", headerValue(r, "source-topic"), "partition", headerValue(r, "source-partition"),

@@ -585,3 +585,23 @@ func TestCommonFlags(t *testing.T) {
 		t.Errorf("check --memory-limit-mb -1: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRunOTLPFlags: the OpenTelemetry topics' settings are checked before
+// anything is connected to, with a usage error naming the flag.
+func TestRunOTLPFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--otlp-spans-topic", "otlp_spans"}, "--otlp-registry"},
+		{[]string{"--otlp-logs-topic", "otlp_logs"}, "--otlp-registry"},
+		{[]string{"--otlp-spans-topic", "otlp_spans", "--otlp-registry", "fleet", "--otlp-encoding", "otlp_protobuf"}, "want otlp_proto or otlp_json"},
+		{[]string{"--otlp-spans-topic", "tool-calls", "--otlp-registry", "fleet"}, "two roles"},
+	} {
+		args := append([]string{"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""}, tc.args...)
+		code, _, stderr := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/embedded"
 	"github.com/toolaudit/toolaudit/kafkaconf"
+	"github.com/toolaudit/toolaudit/otlp"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
@@ -90,6 +91,18 @@ api, exactly once. --http-tls-cert/--http-tls-key serve HTTPS;
 tokens and the certificate. --decisions-topic also produces every stored
 decision to Kafka.
 
+--otlp-spans-topic and --otlp-logs-topic also consume the OpenTelemetry
+Collector's Kafka exporter topics (encoding --otlp-encoding): each
+record, a batch of spans or log records, yields a decision per tool call
+it holds (the calls a model returned, execute_tool and MCP tools/call
+spans; one call seen twice in a batch is one call), committed once all of
+them are stored. A call resolves against the tool definitions recorded
+with it (gen_ai.tool.definitions, OpenInference's llm.tools) when the
+trace has them, else against --otlp-registry; a call whose arguments were
+not recorded is decided on its name and never allowed. A record that is
+not OTLP goes to the dead-letter topic. docs/opentelemetry.md maps every
+attribute.
+
 --archive-calls also stores every record of the calls topic, as it was
 produced, in table call_events (in the same INSERT round as its
 decision, before its offset is committed; 90 days), so that resolverd
@@ -150,6 +163,10 @@ func runCommand(std stdio) *ffcli.Command {
 	fs.BoolVar(&sc.Passthrough, "passthrough", false, "benchmarking only: store each call decoded but not resolved (the baseline for the cost of resolution)")
 	fs.BoolVar(&sc.KeepRawArgs, "keep-raw-args", false, "store raw argument values (they may hold secrets; default: shape and hash only)")
 	fs.BoolVar(&sc.ArchiveCalls, "archive-calls", false, "archive every call record as produced in table call_events, for resolverd reanalyze --source archive beyond Kafka's retention (events may hold secrets: restrict access to the table)")
+	fs.StringVar(&sc.OTLPSpansTopic, "otlp-spans-topic", "", "also consume `TOPIC` of the OpenTelemetry Collector's Kafka exporter (its default: otlp_spans): the tool calls in its traces and the tool definitions recorded with them (empty: not read)")
+	fs.StringVar(&sc.OTLPLogsTopic, "otlp-logs-topic", "", "also consume `TOPIC` of the Collector's exporter (its default: otlp_logs): the tool calls in gen_ai log events (empty: not read)")
+	otlpEnc := fs.String("otlp-encoding", sc.OTLPEncoding.String(), "`encoding` of the OpenTelemetry topics' records, as the exporter is configured: otlp_proto or otlp_json")
+	fs.StringVar(&sc.OTLPRegistry, "otlp-registry", "", "`REGISTRY` of the OpenTelemetry topics' calls: those without recorded tool definitions resolve against it; the definitions a trace records are a registry of their own under it (NAME:tools-DIGEST); required with --otlp-*-topic")
 	keyFile := argsKeyFlag(fs)
 	mode := fs.String("mode", "strict", "resolution `mode`: strict or pin-assisted")
 	formats := formatsFlag(fs)
@@ -186,6 +203,11 @@ func runCommand(std stdio) *ffcli.Command {
 				return err
 			}
 			sc.AuditTopic = hf.auditTopic
+			enc, err := otlp.ParseEncoding(*otlpEnc)
+			if err != nil {
+				return usageError{err}
+			}
+			sc.OTLPEncoding = enc
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
 			log, err := common.logger(std.err)
@@ -288,7 +310,7 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 		a.ch.Addr = []string{st.ClickHouse.Addr()}
 		a.migrate = true
 		a.approvals.embedded = true // a missing approvals topic is created (gateFlags.follow)
-		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic); err != nil {
+		if err := ensureTopics(ctx, st.Brokers, a.http.auditTopic, a.http.decisionsTopic, a.stream.OTLPSpansTopic, a.stream.OTLPLogsTopic); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy accepts TLS connections on a loopback port with cfg and forwards
@@ -56,6 +57,18 @@ func (p *Proxy) Handshakes() int64 { return p.handshook.Load() }
 
 // Failed counts the TLS handshakes that failed.
 func (p *Proxy) Failed() int64 { return p.failed.Load() }
+
+// Attempts waits up to within for a handshake to have been tried, then
+// returns how many were, succeeded or failed: the proxy counts after its
+// side of the handshake ends, which may be after the client has given up.
+func (p *Proxy) Attempts(within time.Duration) int64 {
+	for end := time.Now().Add(within); ; time.Sleep(5 * time.Millisecond) {
+		n := p.handshook.Load() + p.failed.Load()
+		if n > 0 || time.Now().After(end) {
+			return n
+		}
+	}
+}
 
 func (p *Proxy) accept() {
 	defer p.wg.Done()

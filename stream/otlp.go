@@ -1,0 +1,144 @@
+package stream
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/ingest"
+	"github.com/toolaudit/toolaudit/otlp"
+	"github.com/toolaudit/toolaudit/registry"
+	"github.com/toolaudit/toolaudit/resolve"
+	"github.com/toolaudit/toolaudit/schema"
+)
+
+// topicKind is what a consumed topic's records are.
+type topicKind uint8
+
+const (
+	kindCalls     topicKind = iota // call events, decided
+	kindAudit                      // audit records, stored as they are
+	kindOTLPSpans                  // the Collector's trace batches, each decided into many rows
+	kindOTLPLogs                   // the Collector's log batches
+)
+
+func (c *Config) kindOf(topic string) topicKind {
+	switch {
+	case topic == c.AuditTopic && c.AuditTopic != "":
+		return kindAudit
+	case topic == c.OTLPSpansTopic && c.OTLPSpansTopic != "":
+		return kindOTLPSpans
+	case topic == c.OTLPLogsTopic && c.OTLPLogsTopic != "":
+		return kindOTLPLogs
+	}
+	return kindCalls
+}
+
+// overlay is the registry versions one OTLP record's calls resolve
+// against: the tool sets the record itself carries (the definitions each
+// model was given: package declared), and the store for every other
+// registry.
+type overlay struct {
+	base  resolve.Versions
+	regs  []string
+	snaps []*registry.Snapshot
+}
+
+func (o *overlay) At(reg string, t time.Time) *registry.Version {
+	for i, r := range o.regs {
+		if r == reg {
+			return o.snaps[i].At(reg, t)
+		}
+	}
+	if o.base == nil {
+		return nil
+	}
+	return o.base.At(reg, t)
+}
+
+// otlpState is a worker's scratch for OTLP records, reused record to
+// record.
+type otlpState struct {
+	ov     overlay
+	events []ingest.Event
+}
+
+// decideOTLP turns one record of an OpenTelemetry topic (a whole batch of
+// the Collector's) into rows, all in the same hand-off, so that its offset
+// is committed only behind every decision it yields. A record that is not
+// OTLP, or over the limits, or whose items have no time, goes to the DLQ
+// with the reason and yields no row; within a record, an item that cannot
+// become a call is a MALFORMED row (package otlp), and one that is no tool
+// call at all is counted (otlp_items_skipped_total).
+func (w *worker) decideOTLP(r *kgo.Record) {
+	cfg := &w.p.cfg
+	h := &w.out
+	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
+	sig := otlp.Traces
+	if w.kind == kindOTLPLogs {
+		sig = otlp.Logs
+	}
+	res, err := otlp.Decode(r.Value, sig, cfg.OTLPEncoding, cfg.OTLPLimits)
+	if err != nil {
+		w.p.m.otlpRefused.Inc()
+		h.dlq = append(h.dlq, w.dlqRecord(r, err.Error()))
+		return
+	}
+	w.p.m.otlpSkipped.Add(float64(res.Skipped))
+	st := &w.otlp
+	st.ov.regs, st.ov.snaps = st.ov.regs[:0], st.ov.snaps[:0]
+	if !cfg.Passthrough {
+		st.ov.base = w.p.store.Snapshot()
+	}
+	for _, l := range res.Listings {
+		if l.From == otlp.FromMCPList {
+			// An MCP server's listing is the registry's: it reaches the
+			// listings topic from the gateway or from ingest, where every
+			// instance applies it in event time.
+			w.p.m.otlpListingsIgnored.Inc()
+			continue
+		}
+		reg := otlp.DefinitionsRegistry(cfg.OTLPRegistry, l.Digest)
+		set, err := w.p.declared.Get(reg, l.Tools)
+		if err != nil {
+			// Calls to this registry then find no version: H1, never an allow.
+			w.p.log.Warn("tool definitions in a trace are not a usable listing; their calls are rejected",
+				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "registry", reg, "err", err)
+			continue
+		}
+		st.ov.regs, st.ov.snaps = append(st.ov.regs, reg), append(st.ov.snaps, set.Snap)
+	}
+	st.events = st.events[:0]
+	c := ingest.Context{
+		Source:   r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10),
+		Line:     1,
+		Defaults: ingest.Meta{Registry: cfg.OTLPRegistry},
+	}
+	err = ingest.OTelEvents(res, c, func(ev ingest.Event) error {
+		if ev.Kind == ingest.KindCall {
+			st.events = append(st.events, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		w.p.m.otlpRefused.Inc()
+		h.dlq = append(h.dlq, w.dlqRecord(r, fmt.Sprintf("otlp: %v", err)))
+		return
+	}
+	var vs resolve.Versions // nil in passthrough: decoded, stored undecided
+	if !cfg.Passthrough {
+		vs = &st.ov
+	}
+	for _, ev := range st.events {
+		h.rows = append(h.rows, schema.Row{})
+		row := &h.rows[len(h.rows)-1]
+		row.AnalysisID, row.ResolverBuild, row.PolicyVersion = cfg.AnalysisID, cfg.ResolverBuild, w.p.policy
+		row.Source = schema.SourceStream
+		row.Topic, row.Partition, row.Offset = r.Topic, r.Partition, r.Offset
+		w.rd.DecideRow(vs, ev.Value, r.Timestamp, row)
+		w.count(row)
+	}
+	w.p.m.otlpRecords.Inc()
+}
