@@ -100,8 +100,10 @@ them are stored. A call resolves against the tool definitions recorded
 with it (gen_ai.tool.definitions, OpenInference's llm.tools) when the
 trace has them, else against --otlp-registry; a call whose arguments were
 not recorded is decided on its name and never allowed. A record that is
-not OTLP goes to the dead-letter topic. docs/opentelemetry.md maps every
-attribute.
+not OTLP goes to the dead-letter topic (docs/commands.md maps every
+attribute). --otlp-http and --otlp-grpc receive OTLP exports themselves
+(no Collector needed) and produce each to those topics, answering once
+Kafka has it.
 
 --archive-calls also stores every record of the calls topic, as it was
 produced, in table call_events (in the same INSERT round as its
@@ -175,6 +177,8 @@ func runCommand(std stdio) *ffcli.Command {
 	gf.registerApprovers(fs)
 	var hf httpFlags
 	hf.register(fs)
+	var of otlpFlags
+	of.register(fs)
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	var ports portFlags
 	ports.register(fs, "embedded-")
@@ -208,6 +212,9 @@ func runCommand(std stdio) *ffcli.Command {
 				return usageError{err}
 			}
 			sc.OTLPEncoding = enc
+			if err := of.validate(&sc); err != nil {
+				return usageError{err}
+			}
 			sc.MaxPartitionBuffer = *partBuf << 20
 			sc.BatchBytes = *batchMB << 20
 			log, err := common.logger(std.err)
@@ -257,7 +264,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: common.connectTimeout,
-				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf, otlp: of})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -282,6 +289,7 @@ type daemonArgs struct {
 	migrate        bool
 	history        bool // registry history (registry.go)
 	approvals      gateFlags
+	otlp           otlpFlags
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
@@ -382,6 +390,9 @@ func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {
 	}
 	if approvalRec != nil {
 		g.Go(func() error { return approvalRec.Run(gctx) })
+	}
+	if err := serveOTLP(gctx, g, log, reg, a.otlp, a.stream); err != nil {
+		return err
 	}
 	if a.http.addr != "" {
 		ready := func() error {
