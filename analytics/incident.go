@@ -43,11 +43,11 @@ LIMIT 50`,
 		},
 		{
 			ID: "incident.session_decisions", Title: "The session's decisions, in order (newest 5,000)", Format: Table,
-			Description: "The decisions of the session in the range (the newest 5,000 if there are more), in emission order, with the reason, the JSON pointer of the failing argument, what the name resolved to, the nearest valid name of an unknown one, the registry version and the digests the agent saw and the registry held. Read from decisions with FINAL, found by primary key through the call keys of the session's hours (sessions_by_hour; session_calls for history written before migration 0011): exact, one row per call and source.",
+			Description: "The decisions of the session in the range (the newest 5,000 if there are more), in emission order, with the reason, the JSON pointer of the failing argument, what the name resolved to, the nearest valid name of an unknown one, the registry version and the digests the agent saw and the registry held, and the OpenTelemetry trace the call was recorded in (a link to it with the trace_url variable). Read from decisions with FINAL, found by primary key through the call keys of the session's hours (sessions_by_hour; session_calls for history written before migration 0011): exact, one row per call and source.",
 			SQL: `SELECT * FROM (
 SELECT emitted_at AS time, source, action, event_id, tool, server AS pin, class, verdict, reason, path,
        resolved_server, resolved_tool, suggested_tool AS nearest, drift,
-       registry_version, seen_digest, current_digest, agent_id AS agent, model
+       registry_version, seen_digest, current_digest, agent_id AS agent, model, trace_id AS trace
 FROM decisions FINAL
 WHERE ` + and(is("analysis_id", VarAnalysis), is("session_id", VarSession),
 				inRange("emitted_at"), in("registry", VarRegistry), in("class", VarClass)) + `

@@ -134,6 +134,21 @@ func classVariable() *dashboard.CustomVariableBuilder {
 		Current(option("All", "$__all"))
 }
 
+// varTraceURL is the incident dashboard's link to a decision's trace.
+const varTraceURL = "trace_url"
+
+// traceURLVariable is where a decision's trace opens: the tracing UI's
+// URL, to which the trace id (hex) is appended. Jaeger's UI by default;
+// Tempo through Grafana's Explore takes a URL of its own.
+func traceURLVariable() *dashboard.TextBoxVariableBuilder {
+	def := "http://localhost:16686/trace/"
+	return dashboard.NewTextBoxVariableBuilder(varTraceURL).
+		Label("Trace link").
+		Description("URL of your tracing UI to which a decision's trace id is appended (the trace column's link): Jaeger's http://HOST:16686/trace/, or a Tempo Explore URL ending where the trace id goes").
+		DefaultValue(dashboard.StringOrMap{String: &def}).
+		Current(option(def, def))
+}
+
 // changeAnnotations marks listing changes on a dashboard's time series.
 func changeAnnotations() *dashboard.AnnotationQueryBuilder {
 	return dashboard.NewAnnotationQueryBuilder().

@@ -127,12 +127,14 @@ func incident() *dashboard.DashboardBuilder {
 		WithVariable(classVariable()).
 		WithVariable(queryVariable(analytics.Variables()[analytics.VarSession], false).
 			Description("session_id of the calls to show: the session with the most rejections in the range unless another is picked or typed")).
+		WithVariable(traceURLVariable()).
 		Annotation(changeAnnotations()).
 		WithRow(row("Sessions")).
 		WithPanel(tablePanel(pick(qs, "incident.sessions"), 24, 8).
 			OverrideByName("session", []dashboard.DynamicConfigValue{link("Open this session", sessionLink)})).
 		WithRow(row("The session")).
-		WithPanel(tablePanel(pick(qs, "incident.session_decisions"), 24, 12)).
+		WithPanel(tablePanel(pick(qs, "incident.session_decisions"), 24, 12).
+			OverrideByName("trace", []dashboard.DynamicConfigValue{link("Open the trace", "${"+varTraceURL+"}${__value.raw}")})).
 		WithPanel(tablePanel(pick(qs, "incident.toctou"), 24, 6)).
 		WithPanel(malformedPanel(24, 6)).
 		WithRow(row("Registry changes")).

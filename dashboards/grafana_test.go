@@ -383,6 +383,8 @@ func openStates(t *testing.T, ro driver.Conn, d loaded, from, to time.Time) []an
 		case v.typ == "datasource":
 		case v.typ == "custom" || v.current == "$__all":
 			p.Vars[v.name] = analytics.All()
+		case v.typ == "textbox": // its saved text (the trace link's URL: no query reads it)
+			p.Vars[v.name] = analytics.Text(v.current)
 		case v.typ == "query":
 			opts := optionsOf(t, ro, v, p)
 			options[v.name] = opts

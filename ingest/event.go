@@ -60,6 +60,9 @@ type toolCall struct {
 	// unrecorded: the source did not record the arguments (OTel's
 	// capture off); the event says so ("arguments_recorded": false).
 	unrecorded bool
+	// trace and span: the OpenTelemetry trace and span the call was
+	// recorded in (hex), "" when none.
+	trace, span string
 }
 
 // argValue is a call's arguments: JSON (compacted), raw text that was not
@@ -171,6 +174,8 @@ func newCall(tc toolCall, meta Meta, id string) Event {
 		Server:     meta.Server,
 		SeenDigest: meta.SeenDigests[tc.name],
 		Visible:    meta.Visible, // an empty list is left out, as it always was
+		TraceID:    tc.trace,
+		SpanID:     tc.span,
 	}
 	args := schema.CallArgs{Unrecorded: tc.unrecorded}
 	if tc.args.valid {

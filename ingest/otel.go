@@ -70,7 +70,8 @@ func OTelEvents(r *otlp.Result, c Context, emit func(Event) error) error {
 	calls := make([]callAt, 0, len(r.Calls))
 	for _, oc := range r.Calls {
 		ca := callAt{
-			tc: toolCall{id: oc.CallID, name: oc.Tool, unrecorded: !oc.ArgsRecorded && oc.Malformed == ""},
+			tc: toolCall{id: oc.CallID, name: oc.Tool, unrecorded: !oc.ArgsRecorded && oc.Malformed == "",
+				trace: oc.TraceID, span: oc.SpanID},
 			object: Meta{
 				Time: oc.EmittedAt, SessionID: oc.SessionID, AgentID: oc.AgentID, Model: oc.Model,
 				Provider: oc.Provider, Surface: oc.Surface, Server: oc.Server,

@@ -98,4 +98,8 @@ var columns = []Column{
 	str("topic", TypeLowCardinality, func(r *Row) *string { return &r.Topic }),
 	{Name: "partition", Type: TypeInt32, Int32: func(r *Row) *int32 { return &r.Partition }},
 	{Name: "offset", Type: TypeInt64, Int64: func(r *Row) *int64 { return &r.Offset }},
+
+	// the OpenTelemetry trace the call was recorded in
+	str("trace_id", TypeString, func(r *Row) *string { return &r.TraceID }),
+	str("span_id", TypeString, func(r *Row) *string { return &r.SpanID }),
 }

@@ -124,11 +124,18 @@ func (d *CallDecoder) Decode(line []byte, c *Call) error {
 		{"agent_id", mAgentID, &c.AgentID, nil}, {"session_id", mSessionID, &c.SessionID, nil}, {"model", mModel, &c.Model, nil},
 		{"provider", mProvider, &c.Provider, nil}, {"surface", mSurface, &c.Surface, nil}, {"server", mServer, &c.Server, nil},
 		{"seen_digest", mSeenDigest, &c.SeenDigest, nil},
+		{"trace_id", mTraceID, &c.TraceID, nil}, {"span_id", mSpanID, &c.SpanID, nil},
 	}
 	for i := 3; i < len(fields); i++ {
 		if fields[i].b, ok = strBytes(m.v[fields[i].m]); !ok {
 			bad(fields[i].key + " is not a string")
 		}
+	}
+	if b := fields[len(fields)-2].b; b != nil && !lowerHex(b, 32) {
+		bad("trace_id is not 32 lowercase hex digits")
+	}
+	if b := fields[len(fields)-1].b; b != nil && !lowerHex(b, 16) {
+		bad("span_id is not 16 lowercase hex digits")
 	}
 	buf := d.buf[:0]
 	for i := range fields {
@@ -206,6 +213,8 @@ const (
 	mServer
 	mSeenDigest
 	mVisible
+	mTraceID
+	mSpanID
 	numMembers
 )
 
@@ -251,8 +260,26 @@ func callMember(k []byte) int {
 		return mSeenDigest
 	case "visible":
 		return mVisible
+	case "trace_id":
+		return mTraceID
+	case "span_id":
+		return mSpanID
 	}
 	return -1
+}
+
+// lowerHex reports whether b is n lowercase hex digits (a W3C trace
+// context id).
+func lowerHex(b []byte, n int) bool {
+	if len(b) != n {
+		return false
+	}
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // strBytes reads an optional string member as a view into the tape:

@@ -53,6 +53,12 @@ func AppendCall(b []byte, c *Call, args CallArgs) []byte {
 	if c.SeenDigest != "" {
 		b = appendMember(b, "seen_digest", c.SeenDigest)
 	}
+	if c.TraceID != "" {
+		b = appendMember(b, "trace_id", c.TraceID)
+	}
+	if c.SpanID != "" {
+		b = appendMember(b, "span_id", c.SpanID)
+	}
 	if c.HasVisible || len(c.Visible) > 0 {
 		b = append(b, `,"visible":[`...)
 		for i, v := range c.Visible {

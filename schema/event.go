@@ -116,6 +116,11 @@ type Call struct {
 	// arguments_raw; OpenTelemetry records them only when asked). The
 	// call is resolved by name and never allowed (resolve says so).
 	ArgsUnrecorded bool
+	// TraceID and SpanID (optional, lowercase hex: 32 and 16 digits) are
+	// the OpenTelemetry trace and span the call was recorded in (an
+	// addition of toolaudit's to the contract: the decision row keeps
+	// them, so that an incident leads from a decision to its trace).
+	TraceID, SpanID string
 }
 
 // Key is the Kafka key of a call event (CallKey).

@@ -67,6 +67,10 @@ type Row struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+
+	// TraceID and SpanID are the OpenTelemetry trace and span the call
+	// was recorded in (hex), "" when its source has none.
+	TraceID, SpanID string
 }
 
 // Source is who decided a call (wire contract v1.1).
@@ -98,6 +102,7 @@ func (r *Row) FillCall(c *Call) {
 	r.Registry, r.AgentID, r.SessionID = c.Registry, c.AgentID, c.SessionID
 	r.Model, r.Provider, r.Surface = c.Model, c.Provider, c.Surface
 	r.Tool, r.Server, r.EmittedAt = c.Tool, c.Server, c.EmittedAt
+	r.TraceID, r.SpanID = c.TraceID, c.SpanID
 }
 
 // ArgsShape describes v without its values: objects as their sorted keys

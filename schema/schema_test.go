@@ -48,6 +48,10 @@ func TestDecodeCall(t *testing.T) {
 		{"year 1900", `{"event_id":"c","emitted_at":"1900-01-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, ""},
 		{"array", `[]`, "event is not a JSON object"},
 		{"listing", `{"type":"listing","event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{}}`, `type is not "call"`},
+		{"trace", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"trace_id":"5b8efff798038103d269b633813fc60c","span_id":"0000000000000002"}`, ""},
+		{"short trace", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"trace_id":"5b8efff798038103"}`, "trace_id is not 32 lowercase hex digits"},
+		{"upper span", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"span_id":"000000000000000A"}`, "span_id is not 16 lowercase hex digits"},
+		{"number trace", `{"event_id":"c","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"t","arguments":{},"trace_id":7}`, "trace_id is not a string"},
 		{"blank", "  \n", "empty line"},
 	}
 	var d CallDecoder
@@ -82,7 +86,7 @@ func TestDecodeCall(t *testing.T) {
 func TestDecodeCallFields(t *testing.T) {
 	line := `{"type":"call","event_id":"c-1","emitted_at":"2026-11-29T10:00:05.250Z","registry":"fleet-a","agent_id":"a-7","session_id":"s-19",
 	 "model":"m","provider":"bedrock","surface":"raw_json","tool":"create_issue","server":"github","arguments":{"owner":"o"},
-	 "seen_digest":"sha256:00","visible":["create_issue","search_code"]}`
+	 "seen_digest":"sha256:00","visible":["create_issue","search_code"],"trace_id":"5b8efff798038103d269b633813fc60c","span_id":"0000000000000002"}`
 	var d CallDecoder
 	var c Call
 	if err := d.Decode([]byte(line), &c); err != nil {
@@ -92,7 +96,7 @@ func TestDecodeCallFields(t *testing.T) {
 	if !c.EmittedAt.Equal(want) || c.Registry != "fleet-a" || c.AgentID != "a-7" || c.Key() != "s-19" ||
 		c.Model != "m" || c.Provider != "bedrock" || c.Surface != "raw_json" || c.Server != "github" ||
 		c.SeenDigest != "sha256:00" || !c.HasVisible || len(c.Visible) != 2 || c.Visible[1] != "search_code" ||
-		!c.Arguments.Get("owner").StrIs("o") {
+		!c.Arguments.Get("owner").StrIs("o") || c.TraceID != "5b8efff798038103d269b633813fc60c" || c.SpanID != "0000000000000002" {
 		t.Fatalf("decoded %+v", c)
 	}
 }

@@ -125,7 +125,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0006_call_events.sql", "0007_analytics.sql", "0008_decisions_approval.sql", "0009_approval_events.sql", "0010_rollups_from_groups.sql", "0011_session_calls_in_sessions.sql", "0012_decisions_merges.sql"}; !slices.Equal(applied, want) {
+	if want := []string{"0001_decisions.sql", "0002_decisions_by_minute.sql", "0003_decisions_compact_inserts.sql", "0004_decisions_digests_lowcardinality.sql", "0005_decisions_source_action.sql", "0006_call_events.sql", "0007_analytics.sql", "0008_decisions_approval.sql", "0009_approval_events.sql", "0010_rollups_from_groups.sql", "0011_session_calls_in_sessions.sql", "0012_decisions_merges.sql", "0013_decisions_trace.sql"}; !slices.Equal(applied, want) {
 		t.Fatalf("first run applied %q, want %q", applied, want)
 	}
 	var ddl string

@@ -195,7 +195,8 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 		if got != w {
 			t.Errorf("%s:\n got %+v\nwant %+v", id, got, w)
 		}
-		if row.Topic != spansTopic && row.Topic != logsTopic || row.PolicyVersion == "" || row.EmittedAt.IsZero() {
+		if row.Topic != spansTopic && row.Topic != logsTopic || row.PolicyVersion == "" || row.EmittedAt.IsZero() ||
+			len(row.TraceID) != 32 || len(row.SpanID) != 16 {
 			t.Errorf("%s: row %+v", id, row)
 		}
 		classes[row.Class]++

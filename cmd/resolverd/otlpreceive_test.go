@@ -22,7 +22,8 @@ import (
 // has them, and the same run decides every tool call in them: the model's
 // call to a tool it was given (OK against the definitions its trace
 // recorded, registry fleet-a:tools-…) and to one it was not (H1), once
-// per call, with the OpenTelemetry topic as the row's.
+// per call, with the OpenTelemetry topic and the call's trace and span as
+// the row's.
 func TestOTLPReceiver(t *testing.T) {
 	p := freePorts(t, 2)
 	httpAddr, grpcAddr := fmt.Sprintf("127.0.0.1:%d", p[0]), fmt.Sprintf("127.0.0.1:%d", p[1])
@@ -56,6 +57,8 @@ func TestOTLPReceiver(t *testing.T) {
 		Source   string `json:"source"`
 		Topic    string `json:"topic"`
 		Registry string `json:"registry"`
+		TraceID  string `json:"trace_id"`
+		SpanID   string `json:"span_id"`
 	}
 	rows := map[string]row{}
 	deadline := time.Now().Add(60 * time.Second)
@@ -75,7 +78,8 @@ func TestOTLPReceiver(t *testing.T) {
 	for id, r := range rows {
 		tool, _, _ := strings.Cut(id, "~")
 		got = append(got, tool+":"+r.Class)
-		if r.Source != "stream" || r.Topic != "otlp_spans" || !strings.HasPrefix(r.Registry, "fleet-a:tools-") {
+		if r.Source != "stream" || r.Topic != "otlp_spans" || !strings.HasPrefix(r.Registry, "fleet-a:tools-") ||
+			len(r.TraceID) != 32 || len(r.SpanID) != 16 {
 			t.Errorf("%s: %+v", id, r)
 		}
 	}

@@ -670,6 +670,11 @@ ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod` MODIFY SETTING
     vertical_merge_algorithm_min_rows_to_activate = 1000000000,
     auto_statistics_types = '';
 
+-- 0013_decisions_trace.sql
+ALTER TABLE `toolaudit`.decisions_local ON CLUSTER `prod`
+    ADD COLUMN IF NOT EXISTS trace_id String DEFAULT '' CODEC(ZSTD(1)) AFTER offset,
+    ADD COLUMN IF NOT EXISTS span_id String DEFAULT '' CODEC(ZSTD(1)) AFTER trace_id;
+
 CREATE OR REPLACE TABLE `toolaudit`.decisions ON CLUSTER `prod` AS `toolaudit`.decisions_local
 ENGINE = Distributed(`prod`, `toolaudit`, `decisions_local`, cityHash64(call_key));
 
