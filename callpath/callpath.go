@@ -30,6 +30,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Hinter computes the hints of a rejected call (*suggest.Suggester; the
@@ -61,6 +62,9 @@ type Step struct {
 	Action schema.Action
 	// ResolverBuild and PolicyVersion stamp every decision.
 	ResolverBuild, PolicyVersion string
+	// Tracer, when set, emits a span per recorded decision, in the trace
+	// of the ctx given to Record (trace.go); nil: none.
+	Tracer trace.Tracer
 }
 
 // Decide decodes event with dec into c and decides it against vs into
@@ -96,13 +100,16 @@ func (s *Step) Hint(vs resolve.Versions, c *schema.Call, rec *audit.Record) sugg
 // ErrUnrecorded and the producer's: the front end answers that the
 // decisions could not be recorded, and does not act on them.
 func (s *Step) Record(ctx context.Context, recs ...*audit.Record) error {
-	if s.Audit == nil {
-		return nil
+	var err error
+	if s.Audit != nil {
+		if perr := s.Audit.Produce(ctx, recs...); perr != nil {
+			err = fmt.Errorf("%w: %w", ErrUnrecorded, perr)
+		}
 	}
-	if err := s.Audit.Produce(ctx, recs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnrecorded, err)
+	if s.Tracer != nil {
+		s.spans(ctx, recs, err)
 	}
-	return nil
+	return err
 }
 
 // AppendAnswer appends the decision as the call path answers it (POST

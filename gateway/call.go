@@ -98,7 +98,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.R
 	rec := g.decide(w, s, principalFrom(ctx), p.Name, claimedDigest(s, p.Meta), args, vs)
 	d := &rec.Decision
 	hints := g.step.Hint(vs, &w.call, rec)
-	if err := g.step.Record(ctx, rec); err != nil {
+	if err := g.step.Record(callpath.ContinueMeta(ctx, p.Meta), rec); err != nil {
 		g.m.calls.WithLabelValues(string(d.Class), "audit_unavailable").Inc()
 		g.log.Warn("call refused: the audit trail did not take its decision", "event_id", d.EventID, "err", err)
 		return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: "the decision could not be recorded in the audit trail, so the call was not acted on (fail closed): retry"}

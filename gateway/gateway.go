@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolaudit/toolaudit/signature"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolaudit/toolaudit/signature"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +46,9 @@ type Options struct {
 	Auth Authorizer
 	// ResolverBuild stamps every decision (resolver_build).
 	ResolverBuild string
+	// Tracer, when set, emits a span per decision in the caller's trace
+	// (the request's _meta traceparent; package callpath); nil: none.
+	Tracer trace.Tracer
 	// Approvals checks every resolved call's current definition against
 	// the approved baseline (resolve.Resolver.Approvals): under block a
 	// definition not approved is M4 and never reaches the upstream. nil:
@@ -125,7 +130,7 @@ func New(opts Options) (*Gateway, error) {
 		cfg: cfg, opts: opts, log: log,
 		step: callpath.Step{Resolver: resolver,
 			Audit: opts.Audit, Source: schema.SourceGateway, Action: schema.ActionEnforced,
-			ResolverBuild: opts.ResolverBuild, PolicyVersion: resolver.Policy()},
+			ResolverBuild: opts.ResolverBuild, PolicyVersion: resolver.Policy(), Tracer: opts.Tracer},
 		store:     registry.New(registry.WithSignatureOptions(signature.Options{Formats: cfg.Formats == "assert"})),
 		upstreams: map[string]*upstream.Upstream{},
 		trust:     map[string]int{},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolaudit/toolaudit/audit"
@@ -46,6 +47,9 @@ type Config struct {
 	// records, and with 503 when it did not (fail closed). Nil answers
 	// without an audit trail.
 	Audit audit.Producer
+	// Tracer, when set, emits a span per decision in the caller's trace
+	// (the request's traceparent; package callpath); nil: none.
+	Tracer trace.Tracer
 	// ResolverBuild stamps every decision (resolver_build).
 	ResolverBuild string
 
@@ -133,7 +137,7 @@ func New(cfg Config) (http.Handler, error) {
 		bytes:    semaphore.NewWeighted(cfg.MaxInFlightBytes),
 		logEvery: ratelog.Every{Interval: 10 * time.Second},
 		step: callpath.Step{Resolver: cfg.Resolver, Hints: cfg.Suggester, Audit: cfg.Audit,
-			Source: schema.SourceAPI, ResolverBuild: cfg.ResolverBuild},
+			Source: schema.SourceAPI, ResolverBuild: cfg.ResolverBuild, Tracer: cfg.Tracer},
 	}
 	h.work.New = func() any { return newWork() }
 	h.decided = prometheus.NewCounterVec(prometheus.CounterOpts{

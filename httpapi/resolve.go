@@ -172,7 +172,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	}
 
 	h.decide(wk, p)
-	if err := h.step.Record(r.Context(), wk.ptrs...); err != nil {
+	if err := h.step.Record(callpath.ContinueHTTP(r.Context(), r.Header), wk.ptrs...); err != nil {
 		if ok, n := h.logEvery.Allow(); ok {
 			h.cfg.Logger.Warn("decisions not answered: the audit trail did not take them", "calls", len(wk.ptrs), "err", err, "suppressed", n)
 		}

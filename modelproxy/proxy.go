@@ -23,6 +23,7 @@ import (
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/signature"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Proxy.
@@ -35,6 +36,9 @@ type Options struct {
 	Hints callpath.Hinter
 	// ResolverBuild stamps every decision.
 	ResolverBuild string
+	// Tracer, when set, emits a span per decision in the caller's trace
+	// (the request's traceparent; package callpath); nil: none.
+	Tracer trace.Tracer
 	// Transport reaches the upstreams; nil: http.DefaultTransport's
 	// settings.
 	Transport http.RoundTripper
@@ -97,7 +101,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	res := resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"}
 	step := callpath.Step{Resolver: res, Hints: o.Hints, Audit: o.Audit, Source: schema.SourceModelProxy,
-		ResolverBuild: o.ResolverBuild, PolicyVersion: res.Policy()}
+		ResolverBuild: o.ResolverBuild, PolicyVersion: res.Policy(), Tracer: o.Tracer}
 	observe, block := step, step
 	observe.Action, block.Action = schema.ActionObserved, schema.ActionEnforced
 	p := &Proxy{
@@ -127,6 +131,7 @@ func (p *Proxy) route(path string) (*Route, string) {
 
 // ServeHTTP answers one request of a model API's client.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(callpath.ContinueHTTP(r.Context(), r.Header))
 	rt, rest := p.route(r.URL.Path)
 	if rt == nil {
 		writeError(w, openAIChat{}, http.StatusNotFound, "no route of this proxy serves "+strconv.Quote(r.URL.Path))

@@ -91,6 +91,7 @@ type gatewayFlags struct {
 	maxConns                      int
 	gcPercent                     int
 	approvals                     gateFlags
+	trace                         traceFlags
 }
 
 func gatewayCommand(std stdio) *ffcli.Command {
@@ -110,6 +111,7 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
 	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
 	f.commonFlags.register(fs, 256, commonHelp{})
+	f.trace.register(fs, "resolverd-gateway")
 	fs.IntVar(&f.gcPercent, "gc-percent", 400, "garbage collection target `percent` (GOGC) unless GOGC is set: the MCP SDK allocates much per message, and collecting less often spares CPU while the memory limit bounds the heap")
 	return &ffcli.Command{
 		Name:       "gateway",
@@ -146,8 +148,13 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := gateway.Options{Config: cfg, Hints: suggest.New(), ResolverBuild: build(), Getenv: os.Getenv, Logger: log, Registerer: reg}
+	tracer, stopTracing, err := f.trace.tracer(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	opts.Tracer = tracer
 	closeAudit := func() {}
-	var err error
 	if opts.Approvals, err = f.approvals.gate(); err != nil {
 		return err
 	}

@@ -60,6 +60,7 @@ type proxyFlags struct {
 	auditTimeout    time.Duration
 	tlsCert, tlsKey string
 	maxConns        int
+	trace           traceFlags
 }
 
 func proxyCommand(std stdio) *ffcli.Command {
@@ -76,6 +77,7 @@ func proxyCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
 	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
 	f.commonFlags.register(fs, 512, commonHelp{})
+	f.trace.register(fs, "resolverd-proxy")
 	return &ffcli.Command{
 		Name:       "proxy",
 		ShortUsage: "resolverd proxy --config FILE [flags]",
@@ -128,6 +130,12 @@ func runProxy(ctx context.Context, log *slog.Logger, cfg modelproxy.Config, f pr
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := modelproxy.Options{Config: cfg, Hints: suggest.New(), ResolverBuild: build(), Logger: log}
+	tracer, stopTracing, err := f.trace.tracer(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	opts.Tracer = tracer
 	closeAudit := func() {}
 	brokers := f.brokers.List()
 	switch {

@@ -179,6 +179,8 @@ func runCommand(std stdio) *ffcli.Command {
 	hf.register(fs)
 	var of otlpFlags
 	of.register(fs)
+	var tf traceFlags
+	tf.register(fs, "resolverd")
 	embed := fs.String("embedded", "", "run an embedded Kafka broker and ClickHouse engine with data in `DIR`")
 	var ports portFlags
 	ports.register(fs, "embedded-")
@@ -264,7 +266,7 @@ func runCommand(std stdio) *ffcli.Command {
 			sc.KafkaOpts = append(sc.KafkaOpts, kafkaOpts...)
 			sc.KafkaOpts = append(sc.KafkaOpts, kgo.SessionTimeout(*session), kgo.RebalanceTimeout(*rebalance))
 			err = runDaemon(ctx, log, daemonArgs{stream: sc, ch: chCfg, kafka: kafka, kafkaOpts: kafkaOpts, connectTimeout: common.connectTimeout,
-				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf, otlp: of})
+				cluster: cluster, http: hf, embedded: *embed, ports: ports, migrate: *migrate, history: *history, approvals: gf, otlp: of, trace: tf})
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				// A signal during start-up (connecting, migrating) is a
 				// shutdown asked for, not a failure.
@@ -290,6 +292,7 @@ type daemonArgs struct {
 	history        bool // registry history (registry.go)
 	approvals      gateFlags
 	otlp           otlpFlags
+	trace          traceFlags
 }
 
 func runDaemon(ctx context.Context, log *slog.Logger, a daemonArgs) error {

@@ -30,20 +30,25 @@ import (
 // handler and the bounded server. It returns once listening.
 func serveHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, reg *prometheus.Registry, a daemonArgs, store *registry.Store, ready, decides func() error) error {
 	hf := a.http
-	closeAudit := func() {}
 	cfg := httpapi.Config{
 		Store: store, Resolver: a.stream.Resolver, Suggester: a.stream.Suggester, ResolverBuild: a.stream.ResolverBuild,
 		MaxBody: hf.maxBodyKB << 10, MaxBatch: hf.maxBatch, MaxInFlight: hf.inflight, MaxInFlightBytes: hf.inflightMB << 20,
 		Ready: ready, Decides: decides, Gatherer: reg, Registerer: reg, Logger: log, Pprof: hf.pprof,
 		AuthProbes: hf.authProbes,
 	}
+	tracer, stopTracing, err := a.trace.tracer(ctx, log)
+	if err != nil {
+		return err
+	}
+	cfg.Tracer = tracer
+	closeAudit := stopTracing
 	if hf.auditTopic != "" {
 		k, err := audit.NewKafka(audit.KafkaConfig{Brokers: a.stream.Brokers, Topic: hf.auditTopic, Timeout: hf.auditTimeout,
 			MaxRecordBytes: int32(cfg.MaxBody + 64<<10), Opts: a.stream.KafkaOpts}, log, reg)
 		if err != nil {
 			return err
 		}
-		closeAudit = k.Close
+		closeAudit = func() { k.Close(); stopTracing() }
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := k.Check(cctx); err != nil {
 			log.Error("the audit topic is not usable: POST /v1/resolve answers 503 until it is", "err", err)
