@@ -143,10 +143,24 @@ func TestEmbeddedApprovals(t *testing.T) {
 }
 
 // gatewayCall runs `resolverd gateway --approvals block` (formats:
-// assert) on d's broker, calls a tool through it, and stops it.
+// assert) on d's broker and calls a tool through it.
 func gatewayCall(t *testing.T, d *daemon) {
 	t.Helper()
-	cfg := gatewayConfig(t, "formats: assert")
+	cs, logs := startGateway(t, gatewayConfig(t, "formats: assert"), "--brokers", d.kafka, "--approvals", "block")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__echo", Arguments: json.RawMessage(`{"message":"hello"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); res.IsError || !bytes.Contains(b, []byte("hello")) {
+		t.Fatalf("gateway call: %s\n%s", b, logs.String())
+	}
+}
+
+// startGateway runs `resolverd gateway --config cfg` with args until the
+// test ends, waits until it is ready, and connects an MCP client (the Go
+// SDK's) to it; the logs are the gateway's.
+func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -155,16 +169,16 @@ func gatewayCall(t *testing.T, d *daemon) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var logs syncBuffer
+	logs := &syncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"gateway", "--config", cfg, "--brokers", d.kafka, "--listen", addr, "--approvals", "block"}, stdio{strings.NewReader(""), &logs, &logs})
+		done <- run(ctx, append([]string{"gateway", "--config", cfg, "--listen", addr}, args...), stdio{strings.NewReader(""), logs, logs})
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("gateway exited %d:\n%s", code, logs.String())
 		}
-	}()
+	})
 	waitUntil(t, 30*time.Second, "the gateway ready", func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
@@ -178,12 +192,6 @@ func gatewayCall(t *testing.T, d *daemon) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__echo", Arguments: json.RawMessage(`{"message":"hello"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := json.Marshal(res); res.IsError || !bytes.Contains(b, []byte("hello")) {
-		t.Fatalf("gateway call: %s\n%s", b, logs.String())
-	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logs
 }

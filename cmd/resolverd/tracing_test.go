@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -143,37 +142,7 @@ func TestCallPathSpans(t *testing.T) {
 	}
 
 	// The gateway: the trace context in the tools/call request's _meta.
-	cfg := gatewayConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var logs syncBuffer
-	go func() {
-		done <- run(ctx, []string{"gateway", "--config", cfg, "--brokers", "", "--listen", addr, "--trace-otlp", endpoint}, stdio{strings.NewReader(""), &logs, &logs})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitUntil(t, 30*time.Second, "the gateway ready", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, logs := startGateway(t, gatewayConfig(t), "--brokers", "", "--trace-otlp", endpoint)
 	traceID := strings.Repeat("c", 32)
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__echo", Arguments: json.RawMessage(`{"message":"hi","override":true}`),
 		Meta: mcp.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}}); err != nil {
