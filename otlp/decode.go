@@ -171,6 +171,11 @@ func (c *Call) ID() string {
 	return hex.EncodeToString(h.Sum(sum[:0]))[:32]
 }
 
+// FromModel reports whether the call was read from the model's own record
+// of it (a tool call the model returned), not from its execution
+// (execute_tool, MCP tools/call).
+func (c *Call) FromModel() bool { return len(c.From) > 0 && isModel(c.From[0]) }
+
 // Listing is a tool set read from a payload: the definitions a model was
 // given, or an MCP tools/list result.
 type Listing struct {

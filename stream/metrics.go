@@ -39,6 +39,7 @@ type metrics struct {
 	otlpRefused         prometheus.Counter
 	otlpSkipped         prometheus.Counter
 	otlpListingsIgnored prometheus.Counter
+	otlpPaired          prometheus.Counter
 }
 
 // partitionLag is one assigned calls partition's lag, for consumer_lag.
@@ -109,6 +110,7 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		otlpRefused:         counter("otlp_records_refused_total", "Records of the OpenTelemetry topics sent to the DLQ: not OTLP, over a limit, or an item without a time."),
 		otlpSkipped:         counter("otlp_items_skipped_total", "Spans and log records that are no tool call and no tool definitions (a chat span without tool calls, an HTTP span)."),
 		otlpListingsIgnored: counter("otlp_mcp_listings_ignored_total", "MCP tools/list results read in traces and not applied: a server's listings reach the registry through the listings topic."),
+		otlpPaired:          counter("otlp_calls_seen_again_total", "Tool calls the partition decided from an earlier record (the same call on another span, its execute_tool or MCP span, a batch delivered twice): not decided again."),
 	}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Decisions made and durably written, by class and verdict.")), []string{"class", "verdict"})
@@ -120,7 +122,7 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
 		m.listingIssues, m.unenforced, m.listingLateness,
 		m.checkpointsWritten, m.checkpointErrors, m.checkpointBytes, m.checkpointLoaded,
-		m.otlpRecords, m.otlpRefused, m.otlpSkipped, m.otlpListingsIgnored,
+		m.otlpRecords, m.otlpRefused, m.otlpSkipped, m.otlpListingsIgnored, m.otlpPaired,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),
 			caughtUpAge),

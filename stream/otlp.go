@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"time"
 
@@ -63,6 +64,83 @@ func (o *overlay) At(reg string, t time.Time) *registry.Version {
 type otlpState struct {
 	ov     overlay
 	events []ingest.Event
+	calls  []otlp.Call
+	models recent // the tool calls decided lately, by trace and call id
+}
+
+// pairWindow is how many of the model's tool calls a partition's worker
+// remembers to pair with their executions in later records (8 bytes and
+// map overhead each: under 1 MiB).
+const pairWindow = 1 << 15
+
+// recent is a bounded map of keys' hashes to whether the model's record
+// was seen (else only an execution), the oldest forgotten first.
+type recent struct {
+	seed maphash.Seed
+	m    map[uint64]bool
+	ring []uint64
+	next int
+}
+
+func (r *recent) hash(trace, call string) uint64 {
+	if r.m == nil {
+		r.seed, r.m, r.ring = maphash.MakeSeed(), make(map[uint64]bool, pairWindow), make([]uint64, pairWindow)
+	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(trace)
+	h.WriteByte(0)
+	h.WriteString(call)
+	return h.Sum64()
+}
+
+// see records k (model: the model's record) and reports whether the call
+// was decided before: an execution after any record of its call, a model
+// record after another model record. A model record after an execution
+// only is decided (the execution may have lost what the model invented).
+func (r *recent) see(k uint64, model bool) (seen bool) {
+	was, ok := r.m[k]
+	switch {
+	case ok && (was || !model):
+		return true
+	case ok:
+		r.m[k] = true
+		return false
+	}
+	if old := r.ring[r.next]; old != 0 {
+		delete(r.m, old)
+	}
+	r.ring[r.next], r.m[k] = k, model
+	r.next = (r.next + 1) % len(r.ring)
+	return false
+}
+
+// pair drops from calls those this partition decided in an earlier
+// record: one call, one decision. The same tool call reaches several
+// records when the SDK exports spans apart (the OpenTelemetry JS SDK's
+// SimpleSpanProcessor exports every span alone): the Vercel AI SDK records
+// a call on its chat span, again on the enclosing generateText span, and
+// its execution on an execute_tool span, in that order. The first model
+// record is kept (the chat span carries the tool definitions too); an
+// execution never replaces it. A call whose other records are elsewhere
+// (another partition or topic, forgotten) is decided again: twice, never
+// lost.
+func (st *otlpState) pair(calls []otlp.Call) ([]otlp.Call, int) {
+	out, dropped := st.calls[:0], 0
+	for i := range calls {
+		c := &calls[i]
+		if c.TraceID == "" || c.CallID == "" || c.Malformed != "" {
+			out = append(out, *c)
+			continue
+		}
+		if st.models.see(st.models.hash(c.TraceID, c.CallID), c.FromModel()) {
+			dropped++
+			continue
+		}
+		out = append(out, *c)
+	}
+	st.calls = out
+	return out, dropped
 }
 
 // decideOTLP turns one record of an OpenTelemetry topic (a whole batch of
@@ -110,6 +188,9 @@ func (w *worker) decideOTLP(r *kgo.Record) {
 		}
 		st.ov.regs, st.ov.snaps = append(st.ov.regs, reg), append(st.ov.snaps, set.Snap)
 	}
+	var paired int
+	res.Calls, paired = st.pair(res.Calls)
+	w.p.m.otlpPaired.Add(float64(paired))
 	st.events = st.events[:0]
 	c := ingest.Context{
 		Source:   r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -223,5 +224,48 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 	}
 	if !found {
 		t.Errorf("the record that is not OTLP is not in the DLQ (%d DLQ records)", len(dlq))
+	}
+}
+
+// TestPair: across the records of a partition, a tool call is decided
+// once: from its first model record; a later model record and any
+// execution of it are dropped; an execution seen first does not stop the
+// model's record (it may have lost what the model invented); calls
+// without a trace or call id are never paired.
+func TestPair(t *testing.T) {
+	model := func(trace, id string) otlp.Call {
+		return otlp.Call{TraceID: trace, CallID: id, From: []otlp.Source{otlp.FromOutputMessages}}
+	}
+	exec := func(trace, id string) otlp.Call {
+		return otlp.Call{TraceID: trace, CallID: id, From: []otlp.Source{otlp.FromExecuteTool}}
+	}
+	for _, tc := range []struct {
+		name    string
+		records [][]otlp.Call
+		kept    int
+	}{
+		{"chat, generateText, execute_tool", [][]otlp.Call{{model("t", "a")}, {model("t", "a")}, {exec("t", "a")}}, 1},
+		{"execution first", [][]otlp.Call{{exec("t", "a")}, {model("t", "a")}, {exec("t", "a")}, {model("t", "a")}}, 2},
+		{"other traces and ids", [][]otlp.Call{{model("t", "a"), model("t", "b")}, {model("u", "a"), exec("t", "c")}}, 4},
+		{"no ids", [][]otlp.Call{{model("", "a"), model("t", "")}, {model("", "a"), model("t", "")}}, 4},
+	} {
+		var st otlpState
+		kept := 0
+		for _, r := range tc.records {
+			out, _ := st.pair(r)
+			kept += len(out)
+		}
+		if kept != tc.kept {
+			t.Errorf("%s: %d decided, want %d", tc.name, kept, tc.kept)
+		}
+	}
+	// The window is bounded: the oldest call is forgotten.
+	var st otlpState
+	st.pair([]otlp.Call{model("t", "first")})
+	for i := range pairWindow {
+		st.pair([]otlp.Call{model("t", fmt.Sprint(i))})
+	}
+	if out, _ := st.pair([]otlp.Call{model("t", "first")}); len(out) != 1 || len(st.models.m) > pairWindow {
+		t.Errorf("the window keeps %d calls", len(st.models.m))
 	}
 }

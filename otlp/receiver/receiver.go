@@ -144,7 +144,15 @@ func (r *Receiver) accept(ctx context.Context, sig otlp.Signal, body []byte, enc
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ProduceTimeout)
 	defer cancel()
-	if err := r.prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: payload}).FirstErr(); err != nil {
+	// Keyed by trace, as the Collector's exporter with
+	// partition_traces_by_id: a trace's exports in one partition, in
+	// order, where the stream pairs a tool call's execution with the
+	// model's record of it.
+	var key []byte
+	if len(res.Calls) > 0 && res.Calls[0].TraceID != "" {
+		key = []byte(res.Calls[0].TraceID)
+	}
+	if err := r.prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: payload}).FirstErr(); err != nil {
 		r.log.Warn("OTLP export not stored; the client is told to retry", "topic", topic, "err", err)
 		return result{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}

