@@ -105,14 +105,16 @@ func TestInstrumentations(t *testing.T) {
 		EventID, Class, Reason, Registry, Topic, TraceID string
 	}
 	seen := map[string]row{}
-	for _, tc := range []struct {
+	collector := startCollector(t, d.kafka)
+	type program struct {
 		name, program string
 		env           []string
 		topic         string // where the instrumentation puts the calls
 		// want: the provider's call id -> class; "" for calls it records
 		// as checkByHand decides them.
 		want map[string]string
-	}{
+	}
+	programs := []program{
 		{"vercel", "vercel.mjs", nil, "otlp_spans", nil},
 		{"openinference", "openinference.cjs", nil, "otlp_spans", nil},
 		{"instrumentation-openai content", "openai-otel.cjs", []string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}, "otlp_logs", nil},
@@ -120,68 +122,76 @@ func TestInstrumentations(t *testing.T) {
 		// known name is decided on its name and never allowed.
 		{"instrumentation-openai no content", "openai-otel.cjs", nil, "otlp_logs",
 			map[string]string{"call_ok": "H3", "call_unknown": "H1", "call_key": "H3", "call_type": "H3"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, tc.program)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), append(tc.env, "OTLP_ENDPOINT=http://"+addr, "UPSTREAM="+up.URL)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			stdout, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", tc.program, err, stderr.String())
-			}
-			t.Logf("%s: %s", tc.program, bytes.TrimSpace(stdout))
-			// The new rows: this run's calls (a trace of their own).
-			fresh := map[string]row{}
-			deadline := time.Now().Add(30 * time.Second)
-			for len(fresh) < 4 && time.Now().Before(deadline) {
-				pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
-				fs := out.PollFetches(pctx)
-				pcancel()
-				fs.EachRecord(func(r *kgo.Record) {
-					var x struct {
-						EventID  string `json:"event_id"`
-						Class    string `json:"class"`
-						Reason   string `json:"reason"`
-						Registry string `json:"registry"`
-						Topic    string `json:"topic"`
-						TraceID  string `json:"trace_id"`
-					}
-					if err := json.Unmarshal(r.Value, &x); err != nil {
-						t.Fatal(err)
-					}
-					if _, dup := seen[x.EventID]; dup {
-						t.Errorf("a second decision of %s", x.EventID)
-					}
-					rw := row{x.EventID, x.Class, x.Reason, x.Registry, x.Topic, x.TraceID}
-					seen[x.EventID], fresh[x.EventID] = rw, rw
-				})
-			}
-			got := map[string]string{}
-			for id, r := range fresh {
-				call, _, _ := strings.Cut(id, "~")
-				if _, dup := got[call]; dup {
-					t.Errorf("%s decided twice in one run", call)
+	}
+	// Each program exports (1) straight to the receiver, (2) to the
+	// Collector, whose Kafka exporter writes the topics resolverd reads.
+	for _, route := range []struct{ name, endpoint string }{{"receiver", "http://" + addr}, {"collector", collector}} {
+		for _, tc := range programs {
+			testProgram(t, route.name+"/"+tc.name, func(t *testing.T) {
+				if route.endpoint == "" {
+					need.Missing(t, "no OpenTelemetry Collector built", "scripts/build-otelcol.sh builds it")
 				}
-				got[call] = r.Class
-				if len(r.TraceID) != 32 || r.Topic != tc.topic {
-					t.Errorf("%s: no trace id, or not from %s: %+v", id, tc.topic, r)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, node, tc.program)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), append(tc.env, "OTLP_ENDPOINT="+route.endpoint, "UPSTREAM="+up.URL)...)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				stdout, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", tc.program, err, stderr.String())
 				}
-				if r.Class == "H3" && tc.want != nil && !strings.HasPrefix(r.Reason, "not enforced: arguments not recorded") {
-					t.Errorf("%s: H3 %q", id, r.Reason)
+				t.Logf("%s: %s", tc.program, bytes.TrimSpace(stdout))
+				// The new rows: this run's calls (a trace of their own).
+				fresh := map[string]row{}
+				deadline := time.Now().Add(30 * time.Second)
+				for len(fresh) < 4 && time.Now().Before(deadline) {
+					pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+					fs := out.PollFetches(pctx)
+					pcancel()
+					fs.EachRecord(func(r *kgo.Record) {
+						var x struct {
+							EventID  string `json:"event_id"`
+							Class    string `json:"class"`
+							Reason   string `json:"reason"`
+							Registry string `json:"registry"`
+							Topic    string `json:"topic"`
+							TraceID  string `json:"trace_id"`
+						}
+						if err := json.Unmarshal(r.Value, &x); err != nil {
+							t.Fatal(err)
+						}
+						if _, dup := seen[x.EventID]; dup {
+							t.Errorf("a second decision of %s", x.EventID)
+						}
+						rw := row{x.EventID, x.Class, x.Reason, x.Registry, x.Topic, x.TraceID}
+						seen[x.EventID], fresh[x.EventID] = rw, rw
+					})
 				}
-			}
-			w := tc.want
-			if w == nil {
-				w = want
-			}
-			if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(w)) {
-				t.Errorf("decisions %v, want %v (rows %v)", sorted(got), sorted(w), fresh)
-			}
-		})
+				got := map[string]string{}
+				for id, r := range fresh {
+					call, _, _ := strings.Cut(id, "~")
+					if _, dup := got[call]; dup {
+						t.Errorf("%s decided twice in one run", call)
+					}
+					got[call] = r.Class
+					if len(r.TraceID) != 32 || r.Topic != tc.topic {
+						t.Errorf("%s: no trace id, or not from %s: %+v", id, tc.topic, r)
+					}
+					if r.Class == "H3" && tc.want != nil && !strings.HasPrefix(r.Reason, "not enforced: arguments not recorded") {
+						t.Errorf("%s: H3 %q", id, r.Reason)
+					}
+				}
+				w := tc.want
+				if w == nil {
+					w = want
+				}
+				if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(w)) {
+					t.Errorf("decisions %v, want %v (rows %v)", sorted(got), sorted(w), fresh)
+				}
+			})
+		}
 	}
 	if len(requests) == 0 {
 		t.Fatal("no program reached the upstream")
@@ -231,4 +241,94 @@ func checkByHand(t *testing.T) map[string]string {
 		t.Fatalf("check by hand: %v", want)
 	}
 	return want
+}
+
+// testProgram runs one program's subtest; a failed one stops the rest,
+// which would read its rows as theirs.
+func testProgram(t *testing.T, name string, f func(*testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) && !t.Skipped() {
+		t.FailNow()
+	}
+}
+
+// startCollector runs the OpenTelemetry Collector scripts/build-otelcol.sh
+// builds (TOOLAUDIT_OTELCOL, else its default path): OTLP/HTTP in, the
+// batch processor, the Kafka exporter out to brokers (otlp_proto, a trace
+// in one partition), until the test ends. It returns its OTLP endpoint,
+// "" when the Collector is not built.
+func startCollector(t *testing.T, brokers string) string {
+	t.Helper()
+	bin := os.Getenv("TOOLAUDIT_OTELCOL")
+	if bin == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		bin = filepath.Join(cache, "toolaudit", "otelcol", "otelcol-toolaudit")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return ""
+	}
+	p := freePorts(t, 1)
+	endpoint := fmt.Sprintf("127.0.0.1:%d", p[0])
+	cfg := filepath.Join(t.TempDir(), "otelcol.yaml")
+	os.WriteFile(cfg, []byte(`receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: `+endpoint+`
+processors:
+  batch:
+    timeout: 100ms
+exporters:
+  kafka:
+    brokers: [`+brokers+`]
+    traces: {topic: otlp_spans, encoding: otlp_proto}
+    logs: {topic: otlp_logs, encoding: otlp_proto}
+    partition_traces_by_id: true
+    partition_logs_by_trace_id: true
+service:
+  telemetry:
+    metrics: {level: none}
+  pipelines:
+    traces: {receivers: [otlp], processors: [batch], exporters: [kafka]}
+    logs: {receivers: [otlp], processors: [batch], exporters: [kafka]}
+`), 0o600)
+	var logs syncBuffer
+	cmd := exec.Command(bin, "--config", "file:"+cfg)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("collector log:\n%s", logs.String())
+		}
+	})
+	exited := make(chan struct{})
+	go func() { cmd.Process.Wait(); close(exited) }()
+	waitUntil(t, 30*time.Second, "the Collector listening", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the Collector exited:\n%s", logs.String())
+		default:
+		}
+		resp, err := http.Post("http://"+endpoint+"/v1/traces", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return "http://" + endpoint
 }
