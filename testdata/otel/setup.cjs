@@ -2,7 +2,8 @@
 // The OpenTelemetry JS SDK, as an application sets it up: a tracer and a
 // logger provider exporting OTLP/HTTP protobuf to OTLP_ENDPOINT (the
 // receiver under test), spans and log records exported as they end.
-const { context, trace, logs } = require('@opentelemetry/api');
+const { context, propagation, trace, logs } = require('@opentelemetry/api');
+const { W3CTraceContextPropagator } = require('@opentelemetry/core');
 const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
 const { TracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace');
 const { LoggerProvider, SimpleLogRecordProcessor } = require('@opentelemetry/sdk-logs');
@@ -12,6 +13,7 @@ const { OTLPLogExporter } = require('@opentelemetry/exporter-logs-otlp-proto');
 const endpoint = process.env.OTLP_ENDPOINT;
 if (!endpoint) throw new Error('OTLP_ENDPOINT is not set');
 context.setGlobalContextManager(new AsyncLocalStorageContextManager());
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 const tracerProvider = new TracerProvider({
   spanProcessors: [new SimpleSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint + '/v1/traces' }) })],
 });
