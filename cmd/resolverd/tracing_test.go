@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/toolaudit/toolaudit/callpath"
+	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
@@ -62,15 +63,15 @@ func newSpanSink(t *testing.T) *spanSink {
 	return s
 }
 
-// span waits for the span of trace id (hex) and returns it.
+// span waits for the call path's span in trace id (hex) and returns it.
 func (s *spanSink) span(t *testing.T, traceID string) ptrace.Span {
 	t.Helper()
 	var found ptrace.Span
-	waitUntil(t, 15*time.Second, "the span of trace "+traceID, func() bool {
+	waitUntil(t, 15*time.Second, "the call path's span in trace "+traceID, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, sp := range s.spans {
-			if id := sp.TraceID(); strings.EqualFold(hexOf(id[:]), traceID) {
+			if id := sp.TraceID(); strings.EqualFold(hexOf(id[:]), traceID) && strings.HasPrefix(sp.Name(), callpath.SpanName) {
 				found = sp
 				return true
 			}
@@ -161,8 +162,9 @@ func TestCallPathSpans(t *testing.T) {
 // TestMCPInstrumentationTrace: an MCP client nobody here wrote (the
 // official TypeScript SDK) instrumented by OpenInference's MCP
 // instrumentation, which records no span itself but carries the agent's
-// trace context in the tools/call _meta: the gateway's decision span is a
-// child of the agent's span, in its trace.
+// trace context in the tools/call _meta, calls the reference server
+// everything through the gateway: the gateway's decision span is a child
+// of the agent's span, in its trace.
 func TestMCPInstrumentationTrace(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "otel"))
 	if err != nil {
@@ -174,14 +176,23 @@ func TestMCPInstrumentationTrace(t *testing.T) {
 			need.Missing(t, p+" is not installed in testdata/otel", "run `npm ci --prefix testdata/otel`")
 		}
 	}
+	// The gateway in front of the reference server everything (stdio).
+	everything, err := json.Marshal(gatewaytest.FindNPM(t).Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte("registry: cmdtest\nupstreams:\n  - name: everything\n    trust: 1\n    command: "+string(everything)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	sink := newSpanSink(t)
-	addr, logs := serveGateway(t, gatewayConfig(t), "--brokers", "", "--trace-otlp", sink.srv.URL+"/v1/traces")
+	addr, logs := serveGateway(t, cfg, "--brokers", "", "--trace-otlp", sink.srv.URL+"/v1/traces")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "mcp.cjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "OTLP_ENDPOINT="+sink.srv.URL, "MCP_URL=http://"+addr+"/mcp", "MCP_TOOL=fx__echo",
+	cmd.Env = append(os.Environ(), "OTLP_ENDPOINT="+sink.srv.URL, "MCP_URL=http://"+addr+"/mcp", "MCP_TOOL=everything__echo",
 		`MCP_ARGS={"message":"hi","override":true}`)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
