@@ -54,8 +54,8 @@ func TestOTelResolved(t *testing.T) {
 		"call_o2": "OK", // search: only in the definitions OpenInference recorded
 		// MCP: create_issue on its server, arguments not recorded; an
 		// execute_tool span without a name.
-		"c-25472e88a62452056de0": "H3",
-		"c-448e488aab699111249d": "MALFORMED",
+		"c-92a7ba9f949a2f60547d": "H3",
+		"c-a0e6e0ad4ca9dde732c3": "MALFORMED",
 	}
 	got := map[string]string{}
 	for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {

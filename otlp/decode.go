@@ -159,7 +159,7 @@ type Call struct {
 // item, with another ID: it never replaces the model's decision (an SDK
 // may have stripped what the model invented before it executed).
 func (c *Call) ID() string {
-	if c.TraceID == "" || c.SpanID == "" || c.CallID == "" {
+	if c.TraceID == "" || c.SpanID == "" || c.CallID == "" && !c.fromExecution() {
 		return ""
 	}
 	h := sha256.New()
@@ -169,6 +169,12 @@ func (c *Call) ID() string {
 	}
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0]))[:32]
+}
+
+// fromExecution reports whether the call was read from its execution's
+// span (execute_tool, MCP tools/call), which records one call.
+func (c *Call) fromExecution() bool {
+	return len(c.From) > 0 && (c.From[0] == FromExecuteTool || c.From[0] == FromMCP)
 }
 
 // FromModel reports whether the call was read from the model's own record

@@ -51,7 +51,9 @@ type Config struct {
 	// behind every decision it yields. A call resolves against the
 	// definitions recorded with it (a registry of their own under
 	// OTLPRegistry, otlp.DefinitionsRegistry), else against OTLPRegistry
-	// in the store. A record that is not OTLP goes to DLQTopic. Their
+	// in the store; the MCP tools/list results a record holds are produced
+	// to ListingsTopic (as OTLPRegistry's) and applied before its calls
+	// are decided. A record that is not OTLP goes to DLQTopic. Their
 	// records are not archived (ArchiveCalls archives the calls topic).
 	// Empty: not consumed (the default).
 	OTLPSpansTopic, OTLPLogsTopic string

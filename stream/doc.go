@@ -38,7 +38,9 @@
 // is committed behind all of them. A call resolves against the
 // definitions recorded with it (one registry version per distinct tool
 // set, package registry/declared) or else against Config.OTLPRegistry in
-// the store, under the hold; a record that is not OTLP goes to the DLQ.
+// the store, under the hold; the MCP tools/list results a record holds
+// are produced to the listings topic and applied before its calls are
+// decided; a record that is not OTLP goes to the DLQ.
 //
 // The audit topic (Config.AuditTopic, default "tool-audit") holds the
 // decisions taken in the call path (package audit: POST /v1/resolve, the

@@ -35,11 +35,11 @@ type metrics struct {
 	checkpointBytes    prometheus.Gauge
 	checkpointLoaded   prometheus.Gauge
 
-	otlpRecords         prometheus.Counter
-	otlpRefused         prometheus.Counter
-	otlpSkipped         prometheus.Counter
-	otlpListingsIgnored prometheus.Counter
-	otlpPaired          prometheus.Counter
+	otlpRecords  prometheus.Counter
+	otlpRefused  prometheus.Counter
+	otlpSkipped  prometheus.Counter
+	otlpListings prometheus.Counter
+	otlpPaired   prometheus.Counter
 }
 
 // partitionLag is one assigned calls partition's lag, for consumer_lag.
@@ -106,11 +106,11 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		checkpointBytes:    gauge("registry_checkpoint_bytes", "Size of the last registry checkpoint written."),
 		checkpointLoaded:   gauge("registry_checkpoint_loaded", "1 when this instance started from a registry checkpoint, 0 when it read the listings topic from the start."),
 
-		otlpRecords:         counter("otlp_records_total", "Records of the OpenTelemetry topics decoded (each yields the rows of its calls)."),
-		otlpRefused:         counter("otlp_records_refused_total", "Records of the OpenTelemetry topics sent to the DLQ: not OTLP, over a limit, or an item without a time."),
-		otlpSkipped:         counter("otlp_items_skipped_total", "Spans and log records that are no tool call and no tool definitions (a chat span without tool calls, an HTTP span)."),
-		otlpListingsIgnored: counter("otlp_mcp_listings_ignored_total", "MCP tools/list results read in traces and not applied: a server's listings reach the registry through the listings topic."),
-		otlpPaired:          counter("otlp_calls_seen_again_total", "Tool calls the partition decided from an earlier record (the same call on another span, its execute_tool or MCP span, a batch delivered twice): not decided again."),
+		otlpRecords:  counter("otlp_records_total", "Records of the OpenTelemetry topics decoded (each yields the rows of its calls)."),
+		otlpRefused:  counter("otlp_records_refused_total", "Records of the OpenTelemetry topics sent to the DLQ: not OTLP, over a limit, or an item without a time."),
+		otlpSkipped:  counter("otlp_items_skipped_total", "Spans and log records that are no tool call and no tool definitions (a chat span without tool calls, an HTTP span)."),
+		otlpListings: counter("otlp_mcp_listings_produced_total", "MCP tools/list results read in traces and produced to the listings topic (applied there before the calls of their record are decided)."),
+		otlpPaired:   counter("otlp_calls_seen_again_total", "Tool calls the partition decided from an earlier record (the same call on another span, its execute_tool or MCP span, a batch delivered twice): not decided again."),
 	}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Decisions made and durably written, by class and verdict.")), []string{"class", "verdict"})
@@ -122,7 +122,7 @@ func newMetrics(reg prometheus.Registerer, store *registry.Store, caughtUpAge fu
 		m.dlqRecords, m.assigned, m.pauses, m.listingsApplied, m.listingsBad,
 		m.listingIssues, m.unenforced, m.listingLateness,
 		m.checkpointsWritten, m.checkpointErrors, m.checkpointBytes, m.checkpointLoaded,
-		m.otlpRecords, m.otlpRefused, m.otlpSkipped, m.otlpListingsIgnored, m.otlpPaired,
+		m.otlpRecords, m.otlpRefused, m.otlpSkipped, m.otlpListings, m.otlpPaired,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("listings_caught_up_age_seconds",
 			"Now minus the latest time before which every produced listing has been applied; calls wait until it is under ListingHold. -1 before the initial catch-up.")),
 			caughtUpAge),

@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -62,10 +64,11 @@ func (o *overlay) At(reg string, t time.Time) *registry.Version {
 // otlpState is a worker's scratch for OTLP records, reused record to
 // record.
 type otlpState struct {
-	ov     overlay
-	events []ingest.Event
-	calls  []otlp.Call
-	models recent // the tool calls decided lately, by trace and call id
+	ov       overlay
+	events   []ingest.Event
+	calls    []otlp.Call
+	listings []*kgo.Record
+	models   recent // the tool calls decided lately, by trace and call id
 }
 
 // pairWindow is how many of the model's tool calls a partition's worker
@@ -149,33 +152,63 @@ func (st *otlpState) pair(calls []otlp.Call) ([]otlp.Call, int) {
 // OTLP, or over the limits, or whose items have no time, goes to the DLQ
 // with the reason and yields no row; within a record, an item that cannot
 // become a call is a MALFORMED row (package otlp), and one that is no tool
-// call at all is counted (otlp_items_skipped_total).
-func (w *worker) decideOTLP(r *kgo.Record) {
+// call at all is counted (otlp_items_skipped_total). The MCP tools/list
+// results it holds are produced to the listings topic first, and its
+// calls decided once they are applied (mcpListings). It reports false
+// when the worker was stopped before the record was decided: nothing of
+// it is handed off.
+func (w *worker) decideOTLP(r *kgo.Record) bool {
 	cfg := &w.p.cfg
 	h := &w.out
-	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
 	sig := otlp.Traces
 	if w.kind == kindOTLPLogs {
 		sig = otlp.Logs
 	}
+	refuse := func(reason string) bool {
+		w.p.m.otlpRefused.Inc()
+		h.dlq = append(h.dlq, w.dlqRecord(r, reason))
+		h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
+		return true
+	}
 	res, err := otlp.Decode(r.Value, sig, cfg.OTLPEncoding, cfg.OTLPLimits)
 	if err != nil {
-		w.p.m.otlpRefused.Inc()
-		h.dlq = append(h.dlq, w.dlqRecord(r, err.Error()))
-		return
+		return refuse(err.Error())
 	}
 	w.p.m.otlpSkipped.Add(float64(res.Skipped))
 	st := &w.otlp
+	var paired int
+	res.Calls, paired = st.pair(res.Calls)
+	w.p.m.otlpPaired.Add(float64(paired))
+	st.events, st.listings = st.events[:0], st.listings[:0]
+	c := ingest.Context{
+		Source:   r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10),
+		Line:     1,
+		Defaults: ingest.Meta{Registry: cfg.OTLPRegistry},
+	}
+	err = ingest.OTelEvents(res, c, func(ev ingest.Event) error {
+		switch {
+		case ev.Kind == ingest.KindCall:
+			st.events = append(st.events, ev)
+		case !cfg.Passthrough && !strings.HasPrefix(string(ev.Key), cfg.OTLPRegistry+":"):
+			// An MCP server's listing, of the configured registry (the
+			// definitions a model was given are registries of their own,
+			// OTLPRegistry:tools-…, resolved below without the topic).
+			st.listings = append(st.listings, &kgo.Record{Topic: cfg.ListingsTopic, Key: ev.Key, Value: ev.Value})
+		}
+		return nil
+	})
+	if err != nil {
+		return refuse(fmt.Sprintf("otlp: %v", err))
+	}
+	if len(st.listings) > 0 && !w.mcpListings(r, st.listings) {
+		return false
+	}
 	st.ov.regs, st.ov.snaps = st.ov.regs[:0], st.ov.snaps[:0]
 	if !cfg.Passthrough {
 		st.ov.base = w.p.store.Snapshot()
 	}
 	for _, l := range res.Listings {
 		if l.From == otlp.FromMCPList {
-			// An MCP server's listing is the registry's: it reaches the
-			// listings topic from the gateway or from ingest, where every
-			// instance applies it in event time.
-			w.p.m.otlpListingsIgnored.Inc()
 			continue
 		}
 		reg := otlp.DefinitionsRegistry(cfg.OTLPRegistry, l.Digest)
@@ -187,26 +220,6 @@ func (w *worker) decideOTLP(r *kgo.Record) {
 			continue
 		}
 		st.ov.regs, st.ov.snaps = append(st.ov.regs, reg), append(st.ov.snaps, set.Snap)
-	}
-	var paired int
-	res.Calls, paired = st.pair(res.Calls)
-	w.p.m.otlpPaired.Add(float64(paired))
-	st.events = st.events[:0]
-	c := ingest.Context{
-		Source:   r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10),
-		Line:     1,
-		Defaults: ingest.Meta{Registry: cfg.OTLPRegistry},
-	}
-	err = ingest.OTelEvents(res, c, func(ev ingest.Event) error {
-		if ev.Kind == ingest.KindCall {
-			st.events = append(st.events, ev)
-		}
-		return nil
-	})
-	if err != nil {
-		w.p.m.otlpRefused.Inc()
-		h.dlq = append(h.dlq, w.dlqRecord(r, fmt.Sprintf("otlp: %v", err)))
-		return
 	}
 	var vs resolve.Versions // nil in passthrough: decoded, stored undecided
 	if !cfg.Passthrough {
@@ -221,5 +234,38 @@ func (w *worker) decideOTLP(r *kgo.Record) {
 		w.rd.DecideRow(vs, ev.Value, r.Timestamp, row)
 		w.count(row)
 	}
+	h.last = position{offset: r.Offset, epoch: r.LeaderEpoch}
 	w.p.m.otlpRecords.Inc()
+	return true
+}
+
+// mcpListings produces the MCP tools/list results of record r to the
+// listings topic, where every instance applies them in event time as the
+// gateway's or ingest's, and waits until this instance has applied them
+// (the listings watermark has passed their acknowledgement), so that the
+// record's calls to those servers resolve against them. A listing read
+// again (the record delivered twice) is the same event, which the
+// registry counts as a duplicate. Producing is retried until it succeeds:
+// the partition waits, nothing is decided without them. It reports false
+// when the worker was stopped first.
+func (w *worker) mcpListings(r *kgo.Record, recs []*kgo.Record) bool {
+	err := w.p.wr.retry(w.ctx, "MCP listings produce", func() int { return len(recs) }, func(ctx context.Context) error {
+		return w.cl.ProduceSync(ctx, recs...).FirstErr()
+	}, nil)
+	if err != nil {
+		return false
+	}
+	acked := w.p.wm.mono(time.Now())
+	w.p.m.otlpListings.Add(float64(len(recs)))
+	for {
+		asOf, ch := w.p.wm.state()
+		if asOf >= acked {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-w.ctx.Done():
+			return false
+		}
+	}
 }

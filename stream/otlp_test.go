@@ -146,6 +146,7 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 	}
 	t.Cleanup(c.Close)
 	vercel, oi, chat := readOTLP(t, "vercel.traces.json"), readOTLP(t, "openinference.traces.json"), readOTLP(t, "openai-chat.logs.json")
+	mcp := readOTLP(t, "mcp.traces.json") // an MCP server's tools/list and calls to it
 	payload := func(f otlpFixture) []byte {
 		if enc == otlp.JSON {
 			return f.json
@@ -160,6 +161,22 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 		t.Fatal(err)
 	}
 	t.Cleanup(manual.Close)
+	// First the MCP export: its tools/list reaches the listings topic,
+	// and its calls are decided once the registry has it. The others
+	// follow it, as they do in event time (offline reads them in that
+	// order too): a call in another record resolves against an MCP
+	// listing of a trace only when decided after the listing's record.
+	produceRecords(t, manual, []*kgo.Record{{Topic: spansTopic, Partition: 1, Value: payload(mcp)}})
+
+	want := offline(t, mcp, vercel, oi, chat)
+	sink := &sourceSink{rows: map[[2]string]schema.Row{}}
+	cfg := testConfig(c)
+	cfg.OTLPSpansTopic, cfg.OTLPLogsTopic, cfg.OTLPEncoding, cfg.OTLPRegistry = spansTopic, logsTopic, enc, "fleet-a"
+	reg := prometheus.NewRegistry()
+	r := start(t, cfg, nil, sink, reg)
+	eventually(t, 30*time.Second, "the MCP listing produced and its calls decided", func() bool {
+		return testutil.ToFloat64(r.p.m.otlpListings) == 1 && len(sink.snapshot()) == 2
+	})
 	produceRecords(t, manual, []*kgo.Record{
 		{Topic: spansTopic, Partition: 0, Value: payload(vercel)},
 		{Topic: spansTopic, Partition: 0, Value: garbage},
@@ -167,13 +184,6 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 		{Topic: spansTopic, Partition: 1, Value: payload(oi)},
 		{Topic: logsTopic, Partition: 0, Value: payload(chat)},
 	})
-
-	want := offline(t, vercel, oi, chat)
-	sink := &sourceSink{rows: map[[2]string]schema.Row{}}
-	cfg := testConfig(c)
-	cfg.OTLPSpansTopic, cfg.OTLPLogsTopic, cfg.OTLPEncoding, cfg.OTLPRegistry = spansTopic, logsTopic, enc, "fleet-a"
-	reg := prometheus.NewRegistry()
-	r := start(t, cfg, nil, sink, reg)
 	adm := admin(t, c)
 	eventually(t, 30*time.Second, "the OpenTelemetry topics committed to their ends", func() bool { return committedToEnds(adm, spansTopic, logsTopic) })
 	if err := r.stop(t); err != nil {
@@ -212,8 +222,8 @@ func testOTLPTopics(t *testing.T, enc otlp.Encoding) {
 	if n := testutil.ToFloat64(r.p.m.otlpRefused); n != 1 {
 		t.Errorf("otlp_records_refused_total %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(r.p.m.otlpRecords); n != 4 {
-		t.Errorf("otlp_records_total %v, want 4", n)
+	if n := testutil.ToFloat64(r.p.m.otlpRecords); n != 5 {
+		t.Errorf("otlp_records_total %v, want 5", n)
 	}
 	dlq := kafkatest.Consume(t, c.ListenAddrs(), dlqTopic, 1, 10*time.Second)
 	found := false

@@ -67,6 +67,7 @@ type worker struct {
 	rd       resolve.RowDecider
 	rec      audit.Record
 	otlp     otlpState
+	stopped  bool      // stopped within a record (decideOTLP): exit without handing off
 	out      handoff   // decided, not yet handed to the writer
 	pending  *batch    // the writer's batch holding this worker's latest rows
 	arrAt    time.Time // cached arrival mark: records below arrBelow had arrived by arrAt
@@ -209,7 +210,9 @@ func (w *worker) run() {
 			r := w.cur.recs[w.idx]
 			ok, ch := w.ready(r)
 			if ok {
-				w.decide(r)
+				if w.decide(r); w.stopped {
+					return // stopped within the record: none of it is handed off or committed
+				}
 				r.Recycle() // its memory goes back to the client's pools (fetchpool)
 				if w.idx++; w.idx == len(w.cur.recs) {
 					w.cur, w.hasCur = chunk{}, false
@@ -311,7 +314,9 @@ func (w *worker) decide(r *kgo.Record) {
 		w.store(r)
 		return
 	case kindOTLPSpans, kindOTLPLogs:
-		w.decideOTLP(r)
+		if !w.decideOTLP(r) {
+			w.stopped = true
+		}
 		return
 	}
 	cfg := &w.p.cfg
