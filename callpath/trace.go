@@ -20,7 +20,9 @@ import (
 // tool's name as emitted, from the decision to the audit trail's
 // acknowledgement. Attributes: the GenAI conventions' own where they mean
 // what they say (gen_ai.tool.name: the name emitted;
-// gen_ai.conversation.id: the session; gen_ai.agent.id), the rest under
+// gen_ai.conversation.id: the session; gen_ai.agent.id; for the gateway
+// the MCP conventions' mcp.method.name, tools/call, and mcp.session.id),
+// the rest under
 // the toolaudit. prefix (AttrVerdict and the others below). A rejection,
 // and a decision the audit trail did not take (the call refused), set the
 // span's status to Error, so a trace view shows the refusal where it
@@ -116,6 +118,11 @@ func (s *Step) spans(ctx context.Context, recs []*audit.Record, err error) {
 		add(AttrVersion, d.RegistryVersion)
 		add(AttrServer, d.ResolvedServer)
 		add(AttrTool, d.ResolvedTool)
+		if rec.Source == schema.SourceGateway {
+			// The MCP conventions' method of the request decided.
+			attrs = append(attrs, attribute.String("mcp.method.name", "tools/call"))
+			add("mcp.session.id", c.SessionID)
+		}
 		name := SpanName
 		if c.Tool != "" {
 			name += " " + c.Tool

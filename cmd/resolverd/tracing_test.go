@@ -154,7 +154,8 @@ func TestCallPathSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := sink.span(t, traceID)
-	if attr(sp, callpath.AttrSource) != "gateway" || attr(sp, callpath.AttrVerdict) != "reject" || attr(sp, "gen_ai.tool.name") != "echo" || attr(sp, callpath.AttrClass) != "H2" {
+	if attr(sp, callpath.AttrSource) != "gateway" || attr(sp, callpath.AttrVerdict) != "reject" || attr(sp, "gen_ai.tool.name") != "echo" ||
+		attr(sp, callpath.AttrClass) != "H2" || attr(sp, "mcp.method.name") != "tools/call" {
 		t.Errorf("gateway span %q %v\n%s", sp.Name(), sp.Attributes().AsRaw(), logs.String())
 	}
 }
