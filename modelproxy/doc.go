@@ -1,7 +1,7 @@
 // Package modelproxy puts closed-world resolution at the model API: an
 // HTTP proxy in front of an upstream model API (OpenAI Chat Completions
-// and Anthropic Messages, non-streaming and streaming; OpenAI Responses,
-// non-streaming) that decides every tool call a
+// and Anthropic Messages and OpenAI Responses, non-streaming and
+// streaming) that decides every tool call a
 // response returns against the tools its request declared, records the
 // decisions in the audit trail, and only then answers the client. An
 // unmodified SDK pointed at it (its base URL) works as before.
@@ -176,9 +176,19 @@
 // puts a function_call_output of each (the note) before the input of a
 // request that continues one, unless the client gives it. Retry sends the
 // input so far, the response's message and function_call items and a
-// function_call_output per call. Streaming Responses is refused (400).
+// function_call_output per call.
 //
-// Not yet: streaming Responses; retry of a stream; the audit records of a
-// retry are not linked to the call they repair (each is its own call
-// event).
+// Streamed (stream: true), its typed events pass through as they come
+// but a function_call item's (output_item.added, the arguments' deltas,
+// output_item.done), held until the item is done and decided, then sent
+// as they came or, withheld under block, dropped: the items after it are
+// renumbered (output_index) so the SDK's accumulator finds each at its
+// place, the note goes out as a message item of its own before
+// response.completed (the events of one, sequence numbers after the
+// upstream's), and response.completed's response holds the items as sent;
+// a request continuing it gets the withheld calls' outputs as above.
+//
+// Not yet: retry of a stream (a stream under retry is blocked); the audit
+// records of a retry are not linked to the call they repair (each is its
+// own call event).
 package modelproxy

@@ -2,7 +2,6 @@ package modelproxy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -41,14 +40,10 @@ func (openAIResponses) parseRequest(body []byte, maxTools int) (*request, error)
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("request body: %w", err)
 	}
-	if r.Stream {
-		// Not yet decided as a stream: refused rather than passed on.
-		return nil, errors.New("streaming the Responses API (stream: true) is not supported by this proxy yet; send the request without it")
-	}
 	if len(r.Tools) > maxTools {
 		return nil, errTooManyTools(len(r.Tools), maxTools)
 	}
-	req := &request{strict: map[string]bool{}}
+	req := &request{strict: map[string]bool{}, stream: r.Stream}
 	for i, raw := range r.Tools {
 		var t struct {
 			Type        string          `json:"type"`
@@ -230,10 +225,6 @@ func (r *openAIResponsesResponse) merge(raws []json.RawMessage, calls []toolCall
 
 func (openAIResponses) errorBody(status int, msg string) []byte {
 	return openAIChat{}.errorBody(status, msg)
-}
-
-func (openAIResponses) newStream(*sink, streamDecider) streamer {
-	return nil // parseRequest refuses stream: true
 }
 
 // withheldOutputs keeps, per response id, the function_call_output items

@@ -353,7 +353,6 @@ func TestBounds(t *testing.T) {
 		{"tool twice", "/anthropic/v1/messages", `{"model":"m","tools":[{"name":"a","input_schema":{"type":"object"}},{"name":"a","input_schema":{"type":"object"}}]}`, 400, "appears twice"},
 		{"custom tool", "/openai/v1/chat/completions", `{"model":"m","tools":[{"type":"custom","custom":{"name":"x"}}]}`, 400, "function tools only"},
 		{"other endpoint", "/openai/v1/embeddings", `{"model":"m"}`, 404, "chat/completions (Chat Completions) and POST .../responses"},
-		{"responses streaming", "/openai/v1/responses", `{"model":"m","stream":true}`, 400, "not supported by this proxy yet"},
 		{"responses client tool", "/openai/v1/responses", `{"model":"m","tools":[{"type":"computer_use_preview"}]}`, 400, "not supported by this proxy"},
 		{"no route", "/elsewhere/v1/messages", `{}`, 404, "no route"},
 	} {

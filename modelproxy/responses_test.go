@@ -22,6 +22,18 @@ type responsesOut struct {
 	} `json:"usage"`
 }
 
+// continuing is the request that continues response id with the
+// results of the calls call_p1 and call_p3 (the ones block lets through).
+func continuing(id string) map[string]any {
+	next := responsesRequest()
+	next["previous_response_id"] = id
+	next["input"] = []any{
+		map[string]any{"type": "function_call_output", "call_id": "call_p1", "output": "12C"},
+		map[string]any{"type": "function_call_output", "call_id": "call_p3", "output": "no docs"},
+	}
+	return next
+}
+
 func (r *responsesOut) callIDs() []string {
 	var ids []string
 	for _, it := range r.Output {
@@ -69,12 +81,7 @@ func TestResponsesSDK(t *testing.T) {
 			t.Fatalf("%+v", o)
 		}
 		// The client continues: results of the calls it got.
-		next := responsesRequest()
-		next["previous_response_id"] = r.ID
-		next["input"] = []any{
-			map[string]any{"type": "function_call_output", "call_id": "call_p1", "output": "12C"},
-			map[string]any{"type": "function_call_output", "call_id": "call_p3", "output": "no docs"},
-		}
+		next := continuing(r.ID)
 		if o := e.sdk(t, "responses", "create", next); !o.OK {
 			t.Fatalf("%+v", o)
 		}
@@ -120,6 +127,63 @@ func TestResponsesSDK(t *testing.T) {
 		}
 		if got := classes(e.records(t, 4)); got != "OK,H1,OK,OK" {
 			t.Errorf("classes %s", got)
+		}
+	})
+}
+
+// The Responses API streamed, through the official SDK's streaming helper
+// (responses.stream, which accumulates the events and raises on any it
+// cannot place): observe passes every event; block withholds the rejected
+// function_call item, renumbers the items after it, sends the note as a
+// message item of its own and the final response as sent; a request
+// continuing it gets the withheld call's output supplied, as without
+// streaming.
+func TestResponsesStream(t *testing.T) {
+	streamed := func() map[string]any {
+		r := responsesRequest()
+		r["stream"] = true
+		return r
+	}
+	t.Run("observe", func(t *testing.T) {
+		e := start(t, "observe")
+		e.up.queue(t, "responses/parallel.sse")
+		o := e.sdkStream(t, "responses", "stream", streamed(), true)
+		var r responsesOut
+		decode(t, o.Response, &r)
+		if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p2", "call_p3"}) || o.Events != 25 {
+			t.Fatalf("%+v", o)
+		}
+		if got := classes(e.records(t, 3)); got != "OK,H1,OK" {
+			t.Errorf("classes %s", got)
+		}
+	})
+	t.Run("block", func(t *testing.T) {
+		e := start(t, "block")
+		e.up.queue(t, "responses/parallel.sse", "responses/final.json", "responses/bad.sse")
+		o := e.sdkStream(t, "responses", "stream", streamed(), true)
+		var r responsesOut
+		decode(t, o.Response, &r)
+		if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p3"}) || o.OutputText == nil ||
+			!strings.Contains(*o.OutputText, "Checking the weather.") || !strings.Contains(*o.OutputText, `"get_wether": H1`) {
+			t.Fatalf("%+v", o)
+		}
+		if n := len(r.Output); n != 4 || r.Output[3].Type != "message" { // the text, two calls, the note
+			t.Errorf("output %+v", r.Output)
+		}
+		checkOffline(t, e.records(t, 3))
+		next := continuing(r.ID)
+		if o := e.sdk(t, "responses", "create", next); !o.OK {
+			t.Fatalf("%+v", o)
+		}
+		if body := string(e.up.requests()[1].body); !strings.Contains(body, `"call_p2"`) {
+			t.Errorf("the continuing request lacks the withheld call's output: %s", body)
+		}
+		// The only call rejected: the stream is an answer without calls.
+		bad := e.sdkStream(t, "responses", "stream", streamed(), true)
+		var b responsesOut
+		decode(t, bad.Response, &b)
+		if !bad.OK || len(b.callIDs()) != 0 || bad.OutputText == nil || !strings.Contains(*bad.OutputText, "H2") {
+			t.Errorf("bad: %+v", bad)
 		}
 	})
 }

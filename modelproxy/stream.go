@@ -163,6 +163,9 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 		return block && d.rejected[0], d.fixes[0], nil
 	}
 	s := a.newStream(out, decide)
+	if rs, ok := s.(*responsesStream); ok {
+		rs.withheld = p.withheld.put // for a request continuing the response
+	}
 	br := bufio.NewReaderSize(up.Body, p.cfg.Limits.MaxSSELineBytes)
 	fail := func(msg string) {
 		p.log.Error("stream ended", "route", rt.Prefix, "err", msg)

@@ -147,6 +147,11 @@ type Call struct {
 	// Malformed, when set, is why the call cannot be checked (no tool
 	// name, a value over a limit, a span over the attribute limit).
 	Malformed string
+	// Identity, when set, is the call's ID instead of the one its trace
+	// gives: the stream sets a model's call to the ID of its execution,
+	// decided from an earlier record, so that the model's decision
+	// replaces that one in the store.
+	Identity string
 }
 
 // ID is the call's identity in its trace, 32 hex digits of a hash of the
@@ -159,6 +164,9 @@ type Call struct {
 // item, with another ID: it never replaces the model's decision (an SDK
 // may have stripped what the model invented before it executed).
 func (c *Call) ID() string {
+	if c.Identity != "" {
+		return c.Identity
+	}
 	if c.TraceID == "" || c.SpanID == "" || c.CallID == "" && !c.fromExecution() {
 		return ""
 	}

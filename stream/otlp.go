@@ -76,18 +76,25 @@ type otlpState struct {
 // map overhead each: under 1 MiB).
 const pairWindow = 1 << 15
 
-// recent is a bounded map of keys' hashes to whether the model's record
-// was seen (else only an execution), the oldest forgotten first.
+// recent is a bounded map of keys' hashes to what was decided of the
+// call, the oldest forgotten first.
 type recent struct {
 	seed maphash.Seed
-	m    map[uint64]bool
+	m    map[uint64]seen
 	ring []uint64
 	next int
 }
 
+// seen is what a partition decided of one tool call: its model record,
+// or only an execution, under that execution's identity (otlp.Call.ID).
+type seen struct {
+	model bool
+	exec  string
+}
+
 func (r *recent) hash(trace, call string) uint64 {
 	if r.m == nil {
-		r.seed, r.m, r.ring = maphash.MakeSeed(), make(map[uint64]bool, pairWindow), make([]uint64, pairWindow)
+		r.seed, r.m, r.ring = maphash.MakeSeed(), make(map[uint64]seen, pairWindow), make([]uint64, pairWindow)
 	}
 	var h maphash.Hash
 	h.SetSeed(r.seed)
@@ -97,25 +104,31 @@ func (r *recent) hash(trace, call string) uint64 {
 	return h.Sum64()
 }
 
-// see records k (model: the model's record) and reports whether the call
-// was decided before: an execution after any record of its call, a model
-// record after another model record. A model record after an execution
-// only is decided (the execution may have lost what the model invented).
-func (r *recent) see(k uint64, model bool) (seen bool) {
+// see records c under k and says what to do with it: drop it (decided
+// before: an execution after any record of its call, a model record after
+// another model record), or decide it, under the identity of the
+// execution decided before it when there was one (adopt: the model's
+// decision then replaces the execution's in the store).
+func (r *recent) see(k uint64, c *otlp.Call) (drop bool, adopt string) {
 	was, ok := r.m[k]
+	model := c.FromModel()
 	switch {
-	case ok && (was || !model):
-		return true
+	case ok && (was.model || !model):
+		return true, ""
 	case ok:
-		r.m[k] = true
-		return false
+		r.m[k] = seen{model: true}
+		return false, was.exec
 	}
 	if old := r.ring[r.next]; old != 0 {
 		delete(r.m, old)
 	}
-	r.ring[r.next], r.m[k] = k, model
+	e := seen{model: model}
+	if !model {
+		e.exec = c.ID()
+	}
+	r.ring[r.next], r.m[k] = k, e
 	r.next = (r.next + 1) % len(r.ring)
-	return false
+	return false, ""
 }
 
 // pair drops from calls those this partition decided in an earlier
@@ -123,11 +136,14 @@ func (r *recent) see(k uint64, model bool) (seen bool) {
 // records when the SDK exports spans apart (the OpenTelemetry JS SDK's
 // SimpleSpanProcessor exports every span alone): the Vercel AI SDK records
 // a call on its chat span, again on the enclosing generateText span, and
-// its execution on an execute_tool span, in that order. The first model
-// record is kept (the chat span carries the tool definitions too); an
-// execution never replaces it. A call whose other records are elsewhere
-// (another partition or topic, forgotten) is decided again: twice, never
-// lost.
+// its execution on an execute_tool span, exported in that order but
+// concurrently, so they may reach Kafka in any. The first model record is
+// decided (the chat span carries the tool definitions too), and an
+// execution after it is dropped: it never replaces the model's decision.
+// An execution seen first is decided; the model's record after it is
+// decided under the execution's identity, so that its row replaces the
+// execution's. A call whose other records are elsewhere (another
+// partition or topic, forgotten) is decided again: twice, never lost.
 func (st *otlpState) pair(calls []otlp.Call) ([]otlp.Call, int) {
 	out, dropped := st.calls[:0], 0
 	for i := range calls {
@@ -136,9 +152,13 @@ func (st *otlpState) pair(calls []otlp.Call) ([]otlp.Call, int) {
 			out = append(out, *c)
 			continue
 		}
-		if st.models.see(st.models.hash(c.TraceID, c.CallID), c.FromModel()) {
+		drop, adopt := st.models.see(st.models.hash(c.TraceID, c.CallID), c)
+		if drop {
 			dropped++
 			continue
+		}
+		if adopt != "" {
+			c.Identity = adopt
 		}
 		out = append(out, *c)
 	}

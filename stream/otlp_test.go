@@ -269,6 +269,17 @@ func TestPair(t *testing.T) {
 			t.Errorf("%s: %d decided, want %d", tc.name, kept, tc.kept)
 		}
 	}
+	// The model's record after its execution takes the execution's
+	// identity: its row replaces the execution's.
+	var first otlpState
+	e := exec("t", "x")
+	e.SpanID = "0000000000000003"
+	first.pair([]otlp.Call{e})
+	m := model("t", "x")
+	m.SpanID = "0000000000000002"
+	if out, _ := first.pair([]otlp.Call{m}); len(out) != 1 || out[0].ID() != e.ID() || e.ID() == "" {
+		t.Errorf("the model's record after its execution: %+v, want the identity %q", out, e.ID())
+	}
 	// The window is bounded: the oldest call is forgotten.
 	var st otlpState
 	st.pair([]otlp.Call{model("t", "first")})

@@ -9,9 +9,10 @@
 //   when "endpoint" is "responses"); out: {ok, response, headers,
 //   output_text (Responses: the SDK's convenience getter)} or
 //   {ok:false, status, error, name} (the SDK's thrown error).
-// stream: the SDK's streaming helper (openai: chat.completions.stream;
-//   anthropic: messages.stream), which accumulates the events into the
-//   final message; out: {ok, response (that message), events (count)}.
+// stream: the SDK's streaming helper (openai: chat.completions.stream,
+//   or responses.stream when "endpoint" is "responses"; anthropic:
+//   messages.stream), which accumulates the events into the final
+//   message; out: {ok, response (that message), events (count)}.
 // agent: the SDK's own agent loop, which executes every tool call it
 //   receives (openai: chat.completions.runTools; anthropic:
 //   beta.messages.toolRunner), streaming when "stream" is true; out:
@@ -45,6 +46,14 @@ async function create() {
 }
 
 async function stream() {
+  if (sc.endpoint === 'responses') {
+    const s = client.responses.stream(sc.request);
+    let events = 0;
+    s.on('event', () => { events++; });
+    const response = await s.finalResponse();
+    out({ ok: true, response, events, output_text: response.output_text ?? null });
+    return;
+  }
   const s = sc.api === 'openai'
     ? client.chat.completions.stream(sc.request)
     : client.messages.stream(sc.request);
