@@ -188,7 +188,14 @@
 // upstream's), and response.completed's response holds the items as sent;
 // a request continuing it gets the withheld calls' outputs as above.
 //
-// Not yet: retry of a stream (a stream under retry is blocked); the audit
-// records of a retry are not linked to the call they repair (each is its
-// own call event).
+// # One trace per client request
+//
+// Every call event of a request's responses carries the request's trace
+// id (trace_id: the client's traceparent, else a new one) and its
+// response's own span id (span_id): the attempts of a retry, other
+// responses with other calls, are one trace in the audit rows and the
+// decisions table, each attempt a span of it; and a traced agent's run
+// leads to the decisions of its model calls.
+//
+// Not yet: retry of a stream (a stream under retry is blocked).
 package modelproxy

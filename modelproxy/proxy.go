@@ -3,6 +3,7 @@ package modelproxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,7 +132,7 @@ func (p *Proxy) route(path string) (*Route, string) {
 
 // ServeHTTP answers one request of a model API's client.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = r.WithContext(callpath.ContinueHTTP(r.Context(), r.Header))
+	r = r.WithContext(withRequestTrace(callpath.ContinueHTTP(r.Context(), r.Header)))
 	rt, rest := p.route(r.URL.Path)
 	if rt == nil {
 		writeError(w, openAIChat{}, http.StatusNotFound, "no route of this proxy serves "+strconv.Quote(r.URL.Path))
@@ -352,10 +353,12 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 	var dec schema.CallDecoder
 	var c schema.Call
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	traceID, spanID := attemptOf(ctx)
 	for i, tc := range calls {
 		ev := schema.Call{
 			EventID: p.eventID(respID, tc.id), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
 			Model: model, Provider: rt.api.provider(), Surface: "raw_json", Tool: tc.name,
+			TraceID: traceID, SpanID: spanID,
 		}
 		if req.strict[tc.name] {
 			ev.Surface = "schema_enforced"
@@ -476,4 +479,31 @@ func writeError(w http.ResponseWriter, a api, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(a.errorBody(status, msg))
+}
+
+type requestTraceKey struct{}
+
+// withRequestTrace gives the client's request a trace id: the caller's
+// (traceparent), else a new one. Every call event of the request's
+// responses carries it (trace_id), and each response's own span id
+// (span_id): the attempts of a retry, which are other responses with
+// other calls, are one trace in the audit rows, each attempt a span.
+func withRequestTrace(ctx context.Context) context.Context {
+	id := trace.SpanContextFromContext(ctx).TraceID()
+	if !id.IsValid() {
+		rand.Read(id[:])
+	}
+	return context.WithValue(ctx, requestTraceKey{}, id)
+}
+
+// attemptOf is the trace id of ctx's request and a new span id for one
+// of its responses, hex; "" for both outside a request.
+func attemptOf(ctx context.Context) (traceID, spanID string) {
+	id, ok := ctx.Value(requestTraceKey{}).(trace.TraceID)
+	if !ok {
+		return "", ""
+	}
+	var sp trace.SpanID
+	rand.Read(sp[:])
+	return id.String(), sp.String()
 }

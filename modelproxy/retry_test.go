@@ -1,7 +1,9 @@
 package modelproxy_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +114,50 @@ func TestRetrySDKs(t *testing.T) {
 				t.Errorf("classes %s", got)
 			}
 			checkOffline(t, recs)
+			// The attempts are one trace in the audit, each its span.
+			var ev [4]struct {
+				TraceID string `json:"trace_id"`
+				SpanID  string `json:"span_id"`
+			}
+			for i, r := range recs {
+				decode(t, r.Call, &ev[i])
+			}
+			if ev[0].TraceID == "" || ev[0].TraceID != ev[3].TraceID || ev[0].SpanID != ev[2].SpanID || ev[0].SpanID == ev[3].SpanID {
+				t.Errorf("the attempts' trace and spans: %+v", ev)
+			}
 		})
+	}
+}
+
+// A client's traceparent names the trace of its request's calls in the
+// audit: the agent run's trace leads to the decisions of its model calls.
+func TestCallerTrace(t *testing.T) {
+	e := start(t, "observe")
+	e.up.queue(t, "openai/honest.json")
+	body, err := json.Marshal(requestFor("openai"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/openai/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, r := range e.records(t, 1) {
+		var ev struct {
+			TraceID string `json:"trace_id"`
+		}
+		decode(t, r.Call, &ev)
+		if ev.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("trace_id %q, want the caller's", ev.TraceID)
+		}
 	}
 }
 
