@@ -43,9 +43,7 @@ var listening = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
 func (d *daemon) apiURL(t *testing.T) string {
 	t.Helper()
 	d.waitLog(t, "http listening", 30*time.Second)
-	d.log.mu.Lock()
-	defer d.log.mu.Unlock()
-	m := listening.FindStringSubmatch(d.log.w.String())
+	m := listening.FindStringSubmatch(d.log.String())
 	if m == nil {
 		t.Fatal("no listening address in the log")
 	}

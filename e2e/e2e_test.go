@@ -25,6 +25,7 @@ import (
 	"github.com/toolaudit/toolaudit/htb"
 	"github.com/toolaudit/toolaudit/internal/testkit/bins"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/registry"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -206,7 +207,7 @@ func (e *env) tryProduce(topic string, lines [][]byte, over time.Duration) error
 
 type daemon struct {
 	cmd *exec.Cmd
-	log *syncWriter
+	log *lockedbuf.Buffer
 }
 
 // waitLog waits until the daemon's log holds substr.
@@ -214,9 +215,7 @@ func (d *daemon) waitLog(t *testing.T, substr string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		d.log.mu.Lock()
-		ok := bytes.Contains(d.log.w.Bytes(), []byte(substr))
-		d.log.mu.Unlock()
+		ok := strings.Contains(d.log.String(), substr)
 		if ok {
 			return
 		}
@@ -244,7 +243,7 @@ func (e *env) start(extra ...string) *daemon {
 func (e *env) spawn(args ...string) *daemon {
 	e.t.Helper()
 	cmd := exec.Command(resolverd, args...)
-	sw := &syncWriter{w: new(bytes.Buffer)}
+	sw := &lockedbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = sw, sw
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -266,23 +265,6 @@ func (e *env) spawn(args ...string) *daemon {
 		}
 	})
 	return &daemon{cmd: cmd, log: sw}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 func tail(s string, n int) string {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
 
@@ -24,7 +25,7 @@ import (
 // its supervised ClickHouse engine, all on free ports.
 type stack struct {
 	cmd                       *exec.Cmd
-	log                       *syncWriter
+	log                       *lockedbuf.Buffer
 	kafka, ch, chHTTP, status string // addresses; status serves /readyz and /metrics
 }
 
@@ -40,8 +41,7 @@ func startStack(t *testing.T) *stack {
 	need.Engine(t) // the stack runs the engine library of this machine
 	cmd := exec.Command(resolverd, "stack", "--dir", t.TempDir(),
 		"--kafka-port", "0", "--clickhouse-port", "0", "--clickhouse-http-port", "0", "--http", "127.0.0.1:0")
-	var buf bytes.Buffer
-	st := &stack{cmd: cmd, log: &syncWriter{w: &buf}}
+	st := &stack{cmd: cmd, log: &lockedbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = st.log, st.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -79,9 +79,7 @@ func startStack(t *testing.T) *stack {
 }
 
 func (st *stack) logText() string {
-	st.log.mu.Lock()
-	defer st.log.mu.Unlock()
-	return st.log.w.String()
+	return st.log.String()
 }
 
 // get fetches path from the stack's status server (or, with a query, from

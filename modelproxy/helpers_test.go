@@ -1,9 +1,12 @@
 package modelproxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +24,7 @@ import (
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/check"
 	"github.com/toolaudit/toolaudit/internal/testkit/kafkatest"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 	"github.com/toolaudit/toolaudit/modelproxy"
 	"github.com/toolaudit/toolaudit/registry"
@@ -337,22 +341,89 @@ func (e *env) sdkStream(t *testing.T, api, op string, req map[string]any, stream
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
+	b, stderr, err := clients.run(node, dir, in, time.Minute)
 	if err != nil {
-		t.Fatalf("node client.mjs: %v\n%s\n%s", err, b, stderr.Bytes())
+		t.Fatalf("node client.mjs: %v\n%s\n%s", err, b, stderr)
 	}
 	var o nodeOut
 	if err := json.Unmarshal(b, &o); err != nil {
-		t.Fatalf("node client.mjs output %q: %v\n%s", b, err, stderr.Bytes())
+		t.Fatalf("node client.mjs output %q: %v\n%s", b, err, stderr)
 	}
 	return o
 }
+
+// clients is the one node process running client.mjs for the package's
+// tests (they run one at a time), started at the first scenario and
+// started again after one that failed or hung.
+var clients nodeClients
+
+type nodeClients struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *lockedbuf.Buffer
+}
+
+// run sends one scenario and returns its answer line, and what node wrote
+// on stderr meanwhile.
+func (c *nodeClients) run(node, dir string, scenario []byte, within time.Duration) ([]byte, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		cmd := exec.Command(node, "client.mjs")
+		cmd.Dir = dir
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, "", err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, "", err
+		}
+		c.stderr = &lockedbuf.Buffer{}
+		cmd.Stderr = c.stderr
+		if err := cmd.Start(); err != nil {
+			return nil, "", err
+		}
+		lines := make(chan []byte)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				lines <- bytes.Clone(sc.Bytes())
+			}
+			close(lines)
+		}()
+		c.cmd, c.stdin, c.lines = cmd, stdin, lines
+	}
+	mark := c.stderr.Len()
+	if _, err := c.stdin.Write(append(scenario, '\n')); err != nil {
+		c.stop()
+		return nil, "", err
+	}
+	select {
+	case b, ok := <-c.lines:
+		if !ok {
+			stderr := c.stderr.From(mark)
+			c.stop()
+			return nil, stderr, errors.New("node exited")
+		}
+		return b, c.stderr.From(mark), nil
+	case <-time.After(within):
+		stderr := c.stderr.From(mark)
+		c.stop()
+		return nil, stderr, fmt.Errorf("no answer within %v", within)
+	}
+}
+
+func (c *nodeClients) stop() {
+	c.stdin.Close()
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+	c.cmd = nil
+}
+
+// From is what was written from offset n on.
 
 var _ = schema.OK

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -158,7 +159,7 @@ func gatewayCall(t *testing.T, d *daemon) {
 
 // startGateway is serveGateway with an MCP client (the Go SDK's)
 // connected to the gateway.
-func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession, *syncBuffer) {
+func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession, *lockedbuf.Buffer) {
 	t.Helper()
 	addr, logs := serveGateway(t, cfg, args...)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
@@ -172,7 +173,7 @@ func startGateway(t *testing.T, cfg string, args ...string) (*mcp.ClientSession,
 
 // serveGateway runs `resolverd gateway --config cfg` with args until the
 // test ends and returns its address once it is ready, and its logs.
-func serveGateway(t *testing.T, cfg string, args ...string) (string, *syncBuffer) {
+func serveGateway(t *testing.T, cfg string, args ...string) (string, *lockedbuf.Buffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -182,7 +183,7 @@ func serveGateway(t *testing.T, cfg string, args ...string) (string, *syncBuffer
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	logs := &syncBuffer{}
+	logs := &lockedbuf.Buffer{}
 	go func() {
 		done <- run(ctx, append([]string{"gateway", "--config", cfg, "--listen", addr}, args...), stdio{strings.NewReader(""), logs, logs})
 	}()

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/toolaudit/toolaudit/dashboards"
 	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 	"github.com/toolaudit/toolaudit/report"
 	"github.com/toolaudit/toolaudit/schema"
@@ -47,28 +47,10 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// syncBuffer is a bytes.Buffer safe for the daemon's log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemon is `resolverd run --embedded` running in this process.
 type daemon struct {
 	http, kafka, clickhouse string
-	log                     *syncBuffer
+	log                     *lockedbuf.Buffer
 }
 
 // startDaemon runs `resolverd run --embedded` in-process, as the demo
@@ -79,7 +61,7 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	need.Engine(t)
 	p := freePorts(t, 4)
 	d := &daemon{http: fmt.Sprintf("127.0.0.1:%d", p[0]), kafka: fmt.Sprintf("127.0.0.1:%d", p[1]),
-		clickhouse: fmt.Sprintf("127.0.0.1:%d", p[2]), log: &syncBuffer{}}
+		clickhouse: fmt.Sprintf("127.0.0.1:%d", p[2]), log: &lockedbuf.Buffer{}}
 	args := append([]string{"run", "--embedded", t.TempDir(), "--http", d.http, "--listing-hold", "0s", "--analysis", "live", "--registry-history",
 		"--embedded-kafka-port", strconv.Itoa(p[1]), "--embedded-clickhouse-port", strconv.Itoa(p[2]),
 		"--embedded-clickhouse-http-port", strconv.Itoa(p[3])}, extra...)

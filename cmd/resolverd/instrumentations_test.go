@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/check"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 	"github.com/toolaudit/toolaudit/registry"
 )
@@ -302,7 +303,7 @@ service:
     traces: {receivers: [otlp], processors: [batch], exporters: [kafka]}
     logs: {receivers: [otlp], processors: [batch], exporters: [kafka]}
 `), 0o600)
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	cmd := exec.Command(bin, "--config", "file:"+cfg)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

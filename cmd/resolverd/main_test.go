@@ -21,6 +21,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/helptext"
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/reanalyze"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -349,7 +350,7 @@ func TestProgress(t *testing.T) {
 		{"none", nil},
 	} {
 		read.Store(0)
-		var b lockedBuffer
+		var b lockedbuf.Buffer
 		stop := showProgress(&b, tc.mode, 20*time.Millisecond, progress)
 		time.Sleep(500 * time.Millisecond)
 		stop()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -11,30 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolaudit/toolaudit/internal/testkit/lockedbuf"
 	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
-
-// lockedBuffer is written by the command and read by the test meanwhile.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -54,7 +35,7 @@ func TestStackCommand(t *testing.T) {
 	need.Engine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
+	var out, errb lockedbuf.Buffer
 	done := make(chan int, 1)
 	// --clickhouse-config reaches the engine: the embedded engine keeps
 	// no query_log unless a configuration asks for one.

@@ -1,6 +1,6 @@
 // The model proxy's end-to-end client: the official SDKs, unmodified,
-// pointed at resolverd proxy (their base URL). Reads one scenario as
-// JSON on stdin and writes one JSON line on stdout:
+// pointed at resolverd proxy (their base URL). Reads scenarios as JSON
+// lines on stdin and writes one JSON line on stdout for each:
 //
 //   {"api":"openai"|"anthropic", "op":"create"|"agent", "baseURL":..., "apiKey":...,
 //    "request":{...the SDK's create parameters...}}
@@ -20,12 +20,9 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 
-const chunks = [];
-for await (const c of process.stdin) chunks.push(c);
-const sc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+import { createInterface } from 'node:readline';
 
-const opts = { baseURL: sc.baseURL, apiKey: sc.apiKey, maxRetries: 0, timeout: 30000 };
-const client = sc.api === 'openai' ? new OpenAI(opts) : new Anthropic(opts);
+let sc, client;
 const headerNames = ['toolaudit-calls', 'toolaudit-rejected', 'toolaudit-withheld', 'toolaudit-registry-version', 'toolaudit-retries', 'x-upstream'];
 
 function out(v) {
@@ -85,8 +82,17 @@ async function agent() {
   out({ ok: true, executed, final });
 }
 
-try {
-  await ({ agent, stream, create }[sc.op])();
-} catch (e) {
-  out({ ok: false, status: e.status ?? 0, error: e.error ?? null, name: e.constructor?.name ?? '', message: String(e.message ?? e) });
+// One scenario per line, one answer line each, in order: one node
+// process serves a whole test run (starting node and loading the SDKs
+// costs about a third of a CPU second).
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  sc = JSON.parse(line);
+  const opts = { baseURL: sc.baseURL, apiKey: sc.apiKey, maxRetries: 0, timeout: 30000 };
+  client = sc.api === 'openai' ? new OpenAI(opts) : new Anthropic(opts);
+  try {
+    await ({ agent, stream, create }[sc.op])();
+  } catch (e) {
+    out({ ok: false, status: e.status ?? 0, error: e.error ?? null, name: e.constructor?.name ?? '', message: String(e.message ?? e) });
+  }
 }
