@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,16 +68,22 @@ func TestInstrumentations(t *testing.T) {
 			need.Missing(t, p+" is not installed in testdata/otel", hint)
 		}
 	}
-	var requests []string
+	// The programs run at once, each asking for model gpt-4o-<tag>: the
+	// upstream's call ids carry the tag (call_<tag>_ok), which tells the
+	// rows of one run from another's.
+	var requests atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		requests = append(requests, r.URL.Path)
+		requests.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		if bytes.Contains(b, []byte(`"role":"tool"`)) {
 			io.WriteString(w, textAnswer)
 			return
 		}
-		io.WriteString(w, toolCallsAnswer)
+		var req struct{ Model string }
+		json.Unmarshal(b, &req)
+		_, tag, _ := strings.Cut(req.Model, "gpt-4o-")
+		io.WriteString(w, strings.ReplaceAll(toolCallsAnswer, `"id":"call_`, `"id":"call_`+tag+`_`))
 	}))
 	defer up.Close()
 
@@ -105,7 +113,6 @@ func TestInstrumentations(t *testing.T) {
 	type row struct {
 		EventID, Class, Reason, Registry, Topic, TraceID string
 	}
-	seen := map[string]row{}
 	collector := startCollector(t, d.kafka)
 	type program struct {
 		name, program string
@@ -125,83 +132,109 @@ func TestInstrumentations(t *testing.T) {
 			map[string]string{"call_ok": "H3", "call_unknown": "H1", "call_key": "H3", "call_type": "H3"}},
 	}
 	// Each program exports (1) straight to the receiver, (2) to the
-	// Collector, whose Kafka exporter writes the topics resolverd reads.
+	// Collector, whose Kafka exporter writes the topics resolverd reads,
+	// all at once.
+	type run struct {
+		name, tag, endpoint string
+		program
+		stdout, stderr bytes.Buffer
+		err            error
+	}
+	var runs []*run
 	for _, route := range []struct{ name, endpoint string }{{"receiver", "http://" + addr}, {"collector", collector}} {
 		for _, tc := range programs {
-			testProgram(t, route.name+"/"+tc.name, func(t *testing.T) {
-				if route.endpoint == "" {
-					need.Missing(t, "no OpenTelemetry Collector built", "scripts/build-otelcol.sh builds it")
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, node, tc.program)
-				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), append(tc.env, "OTLP_ENDPOINT="+route.endpoint, "UPSTREAM="+up.URL)...)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				stdout, err := cmd.Output()
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", tc.program, err, stderr.String())
-				}
-				t.Logf("%s: %s", tc.program, bytes.TrimSpace(stdout))
-				// The new rows: this run's calls (a trace of their own).
-				fresh := map[string]row{}
-				deadline := time.Now().Add(30 * time.Second)
-				// Until the run's four calls are stored and a poll brings
-				// nothing more.
-				for quiet := false; !(len(fresh) >= 4 && quiet) && time.Now().Before(deadline); {
-					quiet = true
-					pctx, pcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-					fs := out.PollFetches(pctx)
-					pcancel()
-					fs.EachRecord(func(r *kgo.Record) {
-						var x struct {
-							EventID  string `json:"event_id"`
-							Class    string `json:"class"`
-							Reason   string `json:"reason"`
-							Registry string `json:"registry"`
-							Topic    string `json:"topic"`
-							TraceID  string `json:"trace_id"`
-						}
-						if err := json.Unmarshal(r.Value, &x); err != nil {
-							t.Fatal(err)
-						}
-						if _, before := seen[x.EventID]; before && fresh[x.EventID] == (row{}) {
-							t.Errorf("a decision of %s, a call of an earlier run", x.EventID)
-						}
-						// A later row of one event id replaces the earlier one
-						// in the store (FINAL): an execution exported before the
-						// model's record is replaced by the model's decision.
-						rw := row{x.EventID, x.Class, x.Reason, x.Registry, x.Topic, x.TraceID}
-						quiet = false
-						seen[x.EventID], fresh[x.EventID] = rw, rw
-					})
-				}
-				got := map[string]string{}
-				for id, r := range fresh {
-					call, _, _ := strings.Cut(id, "~")
-					if _, dup := got[call]; dup {
-						t.Errorf("%s decided twice in one run", call)
-					}
-					got[call] = r.Class
-					if len(r.TraceID) != 32 || r.Topic != tc.topic {
-						t.Errorf("%s: no trace id, or not from %s: %+v", id, tc.topic, r)
-					}
-					if r.Class == "H3" && tc.want != nil && !strings.HasPrefix(r.Reason, "not enforced: arguments not recorded") {
-						t.Errorf("%s: H3 %q", id, r.Reason)
-					}
-				}
-				w := tc.want
-				if w == nil {
-					w = want
-				}
-				if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(w)) {
-					t.Errorf("decisions %v, want %v (rows %v)", sorted(got), sorted(w), fresh)
-				}
-			})
+			runs = append(runs, &run{name: route.name + "/" + tc.name, tag: fmt.Sprintf("r%d", len(runs)), endpoint: route.endpoint, program: tc})
 		}
 	}
-	if len(requests) == 0 {
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		if r.endpoint == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, r.program.program)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), append(r.env, "OTLP_ENDPOINT="+r.endpoint, "UPSTREAM="+up.URL, "MODEL=gpt-4o-"+r.tag)...)
+			cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+			r.err = cmd.Run()
+		}()
+	}
+	wg.Wait()
+	expected := 0
+	for _, r := range runs {
+		if r.endpoint != "" && r.err == nil {
+			expected += 4
+		}
+	}
+	// The rows: until every run's four calls are stored and a poll brings
+	// nothing more. A later row of one event id replaces the earlier one
+	// in the store (FINAL): an execution exported before the model's
+	// record is replaced by the model's decision.
+	rows := map[string]row{}
+	deadline := time.Now().Add(60 * time.Second)
+	for quiet := false; !(len(rows) >= expected && quiet) && time.Now().Before(deadline); {
+		quiet = true
+		pctx, pcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := out.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			var x struct {
+				EventID  string `json:"event_id"`
+				Class    string `json:"class"`
+				Reason   string `json:"reason"`
+				Registry string `json:"registry"`
+				Topic    string `json:"topic"`
+				TraceID  string `json:"trace_id"`
+			}
+			if err := json.Unmarshal(r.Value, &x); err != nil {
+				t.Fatal(err)
+			}
+			rows[x.EventID] = row{x.EventID, x.Class, x.Reason, x.Registry, x.Topic, x.TraceID}
+			quiet = false
+		})
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			if r.endpoint == "" {
+				need.Missing(t, "no OpenTelemetry Collector built", "scripts/build-otelcol.sh builds it")
+			}
+			if r.err != nil {
+				t.Fatalf("%s: %v\n%s", r.program.program, r.err, r.stderr.String())
+			}
+			t.Logf("%s: %s", r.program.program, bytes.TrimSpace(r.stdout.Bytes()))
+			got := map[string]string{}
+			prefix := "call_" + r.tag + "_"
+			for id, row := range rows {
+				call, _, _ := strings.Cut(id, "~")
+				if !strings.HasPrefix(call, prefix) {
+					continue
+				}
+				call = "call_" + strings.TrimPrefix(call, prefix)
+				if _, dup := got[call]; dup {
+					t.Errorf("%s decided twice in one run", call)
+				}
+				got[call] = row.Class
+				if len(row.TraceID) != 32 || row.Topic != r.topic {
+					t.Errorf("%s: no trace id, or not from %s: %+v", id, r.topic, row)
+				}
+				if row.Class == "H3" && r.want != nil && !strings.HasPrefix(row.Reason, "not enforced: arguments not recorded") {
+					t.Errorf("%s: H3 %q", id, row.Reason)
+				}
+			}
+			w := r.want
+			if w == nil {
+				w = want
+			}
+			if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(w)) {
+				t.Errorf("decisions %v, want %v", sorted(got), sorted(w))
+			}
+		})
+	}
+	if requests.Load() == 0 {
 		t.Fatal("no program reached the upstream")
 	}
 }
@@ -249,15 +282,6 @@ func checkByHand(t *testing.T) map[string]string {
 		t.Fatalf("check by hand: %v", want)
 	}
 	return want
-}
-
-// testProgram runs one program's subtest; a failed one stops the rest,
-// which would read its rows as theirs.
-func testProgram(t *testing.T, name string, f func(*testing.T)) {
-	t.Helper()
-	if !t.Run(name, f) && !t.Skipped() {
-		t.FailNow()
-	}
 }
 
 // startCollector runs the OpenTelemetry Collector scripts/build-otelcol.sh

@@ -45,7 +45,7 @@ const weather = {
 async function chat(OpenAI) {
   const client = new OpenAI({ baseURL: process.env.UPSTREAM + '/v1', apiKey: 'sk-test', maxRetries: 0 });
   const r = await client.chat.completions.create({
-    model: 'gpt-4o',
+    model: process.env.MODEL || 'gpt-4o',
     messages: [{ role: 'user', content: 'What is the weather in Oslo?' }],
     tools: [{ type: 'function', function: { name: 'get_weather', parameters: weather } }],
   });

@@ -14,7 +14,7 @@ registerTelemetry(new OpenTelemetry());
 const executed = [];
 const openai = createOpenAI({ baseURL: upstream + '/v1', apiKey: 'sk-test' });
 const r = await generateText({
-  model: openai.chat('gpt-4o'),
+  model: openai.chat(process.env.MODEL || 'gpt-4o'),
   prompt: 'What is the weather in Oslo?',
   tools: {
     get_weather: tool({
