@@ -398,9 +398,16 @@ func TestRestart(t *testing.T) {
 	var r1 *running
 	var once atomic.Bool
 	first.onWrite = func(total int) {
-		if total >= 1000 && once.CompareAndSwap(false, true) {
+		if total < 1000 {
+			return
+		}
+		if once.CompareAndSwap(false, true) {
 			go r1.cancel()
 		}
+		// A slow sink from here on holds the workers back (two batches
+		// in memory at most), so that the first pipeline stops with calls
+		// left however fast the machine decides them.
+		time.Sleep(20 * time.Millisecond)
 	}
 	r1 = start(t, cfg, nil, first, nil)
 	eventually(t, 30*time.Second, "first pipeline to write 1000 rows", func() bool { return once.Load() })
