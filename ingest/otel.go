@@ -37,8 +37,9 @@ func convertOTel(line []byte, c Context, emit func(Event) error) error {
 	return OTelEvents(r, c, emit)
 }
 
-// OTelEvents emits the events of one decoded OTLP payload under c, the
-// listings first, all or nothing (ErrNoTime when an item has no time and c
+// OTelEvents emits the events of one decoded OTLP payload under c: one
+// listing event per r.Listings, in their order, then the calls; all or
+// nothing (ErrNoTime when an item has no time and c
 // gives none): `ingest --format otel` for a line of a file, the stream for
 // a record of the Collector's topics. A call's event id is its identity in
 // the trace (otlp.Call.ID) when it has one, so that the same call read

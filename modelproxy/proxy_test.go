@@ -246,22 +246,7 @@ func TestBlockAgentLoops(t *testing.T) {
 				for _, x := range o.Executed {
 					names = append(names, x.Name)
 				}
-				if !slices.Equal(names, []string{"get_weather", "search_docs"}) {
-					t.Errorf("executed %v, want get_weather and search_docs once each", names)
-				}
-				got := e.up.requests()
-				if len(got) != 2 {
-					t.Fatalf("upstream got %d requests, want 2", len(got))
-				}
-				second := string(got[1].body)
-				for _, id := range map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api] {
-					if !strings.Contains(second, id) {
-						t.Errorf("the second request has no result of %s: %s", id, second)
-					}
-				}
-				if w := map[string]string{"openai": "call_p2", "anthropic": "toolu_01P2"}[api]; strings.Contains(second, w) {
-					t.Errorf("the second request names the withheld call %s: %s", w, second)
-				}
+				checkLoopRan(t, e, api, names)
 				e.records(t, 3)
 				// A call to a declared tool with a key it does not declare
 				// (H2): the loop would run it; it gets an answer instead.
@@ -270,6 +255,30 @@ func TestBlockAgentLoops(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkLoopRan checks an agent loop's run on the parallel calls under
+// block: it executed the two that resolve once each (executed: their
+// names), and its next request carried their results and nothing of the
+// withheld one.
+func checkLoopRan(t *testing.T, e *env, api string, executed []string) {
+	t.Helper()
+	if !slices.Equal(executed, []string{"get_weather", "search_docs"}) {
+		t.Errorf("executed %v, want get_weather and search_docs once each", executed)
+	}
+	got := e.up.requests()
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d requests, want 2", len(got))
+	}
+	second := string(got[1].body)
+	for _, id := range map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api] {
+		if !strings.Contains(second, id) {
+			t.Errorf("the second request has no result of %s: %s", id, second)
+		}
+	}
+	if w := map[string]string{"openai": "call_p2", "anthropic": "toolu_01P2"}[api]; strings.Contains(second, w) {
+		t.Errorf("the second request names the withheld call %s: %s", w, second)
 	}
 }
 
@@ -488,17 +497,7 @@ func TestVercelToolLoop(t *testing.T) {
 	for _, x := range o.Executed {
 		names = append(names, x.Name)
 	}
-	if !slices.Equal(names, []string{"get_weather", "search_docs"}) {
-		t.Errorf("executed %v, want get_weather and search_docs once each", names)
-	}
-	got := e.up.requests()
-	if len(got) != 2 {
-		t.Fatalf("upstream got %d requests, want 2", len(got))
-	}
-	second := string(got[1].body)
-	if !strings.Contains(second, "call_p1") || !strings.Contains(second, "call_p3") || strings.Contains(second, "call_p2") {
-		t.Errorf("the second request: %s", second)
-	}
+	checkLoopRan(t, e, "openai", names)
 	checkOffline(t, e.records(t, 3)) // one row per call, as resolverd check decides it
 	e.up.queue(t, "openai/bad.json", "openai/final.json")
 	if o := loop(); len(o.Executed) != 0 {

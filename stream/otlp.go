@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -205,16 +204,19 @@ func (w *worker) decideOTLP(r *kgo.Record) bool {
 		Line:     1,
 		Defaults: ingest.Meta{Registry: cfg.OTLPRegistry},
 	}
+	listing := 0
 	err = ingest.OTelEvents(res, c, func(ev ingest.Event) error {
-		switch {
-		case ev.Kind == ingest.KindCall:
+		if ev.Kind == ingest.KindCall {
 			st.events = append(st.events, ev)
-		case !cfg.Passthrough && !strings.HasPrefix(string(ev.Key), cfg.OTLPRegistry+":"):
-			// An MCP server's listing, of the configured registry (the
-			// definitions a model was given are registries of their own,
-			// OTLPRegistry:tools-…, resolved below without the topic).
+			return nil
+		}
+		// The listing of res.Listings[listing]: an MCP server's goes to the
+		// topic; the definitions a model was given are resolved below,
+		// without it.
+		if l := res.Listings[listing]; l.From == otlp.FromMCPList && !cfg.Passthrough {
 			st.listings = append(st.listings, &kgo.Record{Topic: cfg.ListingsTopic, Key: ev.Key, Value: ev.Value})
 		}
+		listing++
 		return nil
 	})
 	if err != nil {
