@@ -145,10 +145,10 @@ func (r *anthropicResponse) withhold(rejected []bool, note string) ([]byte, erro
 		r.top["stop_reason"] = mustJSON("end_turn")
 		r.top["stop_sequence"] = json.RawMessage("null")
 	}
-	return json.Marshal(r.top)
+	return mustJSON(r.top), nil
 }
 
-func (r *anthropicResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+func (r *anthropicResponse) encode() ([]byte, error) { return mustJSON(r.top), nil }
 
 func (r *anthropicResponse) usage() json.RawMessage { return r.top["usage"] }
 

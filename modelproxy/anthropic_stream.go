@@ -155,10 +155,7 @@ func (s *anthropicStream) complete() error {
 	} else {
 		c.args, c.raw = callArgs(string(h.input))
 	}
-	withhold, fix, err := s.decide(s.id, s.model, c)
-	if err != nil {
-		return err
-	}
+	withhold, fix := s.decide(s.id, s.model, c)
 	if withhold {
 		s.dropped++
 		s.fixes = append(s.fixes, fix)

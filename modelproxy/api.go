@@ -190,7 +190,7 @@ func withMessages(req []byte, add ...json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	top["messages"] = mustJSON(append(msgs, add...))
-	return json.Marshal(top)
+	return mustJSON(top), nil
 }
 
 // callItems is a list of items (Anthropic content blocks, Responses

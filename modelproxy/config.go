@@ -133,6 +133,8 @@ const (
 	DefaultUpstreamTimeout  = 10 * time.Minute
 	DefaultRetries          = 2
 	DefaultRetryDeadline    = time.Minute
+	// DefaultIdleConns is the idle connections kept to the upstreams.
+	DefaultIdleConns = 256
 )
 
 // maxConfig bounds a configuration file.

@@ -135,8 +135,11 @@
 // A request with stream: true gets the upstream's event stream as it
 // comes (each event flushed): text, thinking and every other block pass
 // through at once; a tool call's events are held only until the call is
-// complete, then it is decided and recorded (acknowledged) and released
-// or withheld. OpenAI: a call is complete when the choice's next call
+// complete, then it is decided and released or withheld, and what is
+// written after it reaches the client only once its decision is recorded
+// (acknowledged): the decisions made while the upstream's bytes were
+// being read are recorded together before the proxy waits for more, so
+// that calls which arrive together cost one acknowledgement. OpenAI: a call is complete when the choice's next call
 // starts (tool_calls deltas come by index, one call after another) or
 // the choice finishes; a released call goes out whole in one delta,
 // renumbered so the client's indexes have no gap; at the finish the

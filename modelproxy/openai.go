@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // openAIChat is OpenAI Chat Completions (POST .../chat/completions).
@@ -220,10 +223,10 @@ func (r *openAIResponse) withhold(rejected []bool, note string) ([]byte, error) 
 		r.choices[i]["message"] = mustJSON(msg)
 	}
 	r.top["choices"] = mustJSON(r.choices)
-	return json.Marshal(r.top)
+	return mustJSON(r.top), nil
 }
 
-func (r *openAIResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+func (r *openAIResponse) encode() ([]byte, error) { return mustJSON(r.top), nil }
 
 func (r *openAIResponse) rawCalls() []json.RawMessage { return slices.Concat(r.raws...) }
 
@@ -271,10 +274,64 @@ func (openAIChat) errorBody(status int, msg string) []byte {
 
 // mustJSON marshals what cannot fail to marshal (strings, raw JSON,
 // maps of them).
+// mustJSON encodes v. The objects and arrays of raw values the proxy
+// rebuilds a response from are written as they are, their members'
+// names sorted as encoding/json sorts them: their bytes were validated
+// when the body was (parseStrict), and encoding/json would validate and
+// compact each raw value again at every level it is nested in, which
+// was a fifth of the proxy's CPU (docs/performance.md §15).
 func mustJSON(v any) json.RawMessage {
+	switch v := v.(type) {
+	case map[string]json.RawMessage:
+		return appendObject(nil, v)
+	case []map[string]json.RawMessage:
+		return appendArray(nil, v, appendObject)
+	case []json.RawMessage:
+		return appendArray(nil, v, appendRaw)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
 	return b
+}
+
+func appendObject(b []byte, m map[string]json.RawMessage) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = schema.AppendString(b, k)
+		b = append(b, ':')
+		b = appendRaw(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// appendArray appends xs, null when nil (as encoding/json writes it).
+func appendArray[T any](b []byte, xs []T, elem func([]byte, T) []byte) []byte {
+	if xs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, x)
+	}
+	return append(b, ']')
+}
+
+// appendRaw appends r, null when empty (as encoding/json writes a nil
+// RawMessage).
+func appendRaw(b []byte, r json.RawMessage) []byte {
+	if len(r) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, r...)
 }

@@ -159,10 +159,10 @@ func (r *openAIResponsesResponse) withhold(rejected []bool, note string) ([]byte
 		_ = json.Unmarshal(t, &s)
 		r.top["output_text"] = mustJSON(strings.TrimPrefix(s+"\n\n"+note, "\n\n"))
 	}
-	return json.Marshal(r.top)
+	return mustJSON(r.top), nil
 }
 
-func (r *openAIResponsesResponse) encode() ([]byte, error) { return json.Marshal(r.top) }
+func (r *openAIResponsesResponse) encode() ([]byte, error) { return mustJSON(r.top), nil }
 
 func (r *openAIResponsesResponse) usage() json.RawMessage { return r.top["usage"] }
 
@@ -194,7 +194,7 @@ func (r *openAIResponsesResponse) repair(req []byte, results []string, _ []bool)
 		input = append(input, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": results[k]}))
 	}
 	top["input"] = mustJSON(input)
-	return json.Marshal(top)
+	return mustJSON(top), nil
 }
 
 // responsesInput is a request's input as a list of items.
@@ -303,5 +303,5 @@ func (w *withheldOutputs) continued(body []byte) ([]byte, error) {
 		}
 	}
 	top["input"] = mustJSON(slices.Concat(add, input))
-	return json.Marshal(top)
+	return mustJSON(top), nil
 }

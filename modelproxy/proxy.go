@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +42,7 @@ type Options struct {
 	// (the request's traceparent; package callpath); nil: none.
 	Tracer trace.Tracer
 	// Transport reaches the upstreams; nil: http.DefaultTransport's
-	// settings.
+	// settings with DefaultIdleConns idle connections kept.
 	Transport http.RoundTripper
 	Logger    *slog.Logger
 	// DeclaredSets bounds the declared tool sets kept compiled;
@@ -98,7 +99,12 @@ func New(o Options) (*Proxy, error) {
 	}
 	tr := o.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// A route has one upstream host: the default 2 idle connections
+		// per host would close and redial most connections at a fleet's
+		// rate (docs/performance.md §15).
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = DefaultIdleConns, DefaultIdleConns
+		tr = t
 	}
 	res := resolve.Resolver{Mode: mode, Formats: cfg.Formats == "assert"}
 	step := callpath.Step{Resolver: res, Hints: o.Hints, Audit: o.Audit, Source: schema.SourceModelProxy,
@@ -324,7 +330,8 @@ func (p *Proxy) exchange(ctx context.Context, r *http.Request, rt *Route, rest s
 // readers differ on which repetition wins).
 func parseStrict[T any](b []byte, parse func() (T, error)) (T, error) {
 	var zero T
-	var t jsontape.Tape
+	t := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(t)
 	if err := t.Parse(b); err != nil {
 		return zero, err
 	}
@@ -333,6 +340,10 @@ func parseStrict[T any](b []byte, parse func() (T, error)) (T, error) {
 	}
 	return parse()
 }
+
+// tapes are parseStrict's: a tape is most of the allocations of a
+// response's check otherwise.
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
 
 // decisions are a response's decisions.
 type decisions struct {
@@ -347,6 +358,18 @@ type decisions struct {
 // declared tools and records the decisions (acknowledged) before
 // returning.
 func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *declared.Set, respID, model string, calls []toolCall) (*decisions, error) {
+	d, recs := p.decideUnrecorded(ctx, rt, req, decl, respID, model, calls)
+	if len(recs) > 0 {
+		if err := p.steps[rt.policy].Record(ctx, recs...); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// decideUnrecorded is decide but the recording: the records to record
+// before any of the decisions is acted on.
+func (p *Proxy) decideUnrecorded(ctx context.Context, rt *Route, req *request, decl *declared.Set, respID, model string, calls []toolCall) (*decisions, []*audit.Record) {
 	step := p.steps[rt.policy]
 	recs := make([]*audit.Record, len(calls))
 	hints := make([]suggest.Hints, len(calls))
@@ -370,11 +393,6 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 		hints[i] = step.Hint(decl.Snap, &c, rec)
 		recs[i] = rec
 	}
-	if len(recs) > 0 {
-		if err := step.Record(ctx, recs...); err != nil {
-			return nil, err
-		}
-	}
 	d := &decisions{rejected: make([]bool, len(calls)), fixes: make([]string, len(calls))}
 	var note strings.Builder
 	for i, rec := range recs {
@@ -393,7 +411,7 @@ func (p *Proxy) decide(ctx context.Context, rt *Route, req *request, decl *decla
 	}
 	d.note = note.String()
 	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.Version)
-	return d, nil
+	return d, recs
 }
 
 // eventID is a call event's id: the response's id and the call's, which

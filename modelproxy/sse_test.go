@@ -29,24 +29,30 @@ func TestPlainChunk(t *testing.T) {
 }
 
 // TestReadEvent: events split on blank lines, data lines joined, CRLF
-// read, a last event without its blank line kept, a line over the
-// buffer refused.
+// read, a last event without its blank line kept, a line longer than
+// the buffer gathered, one over the limit (its newline counted)
+// refused.
 func TestReadEvent(t *testing.T) {
-	in := "event: a\r\ndata: 1\r\ndata: 2\r\n\r\n\n\n: comment\ndata: x\n\nevent: last\ndata: y"
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	long := strings.Repeat("w", 33) // with "data: " and "\n": 40 bytes
+	in := "event: a\r\ndata: 1\r\ndata: 2\r\n\r\n\n\n: comment\ndata: " + long + "\n\nevent: last\ndata: y"
+	reader := func(in string) *sseReader {
+		return &sseReader{br: bufio.NewReaderSize(strings.NewReader(in), 16), max: 40}
+	}
+	r := reader(in)
 	var got []string
 	for {
-		ev, err := readEvent(br)
+		ev, err := r.next()
 		if err != nil {
 			break
 		}
 		got = append(got, ev.event+"|"+string(ev.data))
 	}
-	if want := "a|1\n2,|x,last|y"; strings.Join(got, ",") != want {
+	if want := "a|1\n2,|" + long + ",last|y"; strings.Join(got, ",") != want {
 		t.Errorf("events %q, want %q", strings.Join(got, ","), want)
 	}
-	br = bufio.NewReaderSize(strings.NewReader("data: "+strings.Repeat("z", 64)+"\n\n"), 16)
-	if _, err := readEvent(br); err != errLineTooLong {
-		t.Errorf("long line: %v", err)
+	for _, in := range []string{"data: " + long + "w\n\n", "data: " + strings.Repeat("z", 64) + "\n\n", "data: " + strings.Repeat("z", 64)} {
+		if _, err := reader(in).next(); err != errLineTooLong {
+			t.Errorf("%d-byte line: %v, want errLineTooLong", len(in)-1, err)
+		}
 	}
 }

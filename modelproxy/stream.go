@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/registry/declared"
 )
 
@@ -26,15 +27,65 @@ type sseEvent struct {
 
 var errLineTooLong = errors.New("an event stream line longer than the limit")
 
-// readEvent reads the next event; io.EOF when the stream ended with
-// none. A line longer than br's buffer is errLineTooLong.
-func readEvent(br *bufio.Reader) (*sseEvent, error) {
+// sseBuffer is what an event stream reader buffers of the upstream: a
+// line longer than it is gathered piece by piece up to the line limit,
+// so that a stream costs its lines, not the limit (a 1 MiB buffer per
+// stream, allocated and cleared, was a tenth of the proxy's CPU at
+// 1,000 streams a second: docs/performance.md §15).
+const sseBuffer = 4 << 10
+
+// sseReader reads an upstream's events, no line longer than max bytes
+// (its '\n' included).
+type sseReader struct {
+	br   *bufio.Reader
+	max  int
+	long []byte // a line longer than br's buffer, gathered
+	// idle, when set, is called before a read that waits for the
+	// upstream: all it sent so far was read.
+	idle func()
+}
+
+func newSSEReader(r io.Reader, max int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, min(sseBuffer, max)), max: max}
+}
+
+// line is the next line, valid until the next call; errLineTooLong past
+// max.
+func (r *sseReader) line() ([]byte, error) {
+	r.waiting()
+	l, err := r.br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if len(l) > r.max {
+			return nil, errLineTooLong
+		}
+		return l, err
+	}
+	r.long = append(r.long[:0], l...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		r.waiting()
+		l, err = r.br.ReadSlice('\n')
+		if len(r.long)+len(l) > r.max {
+			return nil, errLineTooLong
+		}
+		r.long = append(r.long, l...)
+	}
+	return r.long, err
+}
+
+func (r *sseReader) waiting() {
+	if r.idle != nil && r.br.Buffered() == 0 {
+		r.idle()
+	}
+}
+
+// next reads the next event; io.EOF when the stream ended with none.
+func (r *sseReader) next() (*sseEvent, error) {
 	ev := &sseEvent{}
 	var data [][]byte
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, errLineTooLong
+		line, err := r.line()
+		if errors.Is(err, errLineTooLong) {
+			return nil, err
 		}
 		if err != nil && (err != io.EOF || len(line) == 0) {
 			if err == io.EOF && len(ev.raw) > 0 {
@@ -67,8 +118,12 @@ func readEvent(br *bufio.Reader) (*sseEvent, error) {
 	return ev, nil
 }
 
-// sink writes events to the client, flushing each at once: text passes
-// through as it arrives.
+// sink writes events to the client, flushing each at once (text passes
+// through as it arrives) but what follows a decided call: that is held
+// until the call's decision is recorded. The decisions made since the
+// last flush are recorded together at the next one, so that the calls
+// of a response that arrive together cost one acknowledgement, not one
+// each in turn.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
@@ -77,6 +132,15 @@ type sink struct {
 	// (Limits.MaxResponseBytes).
 	maxHeld   int
 	unflushed bool
+	// record records decisions, acknowledged (callpath.Step.Record).
+	record func([]*audit.Record) error
+	// pending are the decisions not yet recorded; held is what was
+	// written since the first of them.
+	pending []*audit.Record
+	held    []byte
+	// unrecorded is record's error: the stream then ends with an error
+	// event, held and what follows never sent.
+	unrecorded error
 }
 
 // errHeldTooLong ends a stream whose tool call grows past sink.maxHeld.
@@ -84,21 +148,54 @@ var errHeldTooLong = errors.New("a tool call longer than the limit (max_response
 
 // raw writes b; it reaches the client at the next flush, which the
 // stream's loop calls whenever it has read all the upstream has sent so
-// far (and before waiting for a decision): events that came together
-// leave together, and none waits for more.
+// far: events that came together leave together, and none waits for
+// more.
 func (s *sink) raw(b []byte) {
-	if s.err != nil {
-		return
+	switch {
+	case s.err != nil || s.unrecorded != nil:
+	case len(s.pending) > 0:
+		s.held = append(s.held, b...)
+	default:
+		_, s.err = s.w.Write(b)
+		s.unflushed = true
 	}
-	_, s.err = s.w.Write(b)
-	s.unflushed = true
 }
 
+// decided adds a call's decision records: what is written from now on
+// waits until they are recorded, at the next flush.
+func (s *sink) decided(recs ...*audit.Record) {
+	if len(s.pending) == 0 {
+		s.flush() // the text before the call does not wait for its audit
+	}
+	s.pending = append(s.pending, recs...)
+}
+
+// flush records the pending decisions, then sends what was written.
 func (s *sink) flush() {
+	if len(s.pending) > 0 && s.err == nil && s.unrecorded == nil {
+		if err := s.record(s.pending); err != nil {
+			s.unrecorded = fmt.Errorf("a tool call could not be recorded in the audit trail, so it is not sent: %w", err)
+			s.pending, s.held = nil, nil
+			return
+		}
+		clear(s.pending)
+		s.pending = s.pending[:0]
+		_, s.err = s.w.Write(s.held)
+		s.held = s.held[:0]
+		s.unflushed = true
+	}
 	if s.err == nil && s.unflushed {
 		s.err = s.rc.Flush()
 		s.unflushed = false
 	}
+}
+
+// end sends the error event (name, data) that ends a stream, dropping
+// what is held: the calls of decisions not recorded are never sent.
+func (s *sink) end(name string, data []byte) {
+	s.pending, s.held, s.unrecorded = nil, nil, nil
+	s.event(name, data)
+	s.flush()
 }
 
 // event writes an event of name (none when "") with data.
@@ -124,10 +221,10 @@ type streamer interface {
 	errorEvent(msg string) (name string, data []byte)
 }
 
-// streamDecider decides one streamed call and records it: whether it is
-// withheld, and its fix text when rejected. Its error is the audit
-// trail's: the stream then ends with an error event, the call unsent.
-type streamDecider func(respID, model string, c toolCall) (withhold bool, fix string, err error)
+// streamDecider decides one streamed call: whether it is withheld, and
+// its fix text when rejected. The decision is recorded before anything
+// written after it reaches the client (sink.decided).
+type streamDecider func(respID, model string, c toolCall) (withhold bool, fix string)
 
 // serveStream answers a streaming request: the upstream's event stream,
 // its tool calls decided as they complete.
@@ -152,39 +249,43 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	copyHeader(w.Header(), up.Header)
 	w.Header().Set(HeaderVersion, decl.Version)
 	w.WriteHeader(up.StatusCode)
-	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes)}
+	step := p.steps[rt.policy]
+	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes),
+		record: func(recs []*audit.Record) error { return step.Record(ctx, recs...) }}
 	block := rt.policy != Observe // retry is block when streaming
-	decide := func(respID, model string, c toolCall) (bool, string, error) {
-		out.flush() // the text before the call does not wait for its audit
-		d, err := p.decide(ctx, rt, req, decl, respID, model, []toolCall{c})
-		if err != nil {
-			return false, "", fmt.Errorf("a tool call could not be recorded in the audit trail, so it is not sent: %w", err)
-		}
-		return block && d.rejected[0], d.fixes[0], nil
+	decide := func(respID, model string, c toolCall) (bool, string) {
+		d, recs := p.decideUnrecorded(ctx, rt, req, decl, respID, model, []toolCall{c})
+		out.decided(recs...)
+		return block && d.rejected[0], d.fixes[0]
 	}
 	s := a.newStream(out, decide)
 	if rs, ok := s.(*responsesStream); ok {
 		rs.withheld = p.withheld.put // for a request continuing the response
 	}
-	br := bufio.NewReaderSize(up.Body, p.cfg.Limits.MaxSSELineBytes)
+	sr := newSSEReader(up.Body, p.cfg.Limits.MaxSSELineBytes)
+	sr.idle = out.flush // before the proxy waits for the upstream
 	fail := func(msg string) {
 		p.log.Error("stream ended", "route", rt.Prefix, "err", msg)
-		out.event(s.errorEvent("toolaudit: " + msg))
-		out.flush()
+		out.end(s.errorEvent("toolaudit: " + msg))
 	}
-	defer out.flush()
-	for out.err == nil {
-		if br.Buffered() == 0 {
-			out.flush()
-		}
-		ev, err := readEvent(br)
-		if err == io.EOF {
+	for {
+		ev, err := sr.next()
+		switch {
+		case out.unrecorded != nil:
+			fail(out.unrecorded.Error())
+			return
+		case out.err != nil:
+			return // the client is gone
+		case err == io.EOF:
 			if err := s.finish(); err != nil {
 				fail(err.Error())
+				return
+			}
+			if out.flush(); out.unrecorded != nil {
+				fail(out.unrecorded.Error())
 			}
 			return
-		}
-		if err != nil {
+		case err != nil:
 			fail("reading the upstream's event stream: " + err.Error() + "; the calls not yet sent cannot be decided")
 			return
 		}

@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolaudit/toolaudit/modelproxy"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // streamRequest is the tests' request with stream: true.
@@ -258,4 +260,79 @@ func TestStreamFailsClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A streamed call is sent only once its decision is acknowledged: while
+// the broker holds the produce request, the client has the text before
+// the calls and nothing of them; once it answers, the calls the policy
+// releases arrive, and every call has its record.
+func TestStreamCallWaitsForAudit(t *testing.T) {
+	e := start(t, "block")
+	// After the calls, more than the server's write buffer holds: sent
+	// unheld, it would reach the client, the calls before it with it.
+	var pad strings.Builder
+	for range 4 {
+		pad.WriteString(`data: {"id":"chatcmpl-sparallel1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"pad":"` + strings.Repeat("p", 3000) + "\"}\n\n")
+	}
+	sse := bytes.Replace(fixture(t, "openai/parallel.sse"), []byte("data: [DONE]"), []byte(pad.String()+"data: [DONE]"), 1)
+	e.up.mu.Lock()
+	e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: sse})
+	e.up.mu.Unlock()
+	release, producing := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.kf.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.kf.KeepControl()
+		once.Do(func() { close(producing) })
+		<-release
+		return nil, nil, false // the broker answers it as always
+	})
+	released := sync.OnceFunc(func() { close(release) })
+	defer released()
+	req := streamRequest("openai")
+	req["stream"] = true
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(e.url+"/openai/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var mu sync.Mutex
+	var seen strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			mu.Lock()
+			seen.WriteString(line)
+			mu.Unlock()
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	snapshot := func() string { mu.Lock(); defer mu.Unlock(); return seen.String() }
+	select {
+	case <-producing:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no produce request reached the broker; the client has %q", snapshot())
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(snapshot(), "Checking"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the text before the calls did not arrive while their audit was pending: %q", snapshot())
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // nothing of a call may come meanwhile
+	if s := snapshot(); strings.Contains(s, "tool_calls") || strings.Contains(s, "[DONE]") {
+		t.Fatalf("sent before the audit acknowledged:\n%s", s)
+	}
+	released()
+	if err := <-done; err != io.EOF {
+		t.Fatal(err)
+	}
+	if s := snapshot(); !strings.Contains(s, `"tool_calls"`) || !strings.Contains(s, "[DONE]") {
+		t.Errorf("the released calls did not arrive once recorded:\n%s", s)
+	}
+	e.records(t, 3)
 }

@@ -36,9 +36,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +66,10 @@ func main() {
 	audit := flag.Bool("audit", true, "audit every decision to an embedded broker (kfake), acknowledged before the answer")
 	data := flag.String("testdata", "modelproxy/testdata/openai", "directory of parallel.json and parallel.sse")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `FILE`")
+	modes := flag.String("modes", "json,sse", "response modes to measure, comma-separated: json, sse")
+	proxyFlags := flag.String("proxy-flags", "", "more flags of -resolverd's proxy command, space-separated (e.g. \"--gc-percent 100\")")
+	resolverd := flag.String("resolverd", "", "run the proxy as `BINARY` proxy, in its own process, as it is deployed (its CPU read from /proc); empty: in this process")
 	flag.Parse()
 	if *profile != "" {
 		stop, err := benchutil.CPUProfile(*profile)
@@ -72,16 +79,47 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*rates, *duration, *warmup, *rounds, *audit, *data); err != nil {
+	if err := run(*rates, *modes, *resolverd, strings.Fields(*proxyFlags), *duration, *warmup, *rounds, *audit, *data); err != nil {
 		fmt.Fprintln(os.Stderr, "benchproxy:", err)
 		os.Exit(1)
 	}
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "benchproxy:", err)
+			os.Exit(1)
+		}
+	}
 }
 
-func run(rates string, duration, warmup time.Duration, rounds int, withAudit bool, data string) error {
+// writeHeapProfile writes the allocations of the whole run (pprof's
+// alloc_space and alloc_objects samples) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func run(rates, modes, resolverd string, proxyFlags []string, duration, warmup time.Duration, rounds int, withAudit bool, data string) error {
 	rs, err := benchutil.Ints(rates)
 	if err != nil {
 		return err
+	}
+	var streams []bool
+	for _, m := range strings.Split(modes, ",") {
+		switch strings.TrimSpace(m) {
+		case "json":
+			streams = append(streams, false)
+		case "sse":
+			streams = append(streams, true)
+		default:
+			return fmt.Errorf("-modes: %q is neither json nor sse", m)
+		}
 	}
 	body, err := os.ReadFile(filepath.Join(data, "parallel.json"))
 	if err != nil {
@@ -102,37 +140,55 @@ func run(rates string, duration, warmup time.Duration, rounds int, withAudit boo
 		_, _ = w.Write(body)
 	}))
 	defer up.Close()
-	opts := modelproxy.Options{Hints: suggest.New(), ResolverBuild: "bench"}
-	if withAudit {
-		p, stop, err := benchutil.KfakeAudit()
+	routes := `routes: [{prefix: /openai, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: block}]`
+	var proxyURL string
+	proxyCPU := func() time.Duration { return 0 }
+	if resolverd != "" {
+		sub, err := startResolverd(resolverd, proxyFlags, routes, withAudit)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		opts.Audit = p
+		defer sub.stop()
+		proxyURL = sub.url
+		proxyCPU = sub.cpu
+	} else {
+		opts := modelproxy.Options{Hints: suggest.New(), ResolverBuild: "bench"}
+		if withAudit {
+			p, stop, err := benchutil.KfakeAudit()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			opts.Audit = p
+		}
+		cfg, err := modelproxy.ParseConfig([]byte(routes))
+		if err != nil {
+			return err
+		}
+		opts.Config = cfg
+		p, err := modelproxy.New(opts)
+		if err != nil {
+			return err
+		}
+		proxy := httptest.NewServer(p)
+		defer proxy.Close()
+		proxyURL = proxy.URL
 	}
-	cfg, err := modelproxy.ParseConfig([]byte(`routes: [{prefix: /openai, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: block}]`))
-	if err != nil {
-		return err
-	}
-	opts.Config = cfg
-	p, err := modelproxy.New(opts)
-	if err != nil {
-		return err
-	}
-	proxy := httptest.NewServer(p)
-	defer proxy.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{}).DialContext}}
-	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}, {"proxy", proxy.URL + "/openai/v1/chat/completions"}}
-	fmt.Printf("GOMAXPROCS %d; %d tool calls per response (2 OK, 1 H1), policy block, audit %v\n", runtime.GOMAXPROCS(0), callsPerResponse, withAudit)
+	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}, {"proxy", proxyURL + "/openai/v1/chat/completions"}}
+	where := "in this process"
+	if resolverd != "" {
+		where = "in its own process (" + strings.Join(append([]string{resolverd, "proxy"}, proxyFlags...), " ") + ")"
+	}
+	fmt.Printf("GOMAXPROCS %d; %d tool calls per response (2 OK, 1 H1), policy block, audit %v; the proxy %s\n", runtime.GOMAXPROCS(0), callsPerResponse, withAudit, where)
 	fmt.Println("rate\tmode\ttarget\tround\tachieved/s\terrors\tp50\tp99\tfirst-byte p50\tfirst-byte p99\tCPU/req")
 	for _, rate := range rs {
-		for _, stream := range []bool{false, true} {
+		for _, stream := range streams {
 			mode := map[bool]string{false: "json", true: "sse"}[stream]
 			res := map[string][]result{}
 			for round := range rounds {
 				for _, tg := range targets {
-					r := load(client, tg.url, stream, rate, warmup, duration)
+					r := load(client, tg.url, stream, rate, warmup, duration, proxyCPU)
 					res[tg.name] = append(res[tg.name], r)
 					fmt.Printf("%d\t%s\t%s\t%d\t%.0f\t%d\t%v\t%v\t%v\t%v\t%v\n", rate, mode, tg.name, round+1, r.achieved, r.errors,
 						r.p50, r.p99, r.fb50, r.fb99, r.cpu)
@@ -165,7 +221,7 @@ type result struct {
 // load sends rate requests per second to url for warmup+duration and
 // measures those sent after warmup: latency to the last byte, and to the
 // first byte of the body.
-func load(client *http.Client, url string, stream bool, rate int, warmup, duration time.Duration) result {
+func load(client *http.Client, url string, stream bool, rate int, warmup, duration time.Duration, otherCPU func() time.Duration) result {
 	extra := ""
 	if stream {
 		url += "?stream=1"
@@ -180,7 +236,7 @@ func load(client *http.Client, url string, stream bool, rate int, warmup, durati
 	measureFrom := start.Add(warmup)
 	end := measureFrom.Add(duration)
 	interval := time.Second / time.Duration(rate)
-	cpu0 := benchutil.CPUTime()
+	cpu0 := benchutil.CPUTime() + otherCPU()
 	for i := 0; ; i++ {
 		at := start.Add(time.Duration(i) * interval)
 		if !at.Before(end) {
@@ -222,7 +278,7 @@ func load(client *http.Client, url string, stream bool, rate int, warmup, durati
 		}(at)
 	}
 	wg.Wait()
-	cpu := benchutil.CPUTime() - cpu0
+	cpu := benchutil.CPUTime() + otherCPU() - cpu0
 	slices.Sort(lat)
 	slices.Sort(fb)
 	r := result{achieved: float64(len(lat)) / duration.Seconds(), errors: errs.Load(),
@@ -232,4 +288,96 @@ func load(client *http.Client, url string, stream bool, rate int, warmup, durati
 		r.cpu = cpu / time.Duration(n)
 	}
 	return r
+}
+
+// subprocess is resolverd proxy running beside the bench.
+type subprocess struct {
+	url  string
+	cpu  func() time.Duration
+	stop func()
+}
+
+// startResolverd starts bin proxy with routes, auditing to an embedded
+// broker of this process when withAudit, and waits until it answers.
+func startResolverd(bin string, flags []string, routes string, withAudit bool) (*subprocess, error) {
+	dir, err := os.MkdirTemp("", "benchproxy")
+	if err != nil {
+		return nil, err
+	}
+	cleanup := []func(){func() { os.RemoveAll(dir) }}
+	undo := func() {
+		for _, f := range slices.Backward(cleanup) {
+			f()
+		}
+	}
+	cfg := filepath.Join(dir, "proxy.yaml")
+	if err := os.WriteFile(cfg, []byte(routes+"\n"), 0o600); err != nil {
+		undo()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"proxy", "--config", cfg, "--listen", addr, "--log-level", "warn"}
+	if withAudit {
+		addrs, stop, err := benchutil.Kfake()
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		cleanup = append(cleanup, stop)
+		args = append(args, "--brokers", strings.Join(addrs, ","))
+	} else {
+		args = append(args, "--brokers", "")
+	}
+	cmd := exec.Command(bin, append(args, flags...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		undo()
+		return nil, fmt.Errorf("-resolverd: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	cleanup = append(cleanup, func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	url := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case err := <-exited:
+			exited <- err
+			undo()
+			return nil, fmt.Errorf("%s proxy exited: %v", bin, err)
+		default:
+		}
+		if resp, err := http.Get(url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			undo()
+			return nil, fmt.Errorf("%s proxy: not answering on %s after 30s", bin, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid := cmd.Process.Pid
+	return &subprocess{url: url, stop: undo, cpu: func() time.Duration {
+		d, err := benchutil.ProcessCPU(pid)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchproxy: the proxy's CPU:", err)
+		}
+		return d
+	}}, nil
 }

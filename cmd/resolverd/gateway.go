@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -89,7 +88,6 @@ type gatewayFlags struct {
 	auditTimeout                  time.Duration
 	tlsCert, tlsKey, tokensFile   string
 	maxConns                      int
-	gcPercent                     int
 	approvals                     gateFlags
 	trace                         traceFlags
 }
@@ -110,9 +108,11 @@ func gatewayCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
 	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
 	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
-	f.commonFlags.register(fs, 256, commonHelp{})
+	// --gc-percent 400: the MCP SDK allocates much per message, and
+	// collecting less often spares CPU while the memory limit bounds the
+	// heap.
+	f.commonFlags.register(fs, 256, 400, commonHelp{})
 	f.trace.register(fs, "resolverd-gateway")
-	fs.IntVar(&f.gcPercent, "gc-percent", 400, "garbage collection target `percent` (GOGC) unless GOGC is set: the MCP SDK allocates much per message, and collecting less often spares CPU while the memory limit bounds the heap")
 	return &ffcli.Command{
 		Name:       "gateway",
 		ShortUsage: "resolverd gateway --config FILE [flags]",
@@ -130,9 +130,6 @@ func gatewayCommand(std stdio) *ffcli.Command {
 				return usageError{err}
 			}
 			f.limitMemory()
-			if f.gcPercent > 0 && os.Getenv("GOGC") == "" {
-				debug.SetGCPercent(f.gcPercent)
-			}
 			err = runGateway(ctx, log, cfg, f)
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				log.Info("gateway stopped during start-up", "err", err)

@@ -557,13 +557,14 @@ func TestDiffGate(t *testing.T) {
 }
 
 // TestCommonFlags: the long-running commands share --log-level,
-// --memory-limit-mb and --connect-timeout (commonFlags), and each refuses
+// --memory-limit-mb, --gc-percent and --connect-timeout (commonFlags), and each refuses
 // a bad value with a usage error naming the flag, before connecting to
 // anything.
 func TestCommonFlags(t *testing.T) {
 	commands := map[string][]string{
 		"run":       {"run", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1", "--http", ""},
 		"gateway":   {"gateway", "--config", "/nonexistent.yaml", "--brokers", "127.0.0.1:1"},
+		"proxy":     {"proxy", "--config", "/nonexistent.yaml", "--brokers", "127.0.0.1:1"},
 		"reanalyze": {"reanalyze", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-02T00:00:00Z", "--analysis", "a", "--brokers", "127.0.0.1:1", "--clickhouse", "127.0.0.1:1"},
 	}
 	for name, base := range commands {
@@ -574,6 +575,7 @@ func TestCommonFlags(t *testing.T) {
 			{[]string{"--log-level", "loud"}, "bad --log-level"},
 			{[]string{"--connect-timeout", "0s"}, "--connect-timeout 0s: want a positive duration"},
 			{[]string{"--memory-limit-mb", "-1"}, "--memory-limit-mb -1: want 0"},
+			{[]string{"--gc-percent", "0"}, "--gc-percent 0: want a positive percentage"},
 		} {
 			code, _, stderr := runCmd(t, "", append(slices.Clone(base), tc.args...)...)
 			if code != 2 || !strings.Contains(stderr, tc.want) {

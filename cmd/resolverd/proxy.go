@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -50,6 +51,14 @@ block or retry, retries, retry_deadline), the mode, formats and the limits; see 
 
 Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
+// proxyGCPercent is the proxy's --gc-percent. Its live heap is small (a
+// few MB: the compiled tool sets) and every response allocates tens of
+// KB, so at the runtime's 100 the collector runs tens of times a second
+// at 1,000 responses a second, and its pauses and assists are most of
+// the latency the proxy adds at p99 (docs/performance.md §15);
+// --memory-limit-mb still bounds the heap.
+const proxyGCPercent = 400
+
 // proxyFlags are the command's flags.
 type proxyFlags struct {
 	commonFlags
@@ -60,6 +69,7 @@ type proxyFlags struct {
 	auditTimeout    time.Duration
 	tlsCert, tlsKey string
 	maxConns        int
+	pprof           bool
 	trace           traceFlags
 }
 
@@ -76,7 +86,8 @@ func proxyCommand(std stdio) *ffcli.Command {
 	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
 	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
 	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
-	f.commonFlags.register(fs, 512, commonHelp{})
+	fs.BoolVar(&f.pprof, "pprof", false, "serve runtime profiles under /debug/pprof/ on --listen")
+	f.commonFlags.register(fs, 512, proxyGCPercent, commonHelp{})
 	f.trace.register(fs, "resolverd-proxy")
 	return &ffcli.Command{
 		Name:       "proxy",
@@ -173,6 +184,10 @@ func runProxy(ctx context.Context, log *slog.Logger, cfg modelproxy.Config, f pr
 	mux.Handle("/", p)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	if f.pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	}
 	// No write timeout: a model may think for minutes
 	// (limits.upstream_timeout bounds the exchange).
 	srv, err := httpapi.NewServer(mux, httpapi.ServerConfig{ReadTimeout: httpapi.DefaultReadTimeout, WriteTimeout: -1, IdleTimeout: 2 * time.Minute,

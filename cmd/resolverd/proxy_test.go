@@ -86,6 +86,23 @@ func TestProxyCommand(t *testing.T) {
 	if w := resp.Header.Get("Toolaudit-Withheld"); w != "call_1" {
 		t.Errorf("Toolaudit-Withheld %q", w)
 	}
+	// The proxy's collector target (proxyGCPercent) and heap limit are
+	// set.
+	resp, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\ngo_gc_gogc_percent 400\n", "\ngo_gc_gomemlimit_bytes 5.36870912e+08\n"} {
+		if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+			t.Log("GOGC or GOMEMLIMIT is set, and wins: the proxy's own settings are not checked")
+			break
+		}
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("/metrics has no %q", strings.TrimSpace(want))
+		}
+	}
 	recs := kafkatest.Consume(t, kf.ListenAddrs(), audit.DefaultTopic, 1, 5*time.Second)
 	if len(recs) != 1 {
 		t.Fatalf("%d audit records", len(recs))

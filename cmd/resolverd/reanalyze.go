@@ -109,7 +109,7 @@ func reanalyzeCommand(std stdio) *ffcli.Command {
 	progress := fs.String("progress", "auto", "progress on stderr: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	every := fs.Duration("progress-every", 10*time.Second, "interval of the progress lines")
 	var common commonFlags
-	common.register(fs, 384, commonHelp{})
+	common.register(fs, 384, 100, commonHelp{})
 	var gf gateFlags // approvalgate.go
 	gf.registerReanalysis(fs)
 	return &ffcli.Command{

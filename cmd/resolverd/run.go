@@ -144,7 +144,7 @@ func runCommand(std stdio) *ffcli.Command {
 	var cf clusterFlags
 	cf.register(fs)
 	var common commonFlags
-	common.register(fs, 384, commonHelp{
+	common.register(fs, 384, 100, commonHelp{
 		logLevel: "log `level`: debug (also the Kafka client's own logs), info, warn, error",
 		memLimit: "soft memory limit of the Go heap in `MiB` (GOMEMLIMIT; 0: none); fetch buffers are bounded separately",
 		connect:  "how long to wait at start for a Kafka broker, and for ClickHouse, to answer (a refused TLS handshake, SASL authentication or ClickHouse login fails at once)",

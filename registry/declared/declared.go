@@ -54,13 +54,24 @@ func NewCache(max int, opts signature.Options) *Cache {
 	return &Cache{opts: opts, max: max}
 }
 
+// keyBufs hold the listing a set's key is the hash of: every request
+// hashes its set, and a set is a few KB.
+var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeyBuf is the largest buffer keyBufs keeps.
+const maxKeyBuf = 64 << 10
+
 // Get returns the version of tools (listing tool objects, compact JSON) in
 // registry reg; an error says why they are not a usable listing (two
 // tools of one name, a tool without a name or an object schema).
 func (c *Cache) Get(reg string, tools [][]byte) (*Set, error) {
 	l := &schema.Listing{ObservedAt: schema.MinTime, Registry: reg, Op: schema.OpSnapshot}
-	content := schema.AppendListing(nil, l, tools)
-	key := sha256.Sum256(content)
+	buf := keyBufs.Get().(*[]byte)
+	*buf = schema.AppendListing((*buf)[:0], l, tools)
+	key := sha256.Sum256(*buf)
+	if cap(*buf) <= maxKeyBuf {
+		keyBufs.Put(buf)
+	}
 	c.mu.Lock()
 	s := c.m[key]
 	c.mu.Unlock()

@@ -5,6 +5,7 @@
 package benchutil
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -93,19 +94,58 @@ func Trim(ctx context.Context, brokers []string, topic string) {
 // front ends' own producer (audit.Kafka: acks=all, waited for before each
 // answer), its topic trimmed as the run goes (Trim); stop closes it all.
 func KfakeAudit() (p audit.Producer, stop func(), err error) {
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, audit.DefaultTopic))
+	addrs, stopBroker, err := Kfake()
 	if err != nil {
 		return nil, nil, err
 	}
-	kp, err := audit.NewKafka(audit.KafkaConfig{Brokers: k.ListenAddrs()}, nil, nil)
+	kp, err := audit.NewKafka(audit.KafkaConfig{Brokers: addrs}, nil, nil)
 	if err != nil {
-		k.Close()
+		stopBroker()
+		return nil, nil, err
+	}
+	return kp, func() { kp.Close(); stopBroker() }, nil
+}
+
+// Kfake is an embedded broker holding audit.DefaultTopic, trimmed as the
+// run goes (Trim), for an audit producer of this process or another;
+// stop closes it.
+func Kfake() (addrs []string, stop func(), err error) {
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, audit.DefaultTopic))
+	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); Trim(ctx, k.ListenAddrs(), audit.DefaultTopic) }()
-	return kp, func() { cancel(); <-done; kp.Close(); k.Close() }, nil
+	return k.ListenAddrs(), func() { cancel(); <-done; k.Close() }, nil
+}
+
+// ProcessCPU is the CPU time, user and system, that process pid has used
+// so far (Linux: /proc/PID/stat, in clock ticks of 10 ms).
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// the fields after its closing one are fields 3 onwards.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // Quantile is the p-quantile (nearest rank) of sorted durations, 0 for

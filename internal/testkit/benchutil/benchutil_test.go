@@ -1,8 +1,10 @@
 package benchutil
 
 import (
+	"os"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestInts(t *testing.T) {
@@ -32,5 +34,34 @@ func TestCPUTime(t *testing.T) {
 	}
 	if b := CPUTime(); b <= a {
 		t.Errorf("CPU time went from %v to %v", a, b)
+	}
+}
+
+// TestProcessCPU: this process's CPU read from /proc moves as it burns
+// CPU, and stays within two ticks of what getrusage says.
+func TestProcessCPU(t *testing.T) {
+	a, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for x := 0; ; x++ {
+		b, err := ProcessCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b > a {
+			break
+		}
+		_ = x * x
+	}
+	if _, err := ProcessCPU(-1); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+	p, r := func() (time.Duration, time.Duration) {
+		p, _ := ProcessCPU(os.Getpid())
+		return p, CPUTime()
+	}()
+	if d := r - p; d < -20*time.Millisecond || d > 20*time.Millisecond {
+		t.Errorf("/proc says %v, getrusage %v", p, r)
 	}
 }
