@@ -48,7 +48,7 @@ build:
 # 15 on tmpfs (docs/testing.md, "Time"). The run holds a few hundred MB
 # there at most. TEST_TMPDIR= keeps the system's.
 TEST_TMPDIR ?= $(shell d=/dev/shm; [ -d $$d ] && [ "$$(df -Pk $$d 2>/dev/null | awk 'NR==2 {print $$4}')" -ge 4194304 ] 2>/dev/null && echo $$d/toolaudit-test-$$(id -u))
-SLOW_PKGS ?= ./cmd/resolverd ./e2e ./report ./stream ./chengine ./sink ./signature ./kafkaconf ./modelproxy ./embedded ./registry ./analytics ./gateway ./htb
+SLOW_PKGS ?= ./e2e ./cmd/resolverd ./stream ./report ./chengine ./kafkaconf ./embedded ./modelproxy ./sink ./signature ./gateway ./registry ./htb ./analytics
 test: export CGO_ENABLED = 0
 test: fmt-check vet staticcheck tidy-check
 	@$(GO) build -o $(BIN)/testreport ./cmd/testreport
