@@ -15,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/toolaudit/toolaudit/chengine/chenginetest"
+	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
 	"github.com/toolaudit/toolaudit/registry/history"
 	"github.com/toolaudit/toolaudit/schema"
 	"github.com/toolaudit/toolaudit/sink"
@@ -83,7 +84,7 @@ func pageDOM(t *testing.T, r *Report, name string) string {
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return string(chromium(t, "--dump-dom", "file://"+file))
+	return browsertest.DOM(t, "file://"+file)
 }
 
 // rawDecisions counts the raw table's decisions emitted in [from, to).

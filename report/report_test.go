@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close))
+	leakcheck.Main(m, leakcheck.Run(chenginetest.Main), leakcheck.After(analyticsfixture.Close), leakcheck.After(browsertest.Close))
 }
 
 // fixture is the analytics fixture (internal/testkit/analyticsfixture).
@@ -167,9 +167,6 @@ func TestSpan(t *testing.T) {
 	}
 }
 
-// chromium runs headless Chromium (internal/testkit/browsertest).
-func chromium(t *testing.T, args ...string) []byte { return browsertest.Run(t, args...) }
-
 var (
 	tableRe   = regexp.MustCompile(`(?s)<table data-q="([^"]+)"[^>]*>(.*?)</table>`)
 	rowRe     = regexp.MustCompile(`(?s)<tr data-row="(\d+)">(.*?)</tr>`)
@@ -290,7 +287,7 @@ func checkPage(t *testing.T, conn driver.Conn, r *Report, o Options, name string
 	if !strings.Contains(page, `content="`+CSP+`"`) || CSP != "default-src 'none'; style-src 'unsafe-inline'; img-src data:" {
 		t.Error("the page has no Content-Security-Policy that refuses every fetch")
 	}
-	dom := string(chromium(t, "--dump-dom", "file://"+file))
+	dom := browsertest.DOM(t, "file://"+file) // as headless Chromium reads it
 
 	// The queries, run here on their own.
 	p := o.Params(r.Interval)

@@ -16,13 +16,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/toolaudit/toolaudit/gateway/gatewaytest"
+	"github.com/toolaudit/toolaudit/internal/testkit/browsertest"
 	"github.com/toolaudit/toolaudit/internal/testkit/leakcheck"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
 func TestMain(m *testing.M) {
 	gatewaytest.ServeFixtureIfChild()
-	leakcheck.Main(m)
+	leakcheck.Main(m, leakcheck.After(browsertest.Close))
 }
 
 // gatewayConfig writes a configuration with the fixture (this binary) as

@@ -1,42 +1,20 @@
 // Package browsertest opens pages in headless Chromium for tests: the
 // DOM after load, a page's layout at a window size, screenshots. It
-// keeps Chromium off the network and out of the user's profile.
+// keeps Chromium off the network and out of the user's profile. One
+// Chromium serves a test binary (cdp.go); its TestMain stops it with
+// Close (leakcheck.After(browsertest.Close)).
 package browsertest
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/toolaudit/toolaudit/internal/testkit/need"
 )
-
-// Run runs headless Chromium with args; without Chromium it skips t,
-// or fails it when the run requires everything (need.Tool).
-func Run(t testing.TB, args ...string) []byte {
-	t.Helper()
-	bin := need.Tool(t, "chromium", "apt-get install chromium to run the browser test (.ci/run does)")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir()}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
 
 // Layout is a page as Chromium lays it out in a window.
 type Layout struct {
@@ -65,7 +43,7 @@ document.body.dataset.bottom = e ? e.getBoundingClientRect().bottom : 1e9; docum
 	if err := os.WriteFile(file, []byte(probe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := layoutRe.FindStringSubmatch(string(Run(t, "--dump-dom", fmt.Sprintf("--window-size=%d,%d", w, h), "file://"+file)))
+	m := layoutRe.FindStringSubmatch(dom(t, "file://"+file, w, h))
 	if m == nil {
 		t.Fatalf("%dx%d: Chromium measured no layout", w, h)
 	}
@@ -85,7 +63,7 @@ document.body.dataset.bottom = e ? e.getBoundingClientRect().bottom : 1e9; docum
 // t when it is blank.
 func Screenshot(t testing.TB, file, png string, w, h int) {
 	t.Helper()
-	Run(t, "--screenshot="+png, fmt.Sprintf("--window-size=%d,%d", w, h), "--hide-scrollbars", "file://"+file)
+	shot(t, "file://"+file, png, w, h)
 	if colors := distinctColors(t, png); colors < 20 {
 		t.Errorf("%s has %d colors: blank?", png, colors)
 	}
