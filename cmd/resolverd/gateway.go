@@ -12,12 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -25,7 +23,6 @@ import (
 	"github.com/toolaudit/toolaudit/gateway"
 	"github.com/toolaudit/toolaudit/httpapi"
 	"github.com/toolaudit/toolaudit/internal/bearer"
-	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 	"github.com/toolaudit/toolaudit/schema"
 )
@@ -80,64 +77,31 @@ Every flag can also be set as RESOLVERD_<FLAG> (dashes as underscores).`
 
 // gatewayFlags are the command's flags.
 type gatewayFlags struct {
-	commonFlags
-	config, listen, listingsTopic string
-	brokers                       kafkaconf.Brokers
-	kafka                         kafkaconf.Config
-	auditTopic                    string
-	auditTimeout                  time.Duration
-	tlsCert, tlsKey, tokensFile   string
-	maxConns                      int
-	approvals                     gateFlags
-	trace                         traceFlags
+	frontEndFlags
+	listingsTopic, tokensFile string
+	approvals                 gateFlags
 }
 
 func gatewayCommand(std stdio) *ffcli.Command {
 	fs := flag.NewFlagSet("resolverd gateway", flag.ContinueOnError)
 	fs.SetOutput(std.err)
 	var f gatewayFlags
-	fs.StringVar(&f.config, "config", "", "gateway configuration `FILE` (YAML or JSON)")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8090", "HTTP listen `address`: the MCP endpoint /mcp, /metrics, /healthz, /readyz")
-	f.brokers.Register(fs, kafkaconf.DefaultBrokers, "empty: no Kafka, no audit trail; development only")
-	f.kafka.Register(fs)
+	fe := frontEnd{name: "gateway", longHelp: gatewayHelp,
+		shortHelp: "MCP gateway: merge MCP servers, decide every tools/call before it reaches them",
+		listen:    "127.0.0.1:8090", serves: "the MCP endpoint /mcp, /metrics, /healthz, /readyz",
+		decided: "the call is rejected or forwarded", refused: "the call",
+		// --gc-percent 400: the MCP SDK allocates much per message, and
+		// collecting less often spares CPU while the memory limit bounds
+		// the heap.
+		memLimitMB: 256, gcPercent: 400}
+	f.frontEndFlags.register(fs, fe)
 	f.approvals.registerLive(fs)
 	fs.StringVar(&f.listingsTopic, "listings-topic", schema.TopicListings, "listings `topic` the upstreams' listings are produced to")
-	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the call is rejected or forwarded (resolverd run stores them)")
-	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the call is refused (at least 1s)")
-	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
-	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
 	fs.StringVar(&f.tokensFile, "http-tokens-file", "", "bearer tokens `FILE` (the API's: one per line, optional name: prefix, # comments): /mcp then needs Authorization: Bearer; reloaded on SIGHUP and when it changes")
-	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
-	// --gc-percent 400: the MCP SDK allocates much per message, and
-	// collecting less often spares CPU while the memory limit bounds the
-	// heap.
-	f.commonFlags.register(fs, 256, 400, commonHelp{})
-	f.trace.register(fs, "resolverd-gateway")
-	return &ffcli.Command{
-		Name:       "gateway",
-		ShortUsage: "resolverd gateway --config FILE [flags]",
-		ShortHelp:  "MCP gateway: merge MCP servers, decide every tools/call before it reaches them",
-		LongHelp:   gatewayHelp,
-		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
-		Exec: func(ctx context.Context, args []string) error {
-			log, err := frontEndStart(args, f.config, &f.commonFlags, std.err, f.auditTimeout, f.tlsCert, f.tlsKey, f.maxConns)
-			if err != nil {
-				return err
-			}
-			cfg, err := gateway.LoadConfig(f.config)
-			if err != nil {
-				return usageError{err}
-			}
-			f.limitMemory()
-			err = runGateway(ctx, log, cfg, f)
-			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				log.Info("gateway stopped during start-up", "err", err)
-				return nil
-			}
-			return err
-		},
-	}
+	var cfg gateway.Config
+	return f.command(std, fs, fe,
+		func(path string) (err error) { cfg, err = gateway.LoadConfig(path); return err },
+		func(ctx context.Context, log *slog.Logger) error { return runGateway(ctx, log, cfg, f) })
 }
 
 func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gatewayFlags) error {
@@ -181,7 +145,7 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 		if f.auditTopic != "" {
 			topics = append(topics, f.auditTopic)
 		}
-		if err := checkTopics(ctx, log, f, cl, topics...); err != nil {
+		if err := f.checkTopics(ctx, log, cl, topics...); err != nil {
 			return err
 		}
 		// Caught up before the first call is decided.
@@ -258,26 +222,4 @@ func runGateway(ctx context.Context, log *slog.Logger, cfg gateway.Config, f gat
 	}
 	log.Info("gateway stopped", "err", err)
 	return err
-}
-
-// checkTopics waits for a broker (failing at once on a refused TLS or
-// SASL) and checks that the topics exist: every listing and decision
-// would fail otherwise.
-func checkTopics(ctx context.Context, log *slog.Logger, f gatewayFlags, cl *kgo.Client, topics ...string) error {
-	cctx, cancel := context.WithTimeout(ctx, f.connectTimeout)
-	defer cancel()
-	if err := f.kafka.Check(cctx, cl); err != nil {
-		return fmt.Errorf("kafka %s: %w", f.brokers, err)
-	}
-	td, err := kadm.NewClient(cl).ListTopics(cctx, topics...)
-	if err != nil {
-		return fmt.Errorf("kafka: list topics: %w", err)
-	}
-	for _, t := range topics {
-		if !td.Has(t) || td[t].Err != nil {
-			return fmt.Errorf("kafka: topic %s does not exist (create it, or name another)", t)
-		}
-	}
-	log.Info("kafka connected", append([]any{"brokers", f.brokers.String(), "topics", topics}, f.kafka.Describe()...)...)
-	return nil
 }

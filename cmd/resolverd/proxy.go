@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/httpapi"
-	"github.com/toolaudit/toolaudit/kafkaconf"
 	"github.com/toolaudit/toolaudit/modelproxy"
 	"github.com/toolaudit/toolaudit/resolve/suggest"
 )
@@ -61,79 +58,25 @@ const proxyGCPercent = 400
 
 // proxyFlags are the command's flags.
 type proxyFlags struct {
-	commonFlags
-	config, listen  string
-	brokers         kafkaconf.Brokers
-	kafka           kafkaconf.Config
-	auditTopic      string
-	auditTimeout    time.Duration
-	tlsCert, tlsKey string
-	maxConns        int
-	pprof           bool
-	trace           traceFlags
+	frontEndFlags
+	pprof bool
 }
 
 func proxyCommand(std stdio) *ffcli.Command {
 	fs := flag.NewFlagSet("resolverd proxy", flag.ContinueOnError)
 	fs.SetOutput(std.err)
 	var f proxyFlags
-	fs.StringVar(&f.config, "config", "", "proxy configuration `FILE` (YAML or JSON)")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8091", "HTTP listen `address`: the routes, /metrics, /healthz")
-	f.brokers.Register(fs, kafkaconf.DefaultBrokers, "empty: no Kafka, no audit trail; development only")
-	f.kafka.Register(fs)
-	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "audit `topic`: every decision is produced there, and acknowledged, before the response is answered (resolverd run stores them)")
-	fs.DurationVar(&f.auditTimeout, "audit-timeout", 5*time.Second, "longest wait for the audit topic's acknowledgement before the response is refused (at least 1s)")
-	fs.StringVar(&f.tlsCert, "http-tls-cert", "", "PEM certificate `FILE`: with --http-tls-key, HTTPS only (reloaded on SIGHUP)")
-	fs.StringVar(&f.tlsKey, "http-tls-key", "", "PEM private key `FILE` of --http-tls-cert")
-	fs.IntVar(&f.maxConns, "http-max-conns", httpapi.DefaultMaxConns, "most HTTP connections open at once (more are answered 503 and closed)")
+	fe := frontEnd{name: "proxy", longHelp: proxyHelp,
+		shortHelp: "model API proxy: decide every tool call a model returns against the tools its request declared",
+		listen:    "127.0.0.1:8091", serves: "the routes, /metrics, /healthz",
+		decided: "the response is answered", refused: "the response",
+		memLimitMB: 512, gcPercent: proxyGCPercent}
+	f.frontEndFlags.register(fs, fe)
 	fs.BoolVar(&f.pprof, "pprof", false, "serve runtime profiles under /debug/pprof/ on --listen")
-	f.commonFlags.register(fs, 512, proxyGCPercent, commonHelp{})
-	f.trace.register(fs, "resolverd-proxy")
-	return &ffcli.Command{
-		Name:       "proxy",
-		ShortUsage: "resolverd proxy --config FILE [flags]",
-		ShortHelp:  "model API proxy: decide every tool call a model returns against the tools its request declared",
-		LongHelp:   proxyHelp,
-		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix("RESOLVERD")},
-		Exec: func(ctx context.Context, args []string) error {
-			log, err := frontEndStart(args, f.config, &f.commonFlags, std.err, f.auditTimeout, f.tlsCert, f.tlsKey, f.maxConns)
-			if err != nil {
-				return err
-			}
-			cfg, err := modelproxy.LoadConfig(f.config)
-			if err != nil {
-				return usageError{err}
-			}
-			f.limitMemory()
-			return runProxy(ctx, log, cfg, f)
-		},
-	}
-}
-
-// frontEndStart checks what the gateway and the proxy check before they
-// start (no arguments, --config given, the common flags, --audit-timeout,
-// TLS, --http-max-conns) and returns the command's logger.
-func frontEndStart(args []string, config string, c *commonFlags, w io.Writer, auditTimeout time.Duration, tlsCert, tlsKey string, maxConns int) (*slog.Logger, error) {
-	if len(args) > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments %q", args)}
-	}
-	if config == "" {
-		return nil, usageError{errors.New("needs --config FILE")}
-	}
-	log, err := c.logger(w)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case auditTimeout < time.Second:
-		return nil, usageError{fmt.Errorf("--audit-timeout %v: at least 1s", auditTimeout)}
-	case (tlsCert == "") != (tlsKey == ""):
-		return nil, usageError{errors.New("--http-tls-cert and --http-tls-key go together")}
-	case maxConns <= 0:
-		return nil, usageError{errors.New("--http-max-conns must be positive")}
-	}
-	return log, nil
+	var cfg modelproxy.Config
+	return f.command(std, fs, fe,
+		func(path string) (err error) { cfg, err = modelproxy.LoadConfig(path); return err },
+		func(ctx context.Context, log *slog.Logger) error { return runProxy(ctx, log, cfg, f) })
 }
 
 func runProxy(ctx context.Context, log *slog.Logger, cfg modelproxy.Config, f proxyFlags) error {
@@ -163,7 +106,7 @@ func runProxy(ctx context.Context, log *slog.Logger, cfg modelproxy.Config, f pr
 		if err != nil {
 			return fmt.Errorf("kafka: %w", err)
 		}
-		err = checkTopics(ctx, log, gatewayFlags{commonFlags: f.commonFlags, brokers: f.brokers, kafka: f.kafka}, cl, f.auditTopic)
+		err = f.checkTopics(ctx, log, cl, f.auditTopic)
 		cl.Close()
 		if err != nil {
 			return err
