@@ -2,7 +2,9 @@ package modelproxy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 )
 
 // anthropicStream is a Messages stream (message_start, content_block_*
@@ -14,15 +16,40 @@ import (
 // renumbered so that the client's indexes have no gap; before
 // message_delta the note is sent as a text block and, when no tool_use
 // is left, stop_reason "tool_use" becomes "end_turn".
+//
+// Under retry (repairStream) each attempt's blocks are kept for the
+// repair request, its message_delta and message_stop held, and the
+// message_start of a repair's stream dropped: its blocks follow the
+// client's last (base); end sends the note, the message_delta (tool_use
+// when any call was sent) with the usage summed over the attempts, and
+// message_stop.
 type anthropicStream struct {
 	out       *sink
 	decide    streamDecider
 	id, model string
-	dropped   int // blocks withheld so far
+	base      int // the client's index of the attempt's first block
+	dropped   int // blocks of the attempt withheld so far
 	next      int // the client's index of the next block
 	sent      int // tool_use blocks released
 	fixes     []string
 	held      *anthropicHeld
+
+	t       streamTurn
+	attempt int
+	blocks  []*anthropicBlock          // the attempt's, by index
+	start   json.RawMessage            // the attempt's message_start usage
+	usage   json.RawMessage            // summed over the attempts done
+	delta   map[string]json.RawMessage // the last message_delta, held
+	stopped bool                       // message_stop, held
+}
+
+// anthropicBlock is a content block of an attempt, accumulated as the
+// SDK accumulates it, for the repair request.
+type anthropicBlock struct {
+	start                   map[string]json.RawMessage
+	text, thinking, partial []byte
+	signature               json.RawMessage
+	citations               []json.RawMessage
 }
 
 type anthropicHeld struct {
@@ -43,15 +70,26 @@ func (s *anthropicStream) errorEvent(msg string) (string, []byte) {
 }
 
 func (s *anthropicStream) handle(ev *sseEvent) error {
+	if s.t.retry {
+		if err := s.keep(ev); err != nil {
+			return err
+		}
+	}
 	switch ev.event {
 	case "message_start":
 		var m struct {
-			Message head `json:"message"`
+			Message struct {
+				head
+				Usage json.RawMessage `json:"usage"`
+			} `json:"message"`
 		}
 		_ = json.Unmarshal(ev.data, &m)
-		s.id, s.model = m.Message.ID, m.Message.Model
+		s.id, s.model, s.start = m.Message.ID, m.Message.Model, m.Message.Usage
+		if s.attempt > 0 {
+			return nil // the client's message goes on
+		}
 	case "content_block_delta", "content_block_stop":
-		if s.held == nil && s.dropped == 0 {
+		if s.held == nil && s.dropped == 0 && s.base == 0 {
 			break // a block passed on as it is: nothing to read
 		}
 		return s.block(ev)
@@ -62,6 +100,15 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 			if err := s.finish(); err != nil {
 				return err
 			}
+		}
+		if s.t.retry {
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(ev.data, &top); err != nil {
+				return fmt.Errorf("message_delta: %w", err)
+			}
+			s.delta = top
+			s.usage = sumUsage(s.usage, overlay(s.start, top["usage"]))
+			return nil // sent by end
 		}
 		if len(s.fixes) > 0 {
 			s.note()
@@ -76,6 +123,11 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 				s.out.event(ev.event, mustJSON(top))
 				return nil
 			}
+		}
+	case "message_stop":
+		if s.t.retry {
+			s.stopped = true
+			return nil // sent by end
 		}
 	}
 	s.out.raw(ev.raw)
@@ -126,13 +178,14 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 	return nil
 }
 
-// send passes ev on, renumbered when blocks were dropped before it.
+// send passes ev on, renumbered when blocks were dropped before it or
+// an earlier attempt's blocks came first.
 func (s *anthropicStream) send(ev *sseEvent, index int) {
-	n := index - s.dropped
+	n := s.base + index - s.dropped
 	if ev.event == "content_block_start" {
 		s.next = n + 1
 	}
-	if s.dropped == 0 {
+	if s.base == 0 && s.dropped == 0 {
 		s.out.raw(ev.raw)
 		return
 	}
@@ -156,9 +209,11 @@ func (s *anthropicStream) complete() error {
 		c.args, c.raw = callArgs(string(h.input))
 	}
 	withhold, fix := s.decide(s.id, s.model, c)
-	if withhold {
+	if !s.t.decided(c, withhold, fix) {
 		s.dropped++
-		s.fixes = append(s.fixes, fix)
+		if withhold {
+			s.fixes = append(s.fixes, fix)
+		}
 		return nil
 	}
 	for _, ev := range h.events {
@@ -182,4 +237,153 @@ func (s *anthropicStream) finish() error {
 		return s.complete()
 	}
 	return nil
+}
+
+func (s *anthropicStream) retrying() { s.t.retry = true }
+
+// keep accumulates the attempt's content blocks (retry).
+func (s *anthropicStream) keep(ev *sseEvent) error {
+	if ev.event != "content_block_start" && ev.event != "content_block_delta" {
+		return nil
+	}
+	var e struct {
+		Index int                        `json:"index"`
+		Block map[string]json.RawMessage `json:"content_block"`
+		Delta *struct {
+			Text        *string         `json:"text"`
+			Thinking    *string         `json:"thinking"`
+			PartialJSON *string         `json:"partial_json"`
+			Signature   json.RawMessage `json:"signature"`
+			Citation    json.RawMessage `json:"citation"`
+		} `json:"delta"`
+	}
+	if err := json.Unmarshal(ev.data, &e); err != nil {
+		return fmt.Errorf("%s is not understood, so its tool call cannot be decided: %w", ev.event, err)
+	}
+	if ev.event == "content_block_start" {
+		if e.Index != len(s.blocks) || e.Block == nil {
+			return fmt.Errorf("content_block_start %d after %d blocks: the turn cannot be repaired", e.Index, len(s.blocks))
+		}
+		s.blocks = append(s.blocks, &anthropicBlock{start: e.Block})
+		return nil
+	}
+	if e.Index < 0 || e.Index >= len(s.blocks) || e.Delta == nil {
+		return fmt.Errorf("content_block_delta of block %d, of %d started", e.Index, len(s.blocks))
+	}
+	b, d := s.blocks[e.Index], e.Delta
+	switch {
+	case d.Text != nil:
+		b.text = append(b.text, *d.Text...)
+	case d.Thinking != nil:
+		b.thinking = append(b.thinking, *d.Thinking...)
+	case d.PartialJSON != nil:
+		b.partial = append(b.partial, *d.PartialJSON...)
+	case d.Signature != nil:
+		b.signature = d.Signature
+	case d.Citation != nil:
+		b.citations = append(b.citations, d.Citation)
+	}
+	if size := len(b.text) + len(b.thinking) + len(b.partial); size > s.out.maxHeld {
+		return errHeldTooLong
+	}
+	return nil
+}
+
+// turn is the attempt's message, its blocks as the SDK accumulates them.
+func (s *anthropicStream) turn() (response, *streamTurn, bool, error) {
+	if !s.t.withheld() || s.delta == nil {
+		return nil, &s.t, false, nil
+	}
+	content := make([]json.RawMessage, len(s.blocks))
+	for i, b := range s.blocks {
+		m := maps.Clone(b.start)
+		if err := b.fill(m); err != nil {
+			return nil, &s.t, true, fmt.Errorf("content block %d: %w", i, err)
+		}
+		content[i] = mustJSON(m)
+	}
+	msg := map[string]json.RawMessage{"id": mustJSON(s.id), "type": mustJSON("message"), "role": mustJSON("assistant"),
+		"model": mustJSON(s.model), "content": mustJSON(content), "stop_reason": mustJSON("tool_use")}
+	resp, err := anthropicMessages{}.parseResponse(mustJSON(msg))
+	return resp, &s.t, true, err
+}
+
+// fill puts what the block's deltas carried into its start object m.
+func (b *anthropicBlock) fill(m map[string]json.RawMessage) error {
+	add := func(k string, v []byte) {
+		var prev string
+		_ = json.Unmarshal(m[k], &prev)
+		m[k] = mustJSON(prev + string(v))
+	}
+	if b.text != nil {
+		add("text", b.text)
+	}
+	if b.thinking != nil {
+		add("thinking", b.thinking)
+	}
+	if b.signature != nil {
+		m["signature"] = b.signature
+	}
+	if b.citations != nil {
+		m["citations"] = mustJSON(b.citations)
+	}
+	if len(b.partial) > 0 {
+		if !json.Valid(b.partial) {
+			return errors.New("its input is not JSON")
+		}
+		m["input"] = b.partial
+	}
+	return nil
+}
+
+func (s *anthropicStream) again() {
+	s.t.again()
+	s.attempt++
+	s.base, s.dropped, s.fixes, s.held = s.next, 0, nil, nil
+	s.blocks, s.start, s.delta, s.stopped = nil, nil, nil, false
+}
+
+// end sends the note of the last attempt's withheld calls, the held
+// message_delta (stop_reason tool_use when calls were sent, end_turn
+// when none was and the last attempt's were withheld), its usage the sum
+// of the attempts', and message_stop.
+func (s *anthropicStream) end() {
+	if len(s.fixes) > 0 {
+		s.note()
+	}
+	if s.delta != nil {
+		var d map[string]json.RawMessage
+		_ = json.Unmarshal(s.delta["delta"], &d)
+		if d == nil {
+			d = map[string]json.RawMessage{}
+		}
+		switch {
+		case s.sent > 0:
+			d["stop_reason"] = mustJSON("tool_use")
+		case len(s.fixes) > 0 && string(d["stop_reason"]) == `"tool_use"`:
+			d["stop_reason"] = mustJSON("end_turn")
+		}
+		s.delta["delta"] = mustJSON(d)
+		if s.usage != nil {
+			s.delta["usage"] = s.usage
+		}
+		s.out.event("message_delta", mustJSON(s.delta))
+	}
+	if s.stopped {
+		s.out.event("message_stop", []byte(`{"type":"message_stop"}`))
+	}
+}
+
+// overlay is usage a with b's members put over it (message_start's
+// usage and message_delta's, whose counters are the message's totals).
+func overlay(a, b json.RawMessage) json.RawMessage {
+	var x, y map[string]json.RawMessage
+	if json.Unmarshal(a, &x) != nil || x == nil {
+		return b
+	}
+	if json.Unmarshal(b, &y) != nil {
+		return a
+	}
+	maps.Copy(x, y)
+	return mustJSON(x)
 }

@@ -156,9 +156,21 @@
 // stream ends with an error event in the API's shape (OpenAI: a data
 // chunk with "error"; Anthropic: event error), which the SDKs raise, and
 // the call is not sent. The headers are sent before any call is decided,
-// so a stream carries only Toolaudit-Registry-Version. Under retry a
-// stream is answered as under block: a repair would have to hold the
-// text that came before the calls.
+// so they carry only Toolaudit-Registry-Version; the other Toolaudit
+// headers come as HTTP trailers.
+//
+// Under retry (Chat Completions, Messages: repairStream) each attempt's
+// end (OpenAI: the finish, the usage chunk, [DONE]; Anthropic:
+// message_delta, message_stop) is held, and its text and calls kept.
+// When it withheld calls, the repair request (as retry builds it, from
+// the turn the stream carried) is sent streaming and its stream goes on
+// in the client's: the text sent before cannot be taken back, so the
+// repair continues it (OpenAI: its text after a blank line; Anthropic:
+// without its message_start, its blocks after the client's last), its
+// calls renumbered after those sent, a repeat of one dropped. The last
+// attempt's end is sent at the end: tool_calls / tool_use when any call
+// was sent, usage summed over the attempts, and when the retries run
+// out the note and stop / end_turn, as under block.
 //
 // # Responses
 //
@@ -200,5 +212,5 @@
 // decisions table, each attempt a span of it; and a traced agent's run
 // leads to the decisions of its model calls.
 //
-// Not yet: retry of a stream (a stream under retry is blocked).
+// Not yet: retry of a Responses stream (answered as under block).
 package modelproxy

@@ -272,9 +272,8 @@ func (openAIChat) errorBody(status int, msg string) []byte {
 	return mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 }
 
-// mustJSON marshals what cannot fail to marshal (strings, raw JSON,
-// maps of them).
-// mustJSON encodes v. The objects and arrays of raw values the proxy
+// mustJSON encodes what cannot fail to encode (strings, raw JSON, maps
+// of them). The objects and arrays of raw values the proxy
 // rebuilds a response from are written as they are, their members'
 // names sorted as encoding/json sorts them: their bytes were validated
 // when the body was (parseStrict), and encoding/json would validate and

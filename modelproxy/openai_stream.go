@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // openAIStream is a Chat Completions stream (chat.completion.chunk
@@ -16,6 +18,12 @@ import (
 // gap; one withheld is dropped, and at the choice's finish the note is
 // sent as a content delta and, when no call is left, finish_reason
 // "tool_calls" becomes "stop".
+//
+// Under retry (repairStream) each attempt's finish, usage chunk and
+// [DONE] are held, and its text and calls kept for the repair request;
+// a repair's text follows the earlier text after a blank line;
+// end sends the note, the finish (tool_calls when any call was sent),
+// the usage summed and [DONE].
 type openAIStream struct {
 	out      *sink
 	decide   streamDecider
@@ -23,12 +31,20 @@ type openAIStream struct {
 	id       string
 	model    string
 	choices  map[int]*openAIStreamChoice
+
+	t     streamTurn
+	text  strings.Builder   // choice 0's content, this attempt
+	raws  []json.RawMessage // choice 0's calls, this attempt
+	usage json.RawMessage   // summed over the attempts
+	done  bool              // the attempt's [DONE], held
+	said  int               // 1: an earlier attempt's text was sent, 2: and this one's follows it
 }
 
 type openAIStreamChoice struct {
 	cur            *openAIStreamCall
 	sent, withheld int
 	fixes          []string
+	finish         json.RawMessage // under retry: the attempt's, held
 }
 
 type openAIStreamCall struct {
@@ -62,10 +78,14 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		if err := s.finish(); err != nil {
 			return err
 		}
+		if s.t.retry && string(ev.data) == "[DONE]" {
+			s.done = true
+			return nil
+		}
 		s.out.raw(ev.raw)
 		return nil
 	}
-	if s.id != "" && plainChunk(ev.data) {
+	if s.id != "" && !s.t.retry && plainChunk(ev.data) {
 		s.out.raw(ev.raw) // text: nothing to read, nothing to change
 		return nil
 	}
@@ -92,6 +112,10 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 			s.envelope[k] = v
 		}
 	}
+	if u := top["usage"]; s.t.retry && len(choices) == 0 && len(u) > 0 && string(u) != "null" {
+		s.usage = sumUsage(s.usage, u) // sent by end
+		return nil
+	}
 	changed, keep := false, len(choices) == 0
 	for _, ch := range choices {
 		var ci int
@@ -103,6 +127,18 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		}
 		var delta map[string]json.RawMessage
 		_ = json.Unmarshal(ch["delta"], &delta)
+		if c, ok := delta["content"]; ok && s.t.retry && ci == 0 {
+			var text *string
+			_ = json.Unmarshal(c, &text)
+			if text != nil && *text != "" {
+				s.text.WriteString(*text)
+				if s.said == 1 { // the text of an earlier attempt goes before
+					delta["content"] = mustJSON("\n\n" + *text)
+					ch["delta"] = mustJSON(delta)
+					changed, s.said = true, 2
+				}
+			}
+		}
 		if tc, ok := delta["tool_calls"]; ok {
 			var ds []openAIDelta
 			if err := json.Unmarshal(tc, &ds); err != nil {
@@ -141,14 +177,21 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 					return err
 				}
 			}
-			if st.withheld > 0 {
+			switch {
+			case s.t.retry:
+				st.finish = fin // sent by end
+				ch["finish_reason"] = json.RawMessage("null")
+				changed = true
+			case st.withheld > 0:
 				s.chunk(ci, map[string]any{"content": "\n\n" + noteText(st.fixes)})
 				if st.sent == 0 && string(fin) == `"tool_calls"` {
 					ch["finish_reason"] = mustJSON("stop")
 					changed = true
 				}
+				keep = true
+			default:
+				keep = true
 			}
-			keep = true
 		}
 		if len(delta) > 0 {
 			keep = true
@@ -171,15 +214,20 @@ func (s *openAIStream) complete(ci int, st *openAIStreamChoice) error {
 	tc := toolCall{id: c.id, name: c.name}
 	tc.args, tc.raw = callArgs(string(c.args))
 	withhold, fix := s.decide(s.id, s.model, tc)
-	if withhold {
-		st.withheld++
-		st.fixes = append(st.fixes, fix)
+	call := map[string]any{"id": c.id, "type": cmpOrStr(c.typ, "function"),
+		"function": map[string]any{"name": c.name, "arguments": string(c.args)}}
+	if s.t.retry && ci == 0 {
+		s.raws = append(s.raws, mustJSON(call))
+	}
+	if !s.t.decided(tc, withhold, fix) {
+		if withhold {
+			st.withheld++
+			st.fixes = append(st.fixes, fix)
+		}
 		return nil
 	}
-	s.chunk(ci, map[string]any{"tool_calls": []any{map[string]any{
-		"index": st.sent, "id": c.id, "type": cmpOrStr(c.typ, "function"),
-		"function": map[string]any{"name": c.name, "arguments": string(c.args)},
-	}}})
+	call["index"] = st.sent
+	s.chunk(ci, map[string]any{"tool_calls": []any{call}})
 	st.sent++
 	return nil
 }
@@ -195,12 +243,7 @@ func (s *openAIStream) chunk(ci int, delta map[string]any) {
 }
 
 func (s *openAIStream) finish() error {
-	cis := make([]int, 0, len(s.choices))
-	for ci := range s.choices {
-		cis = append(cis, ci)
-	}
-	slices.Sort(cis)
-	for _, ci := range cis {
+	for _, ci := range s.choiceIndexes() {
 		if st := s.choices[ci]; st.cur != nil {
 			if err := s.complete(ci, st); err != nil {
 				return err
@@ -208,6 +251,89 @@ func (s *openAIStream) finish() error {
 		}
 	}
 	return nil
+}
+
+func (s *openAIStream) choiceIndexes() []int {
+	cis := make([]int, 0, len(s.choices))
+	for ci := range s.choices {
+		cis = append(cis, ci)
+	}
+	slices.Sort(cis)
+	return cis
+}
+
+func (s *openAIStream) retrying() { s.t.retry = true }
+
+// turn is the attempt's message: its text and every call, as Chat
+// Completions returns it. Only a stream of one choice is repaired.
+func (s *openAIStream) turn() (response, *streamTurn, bool, error) {
+	st := s.choices[0]
+	if len(s.choices) != 1 || st == nil || st.withheld == 0 || st.finish == nil {
+		return nil, &s.t, false, nil
+	}
+	content := json.RawMessage("null")
+	if s.text.Len() > 0 {
+		content = mustJSON(s.text.String())
+	}
+	msg := map[string]json.RawMessage{"role": mustJSON("assistant"), "content": content, "tool_calls": mustJSON(s.raws)}
+	choice := map[string]json.RawMessage{"index": json.RawMessage("0"), "message": mustJSON(msg), "finish_reason": st.finish}
+	top := map[string]json.RawMessage{"id": mustJSON(s.id), "object": mustJSON("chat.completion"), "model": mustJSON(s.model),
+		"choices": mustJSON([]map[string]json.RawMessage{choice})}
+	resp, err := openAIChat{}.parseResponse(mustJSON(top))
+	return resp, &s.t, true, err
+}
+
+func (s *openAIStream) again() {
+	if s.text.Len() > 0 || s.said > 0 {
+		s.said = 1
+	}
+	s.t.again()
+	s.text.Reset()
+	s.raws, s.done = nil, false
+	for _, st := range s.choices {
+		st.cur, st.withheld, st.fixes, st.finish = nil, 0, nil, nil
+	}
+}
+
+// end sends each choice's note and finish, tool_calls when calls were
+// sent (of any attempt), stop when none was and the last attempt's were
+// withheld; the usage summed; [DONE].
+func (s *openAIStream) end() {
+	for _, ci := range s.choiceIndexes() {
+		st := s.choices[ci]
+		if st.withheld > 0 {
+			s.chunk(ci, map[string]any{"content": "\n\n" + noteText(st.fixes)})
+		}
+		if st.finish == nil {
+			continue
+		}
+		fin := st.finish
+		switch {
+		case st.sent > 0:
+			fin = mustJSON("tool_calls")
+		case st.withheld > 0 && string(fin) == `"tool_calls"`:
+			fin = mustJSON("stop")
+		}
+		top := s.envelopeCopy()
+		top["choices"] = mustJSON([]map[string]json.RawMessage{{"index": mustJSON(ci), "delta": json.RawMessage("{}"), "finish_reason": fin}})
+		s.out.event("", mustJSON(top))
+	}
+	if s.usage != nil {
+		top := s.envelopeCopy()
+		top["choices"], top["usage"] = json.RawMessage("[]"), s.usage
+		s.out.event("", mustJSON(top))
+	}
+	if s.done {
+		s.out.raw([]byte("data: [DONE]\n\n"))
+	}
+}
+
+func (s *openAIStream) envelopeCopy() map[string]json.RawMessage {
+	top := maps.Clone(s.envelope)
+	if top == nil {
+		top = map[string]json.RawMessage{}
+	}
+	return top
 }
 
 // plainChunk reports whether a chunk holds no tool call, no finish and

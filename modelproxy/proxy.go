@@ -514,14 +514,27 @@ func withRequestTrace(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requestTraceKey{}, id)
 }
 
-// attemptOf is the trace id of ctx's request and a new span id for one
-// of its responses, hex; "" for both outside a request.
+type attemptKey struct{}
+
+// newAttempt fixes the span id of one response whose calls are decided
+// one by one (a stream's): every call of it carries the same.
+func newAttempt(ctx context.Context) context.Context {
+	var sp trace.SpanID
+	rand.Read(sp[:])
+	return context.WithValue(ctx, attemptKey{}, sp)
+}
+
+// attemptOf is the trace id of ctx's request and the span id of one of
+// its responses (newAttempt's, else a new one), hex; "" for both outside
+// a request.
 func attemptOf(ctx context.Context) (traceID, spanID string) {
 	id, ok := ctx.Value(requestTraceKey{}).(trace.TraceID)
 	if !ok {
 		return "", ""
 	}
-	var sp trace.SpanID
-	rand.Read(sp[:])
+	sp, ok := ctx.Value(attemptKey{}).(trace.SpanID)
+	if !ok {
+		rand.Read(sp[:])
+	}
 	return id.String(), sp.String()
 }

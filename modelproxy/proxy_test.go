@@ -59,6 +59,7 @@ type anthropicMessage struct {
 	} `json:"content"`
 	Usage struct {
 		OutputTokens int `json:"output_tokens"`
+		InputTokens  int `json:"input_tokens"`
 	} `json:"usage"`
 }
 

@@ -46,14 +46,7 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 	var carriedCalls []toolCall
 	usage := resp.usage()
 	for d.nRejected > 0 && st.retries < rt.Retries && dctx.Err() == nil && resp.repairable() {
-		results := make([]string, len(d.rejected))
-		for i, rej := range d.rejected {
-			results[i] = repairKept
-			if rej {
-				results[i] = repairRejected + d.fixes[i]
-			}
-		}
-		next, err := resp.repair(body, results, d.rejected)
+		next, err := resp.repair(body, repairResults(d.rejected, d.fixes), d.rejected)
 		if err != nil {
 			p.log.Warn("repair request not built: block answer", "route", rt.Prefix, "err", err)
 			break
@@ -105,6 +98,19 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 		}
 	}
 	return resp.withhold(drop, d.note)
+}
+
+// repairResults are the tool results of a repair request: a rejected
+// call's fix text as its error, repairKept for a call that resolves.
+func repairResults(rejected []bool, fixes []string) []string {
+	results := make([]string, len(rejected))
+	for i, rej := range rejected {
+		results[i] = repairKept
+		if rej {
+			results[i] = repairRejected + fixes[i]
+		}
+	}
+	return results
 }
 
 // sameArgs reports whether two calls carry the same arguments (compacted

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/audit"
 )
 
 // repairTurn is what the tests read of a repair request: the messages
@@ -109,23 +111,29 @@ func TestRetrySDKs(t *testing.T) {
 					t.Errorf("the error result has no fix text: %q", results[1].Content)
 				}
 			}
-			recs := e.records(t, 4)
-			if got := classes(recs); got != "OK,H1,OK,OK" {
-				t.Errorf("classes %s", got)
-			}
-			checkOffline(t, recs)
-			// The attempts are one trace in the audit, each its span.
-			var ev [4]struct {
-				TraceID string `json:"trace_id"`
-				SpanID  string `json:"span_id"`
-			}
-			for i, r := range recs {
-				decode(t, r.Call, &ev[i])
-			}
-			if ev[0].TraceID == "" || ev[0].TraceID != ev[3].TraceID || ev[0].SpanID != ev[2].SpanID || ev[0].SpanID == ev[3].SpanID {
-				t.Errorf("the attempts' trace and spans: %+v", ev)
-			}
+			checkRepairAudit(t, e.records(t, 4))
 		})
+	}
+}
+
+// checkRepairAudit checks the audit of a repaired answer (parallel, then
+// repaired): one record per call of each attempt, as resolverd check
+// decides them; the attempts are one trace, each attempt its span.
+func checkRepairAudit(t *testing.T, recs []audit.Record) {
+	t.Helper()
+	if got := classes(recs); got != "OK,H1,OK,OK" {
+		t.Errorf("classes %s", got)
+	}
+	checkOffline(t, recs)
+	var ev [4]struct {
+		TraceID string `json:"trace_id"`
+		SpanID  string `json:"span_id"`
+	}
+	for i, r := range recs {
+		decode(t, r.Call, &ev[i])
+	}
+	if ev[0].TraceID == "" || ev[0].TraceID != ev[3].TraceID || ev[0].SpanID != ev[2].SpanID || ev[0].SpanID == ev[3].SpanID {
+		t.Errorf("the attempts' trace and spans: %+v", ev)
 	}
 }
 
@@ -200,18 +208,23 @@ func TestRetryBounded(t *testing.T) {
 	}
 }
 
-// The SDKs' agent loops under retry execute the calls that resolved and
-// the corrected one, once each, and never the rejected one.
+// The SDKs' agent loops under retry, streaming or not, execute the
+// calls that resolved and the corrected one, once each, and never the
+// rejected one.
 func TestRetryAgentLoops(t *testing.T) {
-	for _, api := range []string{"openai", "anthropic"} {
-		t.Run(api, func(t *testing.T) {
+	for _, tc := range []struct {
+		api, ext string
+		stream   bool
+	}{{"openai", ".json", false}, {"anthropic", ".json", false}, {"openai", ".sse", true}, {"anthropic", ".sse", true}} {
+		api := tc.api
+		t.Run(api+tc.ext, func(t *testing.T) {
 			e := start(t, "retry")
-			e.up.queue(t, api+"/parallel.json", api+"/repaired.json", api+"/final.json")
+			e.up.queue(t, api+"/parallel"+tc.ext, api+"/repaired"+tc.ext, api+"/final"+tc.ext)
 			req := requestFor(api)
 			if api == "anthropic" {
 				req["tools"] = req["tools"].([]any)[:2]
 			}
-			o := e.sdk(t, api, "agent", req)
+			o := e.sdkStream(t, api, "agent", req, tc.stream)
 			if !o.OK {
 				t.Fatalf("agent loop failed: %+v", o)
 			}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolaudit/toolaudit/audit"
@@ -226,8 +228,74 @@ type streamer interface {
 // written after it reaches the client (sink.decided).
 type streamDecider func(respID, model string, c toolCall) (withhold bool, fix string)
 
+// repairStream is a streamer a retry can continue: it holds the end of
+// each attempt's stream (the finish, the usage, the last event) so that
+// the stream of a repair request can follow in the client's stream, as
+// one answer.
+type repairStream interface {
+	streamer
+	// retrying makes the stream hold its end; called before the first
+	// event.
+	retrying()
+	// turn is the attempt's model turn as a response, for its repair
+	// request, its calls' decisions (t), and whether it is to be
+	// repaired: it ended with calls withheld, in one model turn. An
+	// error: the turn cannot be rebuilt.
+	turn() (resp response, t *streamTurn, repair bool, err error)
+	// again begins the next attempt, the stream of the repair request.
+	again()
+	// end sends what the last attempt's stream held: the note of its
+	// withheld calls, its finish, the usage summed over every attempt,
+	// the stream's last event.
+	end()
+}
+
+// streamTurn is what a stream under retry keeps of one attempt: its
+// calls and their decisions, for the repair request; and the calls sent
+// to the client in any attempt, of which a repeat is dropped (no call
+// runs twice).
+type streamTurn struct {
+	retry    bool
+	calls    []toolCall
+	rejected []bool
+	fixes    []string
+	sent     []toolCall
+}
+
+// decided notes a call's decision; it reports whether the call is to be
+// sent: withheld or a repeat of one sent, it is not.
+func (t *streamTurn) decided(c toolCall, withhold bool, fix string) bool {
+	if !t.retry {
+		return !withhold
+	}
+	t.calls = append(t.calls, c)
+	t.rejected = append(t.rejected, withhold)
+	t.fixes = append(t.fixes, fix)
+	if withhold {
+		return false
+	}
+	for _, k := range t.sent {
+		if c.name == k.name && sameArgs(c, k) {
+			return false
+		}
+	}
+	t.sent = append(t.sent, c)
+	return true
+}
+
+// withheld reports whether the attempt withheld a call.
+func (t *streamTurn) withheld() bool { return slices.Contains(t.rejected, true) }
+
+// again forgets the attempt's calls (not those sent).
+func (t *streamTurn) again() { t.calls, t.rejected, t.fixes = nil, nil, nil }
+
 // serveStream answers a streaming request: the upstream's event stream,
-// its tool calls decided as they complete.
+// its tool calls decided as they complete. Under retry a stream whose
+// calls are withheld is continued by the stream of a repair request (the
+// conversation so far, the attempt's turn, a tool result per call, as
+// retry sends it), up to the route's retries within its retry deadline:
+// the client reads one stream, the attempts' text and the calls that
+// resolve, the finish and usage (summed) of the whole.
 func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *Route, rest string, body []byte, req *request, decl *declared.Set) {
 	a := rt.api
 	up, err := p.forward(ctx, r, rt, rest, body)
@@ -235,65 +303,156 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 		writeError(w, a, http.StatusBadGateway, "toolaudit: the upstream did not answer: "+err.Error())
 		return
 	}
-	defer up.Body.Close()
+	defer func() { up.Body.Close() }()
 	if up.StatusCode < 200 || up.StatusCode > 299 {
 		copyHeader(w.Header(), up.Header)
 		w.WriteHeader(up.StatusCode)
 		_, _ = io.Copy(w, up.Body)
 		return
 	}
-	if ct := up.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		writeError(w, a, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream answered a streaming request with %q, not an event stream; its tool calls cannot be decided", ct))
+	if !eventStream(up) {
+		writeError(w, a, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream answered a streaming request with %q, not an event stream; its tool calls cannot be decided", up.Header.Get("Content-Type")))
 		return
 	}
-	copyHeader(w.Header(), up.Header)
-	w.Header().Set(HeaderVersion, decl.Version)
+	h := w.Header()
+	copyHeader(h, up.Header)
+	h.Set(HeaderVersion, decl.Version)
+	// What is decided comes after the headers: the trailers say it.
+	h.Set("Trailer", strings.Join([]string{HeaderCalls, HeaderRejected, HeaderWithheld, HeaderRetries}, ", "))
 	w.WriteHeader(up.StatusCode)
 	step := p.steps[rt.policy]
 	out := &sink{w: w, rc: http.NewResponseController(w), maxHeld: int(p.cfg.Limits.MaxResponseBytes),
 		record: func(recs []*audit.Record) error { return step.Record(ctx, recs...) }}
-	block := rt.policy != Observe // retry is block when streaming
+	var st retryStats
+	actx := newAttempt(ctx)
+	block := rt.policy != Observe // a retry withholds what it cannot repair
 	decide := func(respID, model string, c toolCall) (bool, string) {
-		d, recs := p.decideUnrecorded(ctx, rt, req, decl, respID, model, []toolCall{c})
+		d, recs := p.decideUnrecorded(actx, rt, req, decl, respID, model, []toolCall{c})
 		out.decided(recs...)
+		st.calls++
+		if d.rejected[0] {
+			st.rejected++
+			if block {
+				st.withheld = append(st.withheld, c.id)
+			}
+		}
 		return block && d.rejected[0], d.fixes[0]
 	}
 	s := a.newStream(out, decide)
 	if rs, ok := s.(*responsesStream); ok {
 		rs.withheld = p.withheld.put // for a request continuing the response
 	}
-	sr := newSSEReader(up.Body, p.cfg.Limits.MaxSSELineBytes)
-	sr.idle = out.flush // before the proxy waits for the upstream
-	fail := func(msg string) {
-		p.log.Error("stream ended", "route", rt.Prefix, "err", msg)
-		out.end(s.errorEvent("toolaudit: " + msg))
+	rs, retrying := s.(repairStream)
+	retrying = retrying && rt.policy == Retry
+	if retrying {
+		rs.retrying()
 	}
+	defer func() {
+		h.Set(HeaderCalls, strconv.Itoa(st.calls))
+		h.Set(HeaderRejected, strconv.Itoa(st.rejected))
+		h.Set(HeaderWithheld, strings.Join(st.withheld, ","))
+		if rt.policy == Retry {
+			h.Set(HeaderRetries, strconv.Itoa(st.retries))
+		}
+	}()
+	var dctx context.Context
+	for {
+		if !p.pipe(rt, s, out, up.Body) || !retrying {
+			return
+		}
+		resp, t, repair, err := rs.turn()
+		if repair && err == nil && dctx == nil {
+			var cancel context.CancelFunc
+			dctx, cancel = context.WithTimeout(ctx, rt.retryDeadline)
+			defer cancel()
+		}
+		var next []byte
+		if repair && err == nil && st.retries < rt.Retries && dctx.Err() == nil {
+			next, err = resp.repair(body, repairResults(t.rejected, t.fixes), t.rejected)
+		}
+		if !repair || next == nil || err != nil {
+			if err != nil {
+				p.log.Warn("repair request not built: block answer", "route", rt.Prefix, "err", err)
+			}
+			rs.end()
+			p.flushEnd(rt, s, out)
+			return
+		}
+		nu, err := p.forward(dctx, r, rt, rest, next)
+		switch {
+		case err != nil:
+		case nu.StatusCode < 200 || nu.StatusCode > 299:
+			err = fmt.Errorf("upstream answered %d", nu.StatusCode)
+		case !eventStream(nu):
+			err = fmt.Errorf("upstream answered %q, not an event stream", nu.Header.Get("Content-Type"))
+		}
+		if err != nil {
+			if nu != nil {
+				nu.Body.Close()
+			}
+			p.log.Warn("repair request failed: block answer", "route", rt.Prefix, "attempt", st.retries+1, "err", err)
+			rs.end()
+			p.flushEnd(rt, s, out)
+			return
+		}
+		up.Body.Close()
+		up, body = nu, next
+		st.retries++
+		st.withheld = st.withheld[:0]
+		actx = newAttempt(ctx)
+		rs.again()
+	}
+}
+
+func eventStream(up *http.Response) bool {
+	return strings.HasPrefix(up.Header.Get("Content-Type"), "text/event-stream")
+}
+
+// pipe reads one attempt's upstream stream to its end into s; false when
+// the stream was ended (an error event) or the client is gone.
+func (p *Proxy) pipe(rt *Route, s streamer, out *sink, body io.Reader) bool {
+	sr := newSSEReader(body, p.cfg.Limits.MaxSSELineBytes)
+	sr.idle = out.flush // before the proxy waits for the upstream
 	for {
 		ev, err := sr.next()
 		switch {
 		case out.unrecorded != nil:
-			fail(out.unrecorded.Error())
-			return
+			p.failStream(rt, s, out, out.unrecorded.Error())
+			return false
 		case out.err != nil:
-			return // the client is gone
+			return false // the client is gone
 		case err == io.EOF:
 			if err := s.finish(); err != nil {
-				fail(err.Error())
-				return
+				p.failStream(rt, s, out, err.Error())
+				return false
 			}
-			if out.flush(); out.unrecorded != nil {
-				fail(out.unrecorded.Error())
-			}
-			return
+			return p.flushEnd(rt, s, out)
 		case err != nil:
-			fail("reading the upstream's event stream: " + err.Error() + "; the calls not yet sent cannot be decided")
-			return
+			p.failStream(rt, s, out, "reading the upstream's event stream: "+err.Error()+"; the calls not yet sent cannot be decided")
+			return false
 		}
 		if err := s.handle(ev); err != nil {
-			fail(err.Error())
-			return
+			p.failStream(rt, s, out, err.Error())
+			return false
 		}
 	}
+}
+
+// flushEnd records what is pending and sends what is held; false when
+// the decisions could not be recorded (the stream is then ended) or the
+// client is gone.
+func (p *Proxy) flushEnd(rt *Route, s streamer, out *sink) bool {
+	if out.flush(); out.unrecorded != nil {
+		p.failStream(rt, s, out, out.unrecorded.Error())
+		return false
+	}
+	return out.err == nil
+}
+
+// failStream ends the stream with an error event in the API's shape.
+func (p *Proxy) failStream(rt *Route, s streamer, out *sink, msg string) {
+	p.log.Error("stream ended", "route", rt.Prefix, "err", msg)
+	out.end(s.errorEvent("toolaudit: " + msg))
 }
 
 // withheldNote opens the note of the calls a response's stream withheld.

@@ -336,3 +336,182 @@ func TestStreamCallWaitsForAudit(t *testing.T) {
 	}
 	e.records(t, 3)
 }
+
+// Streaming, retry: a stream whose call is rejected is continued by the
+// stream of a repair request. The SDK accumulates one message: the first
+// attempt's text and the calls that resolved, then the repair's text and
+// its corrected call, finish tool_calls, usage summed; the upstream sees
+// the repair request as retry sends it, streaming; the trailers say what
+// was decided.
+func TestStreamRetrySDKs(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/parallel.sse", api+"/repaired.sse")
+			o := e.sdk(t, api, "stream", streamRequest(api))
+			if !o.OK {
+				t.Fatalf("SDK failed: %+v", o)
+			}
+			wantIDs := map[string][]string{"openai": {"call_p1", "call_p3", "call_r1"}, "anthropic": {"toolu_01P1", "toolu_01P3", "toolu_01R1"}}[api]
+			if ids := streamedCalls(t, api, o.Response); !slices.Equal(ids, wantIDs) {
+				t.Errorf("calls %v, want %v", ids, wantIDs)
+			}
+			const text = "Checking three things.Sorry, the tool is get_weather." // two text blocks
+			switch api {
+			case "openai":
+				var m openAIMessage
+				decode(t, o.Response, &m)
+				if c := m.Choices[0].Message.Content; c == nil || *c != "Checking three things.\n\nSorry, the tool is get_weather." || m.Choices[0].FinishReason != "tool_calls" || m.Usage.TotalTokens != 130+215 {
+					t.Errorf("message %s", o.Response)
+				}
+			case "anthropic":
+				var m anthropicMessage
+				decode(t, o.Response, &m)
+				if m.text() != text || m.StopReason != "tool_use" || m.Usage.OutputTokens != 120+30 || m.Usage.InputTokens != 500+700 {
+					t.Errorf("message %s", o.Response)
+				}
+			}
+			got := e.up.requests()
+			if len(got) != 2 {
+				t.Fatalf("upstream got %d requests, want 2", len(got))
+			}
+			var first, second struct {
+				repairTurn
+				Stream bool `json:"stream"`
+			}
+			decode(t, got[0].body, &first)
+			decode(t, got[1].body, &second)
+			added := second.Messages[len(first.Messages):]
+			if !second.Stream || string(first.Tools) != string(second.Tools) {
+				t.Errorf("repair request: stream %v, tools %s", second.Stream, second.Tools)
+			}
+			switch api {
+			case "openai":
+				var said string
+				if len(added) == 4 {
+					decode(t, added[0].Content, &said)
+				}
+				if len(added) != 4 || added[0].Role != "assistant" || len(added[0].ToolCalls) != 3 || said != "Checking three things." ||
+					added[2].ToolCallID != "call_p2" || !strings.Contains(string(added[2].Content), `\"get_wether\": H1`) {
+					t.Errorf("repair request appended %s", got[1].body[len(got[0].body)-2:])
+				}
+			case "anthropic":
+				var turn []struct{ Type, ID, Text string }
+				var results []struct {
+					ID      string `json:"tool_use_id"`
+					IsError bool   `json:"is_error"`
+				}
+				if len(added) == 2 {
+					decode(t, added[0].Content, &turn)
+					decode(t, added[1].Content, &results)
+				}
+				if len(turn) != 4 || turn[0].Text != "Checking three things." || turn[2].ID != "toolu_01P2" ||
+					len(results) != 3 || !results[1].IsError || results[0].IsError || results[1].ID != "toolu_01P2" {
+					t.Errorf("repair request appended %+v %+v", turn, results)
+				}
+			}
+			checkRepairAudit(t, e.records(t, 4))
+		})
+	}
+}
+
+// Streaming, retry: a model that keeps calling wrongly gets the route's
+// retries and no more, then the block answer (no call, the note, stop /
+// end_turn, usage summed); one that repeats a call already sent does
+// not make the client run it twice. The trailers say what was decided.
+func TestStreamRetryBounded(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/bad.sse", api+"/bad.sse", api+"/bad.sse", api+"/final.sse")
+			resp, body := postStream(t, e.url+"/"+api+map[string]string{"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}[api], streamRequest(api))
+			if n := len(e.up.requests()); n != 3 {
+				t.Errorf("upstream got %d requests, want 3 (the first and 2 retries)", n)
+			}
+			tr := resp.Trailer
+			if tr.Get("Toolaudit-Retries") != "2" || tr.Get("Toolaudit-Calls") != "3" || tr.Get("Toolaudit-Rejected") != "3" || tr.Get("Toolaudit-Withheld") == "" {
+				t.Errorf("trailers %v", tr)
+			}
+			for _, want := range map[string][]string{
+				"openai":    {`"finish_reason":"stop"`, `"total_tokens":312`, "[toolaudit] Tool calls withheld", "data: [DONE]"},
+				"anthropic": {`"stop_reason":"end_turn"`, `"output_tokens":120`, "[toolaudit] Tool calls withheld", "event: message_stop"},
+			}[api] {
+				if bytes.Count(body, []byte(want)) != 1 {
+					t.Errorf("the stream has %q %d times, want once:\n%s", want, bytes.Count(body, []byte(want)), body)
+				}
+			}
+			if bytes.Contains(body, []byte(`"tool_calls"`)) && api == "openai" && bytes.Contains(body, []byte(`"id":"call_b1"`)) {
+				t.Errorf("a rejected call was sent:\n%s", body)
+			}
+			if classes(e.records(t, 3)) != "H2,H2,H2" {
+				t.Errorf("classes")
+			}
+		})
+	}
+	t.Run("repeat", func(t *testing.T) {
+		e := start(t, "retry")
+		e.up.queue(t, "openai/parallel.sse", "openai/repeated.sse")
+		o := e.sdk(t, "openai", "stream", streamRequest("openai"))
+		if !o.OK {
+			t.Fatalf("SDK failed: %+v", o)
+		}
+		if ids := streamedCalls(t, "openai", o.Response); !slices.Equal(ids, []string{"call_p1", "call_p3", "call_r1"}) {
+			t.Errorf("calls %v, want call_p1, call_p3, call_r1 (call_x1 repeats call_p1)", ids)
+		}
+		e.records(t, 5)
+	})
+	// A repair answered with text only: the calls sent stand, so the
+	// turn still finishes with them.
+	t.Run("text", func(t *testing.T) {
+		for _, api := range []string{"openai", "anthropic"} {
+			e := start(t, "retry")
+			e.up.queue(t, api+"/parallel.sse", api+"/final.sse")
+			o := e.sdk(t, api, "stream", streamRequest(api))
+			if !o.OK {
+				t.Fatalf("SDK failed: %+v", o)
+			}
+			wantIDs := map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api]
+			if ids := streamedCalls(t, api, o.Response); !slices.Equal(ids, wantIDs) {
+				t.Errorf("%s: calls %v, want %v", api, ids, wantIDs)
+			}
+			var fin struct {
+				StopReason string `json:"stop_reason"`
+				Choices    []struct {
+					FinishReason string `json:"finish_reason"`
+				} `json:"choices"`
+			}
+			decode(t, o.Response, &fin)
+			if fin.StopReason+func() string {
+				if len(fin.Choices) > 0 {
+					return fin.Choices[0].FinishReason
+				}
+				return ""
+			}() != map[string]string{"openai": "tool_calls", "anthropic": "tool_use"}[api] || bytes.Contains(o.Response, []byte("[toolaudit]")) {
+				t.Errorf("%s: %s", api, o.Response)
+			}
+		}
+	})
+}
+
+// postStream posts req and reads the whole stream, trailers included.
+func postStream(t *testing.T, url string, req map[string]any) (*http.Response, []byte) {
+	t.Helper()
+	req["stream"] = true
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", "Bearer sk-test")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, %v:\n%s", resp.StatusCode, err, body)
+	}
+	return resp, body
+}
