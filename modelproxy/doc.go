@@ -159,18 +159,20 @@
 // so they carry only Toolaudit-Registry-Version; the other Toolaudit
 // headers come as HTTP trailers.
 //
-// Under retry (Chat Completions, Messages: repairStream) each attempt's
-// end (OpenAI: the finish, the usage chunk, [DONE]; Anthropic:
-// message_delta, message_stop) is held, and its text and calls kept.
+// Under retry (repairStream) each attempt's end (Chat Completions: the
+// finish, the usage chunk, [DONE]; Messages: message_delta,
+// message_stop; Responses: response.completed) is held, and its text and calls kept.
 // When it withheld calls, the repair request (as retry builds it, from
 // the turn the stream carried) is sent streaming and its stream goes on
 // in the client's: the text sent before cannot be taken back, so the
-// repair continues it (OpenAI: its text after a blank line; Anthropic:
-// without its message_start, its blocks after the client's last), its
-// calls renumbered after those sent, a repeat of one dropped. The last
+// repair continues it (Chat Completions: its text after a blank line;
+// Messages, Responses: without its message_start or response.created,
+// its blocks or items after the client's last, its events numbered
+// after the last sent), its calls renumbered after those sent, a repeat of one dropped. The last
 // attempt's end is sent at the end: tool_calls / tool_use when any call
 // was sent, usage summed over the attempts, and when the retries run
-// out the note and stop / end_turn, as under block.
+// out the note and stop / end_turn, as under block. A Responses
+// stream's response.completed holds the items sent in every attempt.
 //
 // # Responses
 //
@@ -211,6 +213,4 @@
 // responses with other calls, are one trace in the audit rows and the
 // decisions table, each attempt a span of it; and a traced agent's run
 // leads to the decisions of its model calls.
-//
-// Not yet: retry of a Responses stream (answered as under block).
 package modelproxy

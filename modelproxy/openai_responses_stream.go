@@ -17,6 +17,14 @@ import (
 // its own (the events of one), and response.completed's response holds
 // the items as sent; the events after an inserted one are renumbered
 // (sequence_number).
+//
+// Under retry (repairStream) each attempt's final event is held and its
+// output items kept for the repair request; a repair's stream goes on
+// without its response.created and response.in_progress, its items
+// after the client's last (base) and its events numbered after the
+// last sent; end sends the note and the final event of the last
+// attempt, its output the items sent in every attempt, its usage the
+// sum.
 type responsesStream struct {
 	out    *sink
 	decide streamDecider
@@ -35,6 +43,15 @@ type responsesStream struct {
 	dropped   map[string]bool // the withheld calls' call_id
 	outputs   []json.RawMessage
 	noteItem  json.RawMessage // the note's message item, once sent
+
+	t         streamTurn
+	attempt   int
+	base      int               // the client's output_index of the attempt's first item
+	items     []json.RawMessage // the attempt's output items
+	sentItems []json.RawMessage // the items sent, every attempt
+	usage     json.RawMessage   // summed over the attempts
+	finalType string            // the attempt's final event, held
+	finalData []byte
 }
 
 func (openAIResponses) newStream(out *sink, d streamDecider) streamer {
@@ -88,6 +105,19 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		if len(s.held) > 0 {
 			return fmt.Errorf("the response ended inside a tool call, which cannot be decided")
 		}
+		if s.t.retry {
+			var f struct {
+				Response struct {
+					Usage json.RawMessage `json:"usage"`
+				} `json:"response"`
+			}
+			_ = json.Unmarshal(ev.data, &f)
+			if u := f.Response.Usage; len(u) > 0 && string(u) != "null" {
+				s.usage = sumUsage(s.usage, u)
+			}
+			s.finalType, s.finalData = e.Type, ev.data
+			return nil // sent by end
+		}
 		s.note()
 		data, err := s.completed(ev.data)
 		if err != nil {
@@ -99,6 +129,9 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		}
 		return nil
 	case e.OutputIndex == nil:
+		if s.attempt > 0 && e.Response != nil {
+			return nil // a repair's response.created, in_progress: the client's goes on
+		}
 		s.pass(ev, e.Type)
 		return nil
 	}
@@ -109,6 +142,10 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	if _, ok := s.held[idx]; !ok {
 		if e.Type == "response.output_item.done" {
 			s.sent++
+			if s.t.retry {
+				item := itemOf(ev.data)
+				s.items, s.sentItems = append(s.items, item), append(s.sentItems, item)
+			}
 		}
 		s.pass(ev, e.Type)
 		return nil
@@ -126,12 +163,22 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	c := toolCall{id: e.Item.CallID, name: e.Item.Name}
 	c.args, c.raw = callArgs(e.Item.Arguments)
 	withhold, fix := s.decide(s.id, s.model, c)
-	if withhold {
+	var item json.RawMessage
+	if s.t.retry {
+		item = itemOf(ev.data)
+		s.items = append(s.items, item)
+	}
+	if !s.t.decided(c, withhold, fix) {
 		s.shift++
-		s.fixes = append(s.fixes, fix)
-		s.dropped[c.id] = true
-		s.outputs = append(s.outputs, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": fix}))
+		if withhold {
+			s.fixes = append(s.fixes, fix)
+			s.dropped[c.id] = true
+			s.outputs = append(s.outputs, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": fix}))
+		}
 		return nil
+	}
+	if s.t.retry {
+		s.sentItems = append(s.sentItems, item)
 	}
 	for _, d := range evs {
 		var t struct {
@@ -147,7 +194,7 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 // pass sends an upstream event, renumbered when items were withheld or
 // events inserted before it.
 func (s *responsesStream) pass(ev *sseEvent, typ string) {
-	if s.shift == 0 && s.seqAdd == 0 {
+	if s.shift == 0 && s.seqAdd == 0 && s.base == 0 {
 		s.out.raw(ev.raw)
 		return
 	}
@@ -155,14 +202,16 @@ func (s *responsesStream) pass(ev *sseEvent, typ string) {
 }
 
 // send writes event data, its output_index less the items withheld
-// before it and its sequence_number plus the events inserted.
+// before it (plus the client's items of earlier attempts) and its
+// sequence_number plus the events inserted (and those of earlier
+// attempts).
 func (s *responsesStream) send(typ string, data []byte) {
-	if s.shift != 0 || s.seqAdd != 0 {
+	if s.shift != 0 || s.seqAdd != 0 || s.base != 0 {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) == nil {
-			if v, ok := m["output_index"]; ok && s.shift != 0 {
+			if v, ok := m["output_index"]; ok && s.shift != s.base {
 				if n, err := strconv.Atoi(string(v)); err == nil {
-					m["output_index"] = json.RawMessage(strconv.Itoa(n - s.shift))
+					m["output_index"] = json.RawMessage(strconv.Itoa(n - s.shift + s.base))
 				}
 			}
 			if v, ok := m["sequence_number"]; ok && s.seqAdd != 0 {
@@ -187,7 +236,7 @@ func (s *responsesStream) note() {
 	part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
 	item := map[string]any{"type": "message", "id": id, "status": "completed", "role": "assistant", "content": []any{part}}
 	idx := s.sent
-	for i, e := range []map[string]any{
+	for _, e := range []map[string]any{
 		{"type": "response.output_item.added", "output_index": idx, "item": map[string]any{"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []any{}}},
 		{"type": "response.content_part.added", "item_id": id, "output_index": idx, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}},
 		{"type": "response.output_text.delta", "item_id": id, "output_index": idx, "content_index": 0, "delta": text, "logprobs": []any{}},
@@ -197,7 +246,7 @@ func (s *responsesStream) note() {
 	} {
 		// After every upstream event sent so far; the ones after these
 		// are renumbered past them (send).
-		e["sequence_number"] = s.maxSeq + 1 + i
+		e["sequence_number"] = s.maxSeq + s.seqAdd + 1
 		s.out.event(e["type"].(string), mustJSON(e))
 		s.seqAdd++
 	}
@@ -249,4 +298,64 @@ func (s *responsesStream) finish() error {
 		return fmt.Errorf("the stream ended inside a tool call, which cannot be decided and is not sent")
 	}
 	return nil
+}
+
+// itemOf is the item of an output_item.done event's data.
+func itemOf(data []byte) json.RawMessage {
+	var d struct {
+		Item json.RawMessage `json:"item"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Item
+}
+
+func (s *responsesStream) retrying() { s.t.retry = true }
+
+// turn is the attempt's response: its output items.
+func (s *responsesStream) turn() (response, *streamTurn, bool, error) {
+	if !s.t.withheld() || s.finalType != "response.completed" {
+		return nil, &s.t, false, nil
+	}
+	top := map[string]json.RawMessage{"id": mustJSON(s.id), "object": mustJSON("response"), "model": mustJSON(s.model), "output": mustJSON(s.items)}
+	resp, err := openAIResponses{}.parseResponse(mustJSON(top))
+	return resp, &s.t, true, err
+}
+
+func (s *responsesStream) again() {
+	s.t.again()
+	s.attempt++
+	s.base, s.shift = s.sent, 0
+	s.seqAdd += s.maxSeq + 1 // after the last event sent
+	s.maxSeq = 0
+	s.held, s.heldBytes = map[int][][]byte{}, 0
+	s.fixes, s.dropped, s.outputs, s.noteItem = nil, map[string]bool{}, nil, nil
+	s.items, s.finalType, s.finalData = nil, "", nil
+}
+
+// end sends the note of the last attempt's withheld calls and its final
+// event, whose response's output is the items sent in every attempt and
+// the note, its usage the sum of the attempts'.
+func (s *responsesStream) end() {
+	s.note()
+	if s.finalData == nil {
+		return
+	}
+	var top, resp map[string]json.RawMessage
+	if json.Unmarshal(s.finalData, &top) != nil || json.Unmarshal(top["response"], &resp) != nil || resp == nil {
+		s.send(s.finalType, s.finalData)
+		return
+	}
+	out := s.sentItems
+	if s.noteItem != nil {
+		out = append(out, s.noteItem)
+	}
+	resp["output"] = mustJSON(out)
+	if s.usage != nil {
+		resp["usage"] = s.usage
+	}
+	top["response"] = mustJSON(resp)
+	s.send(s.finalType, mustJSON(top))
+	if s.withheld != nil && len(s.outputs) > 0 {
+		s.withheld(s.id, s.outputs)
+	}
 }

@@ -1,6 +1,7 @@
 package modelproxy_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -186,4 +187,60 @@ func TestResponsesStream(t *testing.T) {
 			t.Errorf("bad: %+v", bad)
 		}
 	})
+}
+
+// A Responses stream under retry: the repair request's stream follows
+// in the client's, which accumulates one response: the first attempt's
+// text and the calls that resolved, the repair's text and corrected
+// call, usage summed; the upstream sees the repair request streaming.
+func TestResponsesStreamRetry(t *testing.T) {
+	e := start(t, "retry")
+	e.up.queue(t, "responses/parallel.sse", "responses/repaired.sse")
+	req := responsesRequest()
+	req["stream"] = true
+	o := e.sdkStream(t, "responses", "stream", req, true)
+	var r responsesOut
+	decode(t, o.Response, &r)
+	if !o.OK || !slices.Equal(r.callIDs(), []string{"call_p1", "call_p3", "call_r1"}) || o.OutputText == nil ||
+		*o.OutputText != "Checking the weather.Sorry, the tool is get_weather." || r.Usage.TotalTokens != 130+215 {
+		t.Fatalf("%+v\n%s", o, o.Response)
+	}
+	got := e.up.requests()
+	if len(got) != 2 || !bytes.Contains(got[1].body, []byte(`"stream":true`)) || !bytes.Contains(got[1].body, []byte(`"call_id":"call_p2"`)) {
+		t.Fatalf("upstream requests %d: %s", len(got), got[len(got)-1].body)
+	}
+	checkRepairAudit(t, e.records(t, 4))
+
+	// The stream itself, as a client without the SDK reads it: one
+	// response.created, items numbered 0, 1, ... as they are added, every
+	// event after the one before it.
+	e.up.queue(t, "responses/parallel.sse", "responses/repaired.sse")
+	_, body := postStream(t, e.url+"/openai/v1/responses", req)
+	items, seq := 0, -1
+	for _, ev := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		_, data, _ := strings.Cut(ev, "data: ")
+		var x struct {
+			Type        string `json:"type"`
+			Seq         int    `json:"sequence_number"`
+			OutputIndex *int   `json:"output_index"`
+		}
+		decode(t, []byte(data), &x)
+		switch {
+		case x.Seq <= seq:
+			t.Errorf("%s: sequence_number %d after %d", x.Type, x.Seq, seq)
+		case x.Type == "response.created" && seq != -1:
+			t.Errorf("a second response.created")
+		case x.Type == "response.output_item.added" && *x.OutputIndex != items:
+			t.Errorf("item added at %d, want %d", *x.OutputIndex, items)
+		case x.OutputIndex != nil && *x.OutputIndex >= items+1:
+			t.Errorf("%s at %d of %d items", x.Type, *x.OutputIndex, items)
+		}
+		if x.Type == "response.output_item.added" {
+			items++
+		}
+		seq = x.Seq
+	}
+	if items != 5 { // the text, two calls; the repair's text, its call
+		t.Errorf("%d items added, want 5:\n%s", items, body)
+	}
 }
