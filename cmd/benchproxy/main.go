@@ -44,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/toolaudit/toolaudit/internal/testkit/benchutil"
@@ -336,6 +337,8 @@ func startResolverd(bin string, flags []string, routes string, withAudit bool) (
 	}
 	cmd := exec.Command(bin, append(args, flags...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// A bench killed does not leave its proxy running (Linux, as /proc).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		undo()
 		return nil, fmt.Errorf("-resolverd: %w", err)
