@@ -243,7 +243,7 @@ func (s *anthropicStream) retrying() { s.t.retry = true }
 
 // keep accumulates the attempt's content blocks (retry).
 func (s *anthropicStream) keep(ev *sseEvent) error {
-	if ev.event != "content_block_start" && ev.event != "content_block_delta" {
+	if ev.event != "content_block_start" && ev.event != "content_block_delta" || !s.t.keep(len(ev.data), s.out.maxHeld) {
 		return nil
 	}
 	var e struct {
@@ -262,13 +262,15 @@ func (s *anthropicStream) keep(ev *sseEvent) error {
 	}
 	if ev.event == "content_block_start" {
 		if e.Index != len(s.blocks) || e.Block == nil {
-			return fmt.Errorf("content_block_start %d after %d blocks: the turn cannot be repaired", e.Index, len(s.blocks))
+			s.t.lost = true // blocks out of order: the turn cannot be rebuilt
+			return nil
 		}
 		s.blocks = append(s.blocks, &anthropicBlock{start: e.Block})
 		return nil
 	}
 	if e.Index < 0 || e.Index >= len(s.blocks) || e.Delta == nil {
-		return fmt.Errorf("content_block_delta of block %d, of %d started", e.Index, len(s.blocks))
+		s.t.lost = true
+		return nil
 	}
 	b, d := s.blocks[e.Index], e.Delta
 	switch {
@@ -282,9 +284,6 @@ func (s *anthropicStream) keep(ev *sseEvent) error {
 		b.signature = d.Signature
 	case d.Citation != nil:
 		b.citations = append(b.citations, d.Citation)
-	}
-	if size := len(b.text) + len(b.thinking) + len(b.partial); size > s.out.maxHeld {
-		return errHeldTooLong
 	}
 	return nil
 }
@@ -347,7 +346,7 @@ func (s *anthropicStream) again() {
 // message_delta (stop_reason tool_use when calls were sent, end_turn
 // when none was and the last attempt's were withheld), its usage the sum
 // of the attempts', and message_stop.
-func (s *anthropicStream) end() {
+func (s *anthropicStream) end() error {
 	if len(s.fixes) > 0 {
 		s.note()
 	}
@@ -372,6 +371,7 @@ func (s *anthropicStream) end() {
 	if s.stopped {
 		s.out.event("message_stop", []byte(`{"type":"message_stop"}`))
 	}
+	return nil
 }
 
 // overlay is usage a with b's members put over it (message_start's

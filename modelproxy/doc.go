@@ -173,6 +173,8 @@
 // was sent, usage summed over the attempts, and when the retries run
 // out the note and stop / end_turn, as under block. A Responses
 // stream's response.completed holds the items sent in every attempt.
+// What is kept of a turn is bounded by Limits.MaxResponseBytes: a longer
+// one is answered as under block, not repaired (and logged).
 //
 // # Responses
 //

@@ -3,6 +3,7 @@ package modelproxy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -48,7 +49,8 @@ type responsesStream struct {
 	attempt   int
 	base      int               // the client's output_index of the attempt's first item
 	items     []json.RawMessage // the attempt's output items
-	sentItems []json.RawMessage // the items sent, every attempt
+	sentThis  []json.RawMessage // the items the attempt sent
+	earlier   []json.RawMessage // the items earlier attempts sent
 	usage     json.RawMessage   // summed over the attempts
 	finalType string            // the attempt's final event, held
 	finalData []byte
@@ -119,7 +121,7 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 			return nil // sent by end
 		}
 		s.note()
-		data, err := s.completed(ev.data)
+		data, err := s.completed(ev.data, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -142,9 +144,8 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	if _, ok := s.held[idx]; !ok {
 		if e.Type == "response.output_item.done" {
 			s.sent++
-			if s.t.retry {
-				item := itemOf(ev.data)
-				s.items, s.sentItems = append(s.items, item), append(s.sentItems, item)
+			if item := itemOf(ev.data); s.t.retry && s.t.keep(len(item), s.out.maxHeld) {
+				s.items, s.sentThis = append(s.items, item), append(s.sentThis, item)
 			}
 		}
 		s.pass(ev, e.Type)
@@ -163,22 +164,22 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	c := toolCall{id: e.Item.CallID, name: e.Item.Name}
 	c.args, c.raw = callArgs(e.Item.Arguments)
 	withhold, fix := s.decide(s.id, s.model, c)
-	var item json.RawMessage
-	if s.t.retry {
-		item = itemOf(ev.data)
+	item := itemOf(ev.data)
+	kept := s.t.retry && s.t.keep(len(item), s.out.maxHeld)
+	if kept {
 		s.items = append(s.items, item)
 	}
 	if !s.t.decided(c, withhold, fix) {
 		s.shift++
+		s.dropped[c.id] = true
 		if withhold {
 			s.fixes = append(s.fixes, fix)
-			s.dropped[c.id] = true
 			s.outputs = append(s.outputs, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": fix}))
 		}
 		return nil
 	}
-	if s.t.retry {
-		s.sentItems = append(s.sentItems, item)
+	if kept {
+		s.sentThis = append(s.sentThis, item)
 	}
 	for _, d := range evs {
 		var t struct {
@@ -255,10 +256,11 @@ func (s *responsesStream) note() {
 }
 
 // completed is the data of the final event (response.completed, or
-// incomplete, failed) with its response's output as sent: without the
-// withheld calls, with the note's message item.
-func (s *responsesStream) completed(data []byte) ([]byte, error) {
-	if len(s.dropped) == 0 {
+// incomplete, failed) with its response's output as sent: the items
+// earlier attempts sent (retry), its own without the calls withheld or
+// dropped, the note's message item; and usage, when given.
+func (s *responsesStream) completed(data []byte, earlier []json.RawMessage, usage json.RawMessage) ([]byte, error) {
+	if len(s.dropped) == 0 && earlier == nil && usage == nil {
 		return data, nil
 	}
 	var top map[string]json.RawMessage
@@ -273,7 +275,7 @@ func (s *responsesStream) completed(data []byte) ([]byte, error) {
 	if err := json.Unmarshal(resp["output"], &items); err != nil {
 		return nil, fmt.Errorf("the final event's output: %w", err)
 	}
-	out := items[:0]
+	out := slices.Clone(earlier)
 	for _, raw := range items {
 		var it struct {
 			Type   string `json:"type"`
@@ -289,6 +291,9 @@ func (s *responsesStream) completed(data []byte) ([]byte, error) {
 		out = append(out, s.noteItem)
 	}
 	resp["output"] = mustJSON(out)
+	if usage != nil {
+		resp["usage"] = usage
+	}
 	top["response"] = mustJSON(resp)
 	return mustJSON(top), nil
 }
@@ -329,33 +334,29 @@ func (s *responsesStream) again() {
 	s.maxSeq = 0
 	s.held, s.heldBytes = map[int][][]byte{}, 0
 	s.fixes, s.dropped, s.outputs, s.noteItem = nil, map[string]bool{}, nil, nil
+	s.earlier, s.sentThis = append(s.earlier, s.sentThis...), nil
 	s.items, s.finalType, s.finalData = nil, "", nil
 }
 
 // end sends the note of the last attempt's withheld calls and its final
 // event, whose response's output is the items sent in every attempt and
 // the note, its usage the sum of the attempts'.
-func (s *responsesStream) end() {
+func (s *responsesStream) end() error {
 	s.note()
 	if s.finalData == nil {
-		return
+		return nil
 	}
-	var top, resp map[string]json.RawMessage
-	if json.Unmarshal(s.finalData, &top) != nil || json.Unmarshal(top["response"], &resp) != nil || resp == nil {
-		s.send(s.finalType, s.finalData)
-		return
+	var usage json.RawMessage
+	if s.attempt > 0 {
+		usage = s.usage
 	}
-	out := s.sentItems
-	if s.noteItem != nil {
-		out = append(out, s.noteItem)
+	data, err := s.completed(s.finalData, s.earlier, usage)
+	if err != nil {
+		return err
 	}
-	resp["output"] = mustJSON(out)
-	if s.usage != nil {
-		resp["usage"] = s.usage
-	}
-	top["response"] = mustJSON(resp)
-	s.send(s.finalType, mustJSON(top))
+	s.send(s.finalType, data)
 	if s.withheld != nil && len(s.outputs) > 0 {
 		s.withheld(s.id, s.outputs)
 	}
+	return nil
 }

@@ -131,7 +131,9 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 			var text *string
 			_ = json.Unmarshal(c, &text)
 			if text != nil && *text != "" {
-				s.text.WriteString(*text)
+				if s.t.keep(len(*text), s.out.maxHeld) {
+					s.text.WriteString(*text)
+				}
 				if s.said == 1 { // the text of an earlier attempt goes before
 					delta["content"] = mustJSON("\n\n" + *text)
 					ch["delta"] = mustJSON(delta)
@@ -217,7 +219,10 @@ func (s *openAIStream) complete(ci int, st *openAIStreamChoice) error {
 	call := map[string]any{"id": c.id, "type": cmpOrStr(c.typ, "function"),
 		"function": map[string]any{"name": c.name, "arguments": string(c.args)}}
 	if s.t.retry && ci == 0 {
-		s.raws = append(s.raws, mustJSON(call))
+		raw := mustJSON(call)
+		if s.t.keep(len(raw), s.out.maxHeld) {
+			s.raws = append(s.raws, raw)
+		}
 	}
 	if !s.t.decided(tc, withhold, fix) {
 		if withhold {
@@ -298,7 +303,7 @@ func (s *openAIStream) again() {
 // end sends each choice's note and finish, tool_calls when calls were
 // sent (of any attempt), stop when none was and the last attempt's were
 // withheld; the usage summed; [DONE].
-func (s *openAIStream) end() {
+func (s *openAIStream) end() error {
 	for _, ci := range s.choiceIndexes() {
 		st := s.choices[ci]
 		if st.withheld > 0 {
@@ -326,6 +331,7 @@ func (s *openAIStream) end() {
 	if s.done {
 		s.out.raw([]byte("data: [DONE]\n\n"))
 	}
+	return nil
 }
 
 func (s *openAIStream) envelopeCopy() map[string]json.RawMessage {

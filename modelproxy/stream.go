@@ -246,20 +246,36 @@ type repairStream interface {
 	again()
 	// end sends what the last attempt's stream held: the note of its
 	// withheld calls, its finish, the usage summed over every attempt,
-	// the stream's last event.
-	end()
+	// the stream's last event. An error: that end cannot be rebuilt.
+	end() error
 }
 
 // streamTurn is what a stream under retry keeps of one attempt: its
 // calls and their decisions, for the repair request; and the calls sent
 // to the client in any attempt, of which a repeat is dropped (no call
 // runs twice).
+//
+// What is kept of an attempt's turn is bounded as a response is
+// (Limits.MaxResponseBytes): a turn longer than that, or one that cannot
+// be rebuilt, is lost: answered as under block, not repaired.
 type streamTurn struct {
 	retry    bool
 	calls    []toolCall
 	rejected []bool
 	fixes    []string
 	sent     []toolCall
+	size     int  // bytes of the turn kept
+	lost     bool // not kept whole: not repaired
+}
+
+// keep counts n more bytes of the turn against max; false once the
+// turn is past it.
+func (t *streamTurn) keep(n, max int) bool {
+	if !t.lost {
+		t.size += n
+		t.lost = t.size > max
+	}
+	return !t.lost
 }
 
 // decided notes a call's decision; it reports whether the call is to be
@@ -287,7 +303,9 @@ func (t *streamTurn) decided(c toolCall, withhold bool, fix string) bool {
 func (t *streamTurn) withheld() bool { return slices.Contains(t.rejected, true) }
 
 // again forgets the attempt's calls (not those sent).
-func (t *streamTurn) again() { t.calls, t.rejected, t.fixes = nil, nil, nil }
+func (t *streamTurn) again() {
+	t.calls, t.rejected, t.fixes, t.size, t.lost = nil, nil, nil, 0, false
+}
 
 // serveStream answers a streaming request: the upstream's event stream,
 // its tool calls decided as they complete. Under retry a stream whose
@@ -361,6 +379,10 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 			return
 		}
 		resp, t, repair, err := rs.turn()
+		if repair && t.lost {
+			p.log.Warn("a streamed turn not kept whole (longer than max_response_bytes, or out of order) is not repaired: block answer", "route", rt.Prefix)
+			repair = false
+		}
 		if repair && err == nil && dctx == nil {
 			var cancel context.CancelFunc
 			dctx, cancel = context.WithTimeout(ctx, rt.retryDeadline)
@@ -374,8 +396,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 			if err != nil {
 				p.log.Warn("repair request not built: block answer", "route", rt.Prefix, "err", err)
 			}
-			rs.end()
-			p.flushEnd(rt, s, out)
+			p.endStream(rt, rs, out)
 			return
 		}
 		nu, err := p.forward(dctx, r, rt, rest, next)
@@ -391,8 +412,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 				nu.Body.Close()
 			}
 			p.log.Warn("repair request failed: block answer", "route", rt.Prefix, "attempt", st.retries+1, "err", err)
-			rs.end()
-			p.flushEnd(rt, s, out)
+			p.endStream(rt, rs, out)
 			return
 		}
 		up.Body.Close()
@@ -402,6 +422,15 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 		actx = newAttempt(ctx)
 		rs.again()
 	}
+}
+
+// endStream sends the last attempt's held end and what is pending.
+func (p *Proxy) endStream(rt *Route, rs repairStream, out *sink) {
+	if err := rs.end(); err != nil {
+		p.failStream(rt, rs, out, err.Error())
+		return
+	}
+	p.flushEnd(rt, rs, out)
 }
 
 func eventStream(up *http.Response) bool {

@@ -515,3 +515,41 @@ func postStream(t *testing.T, url string, req map[string]any) (*http.Response, [
 	}
 	return resp, body
 }
+
+// Streaming, retry: a turn longer than max_response_bytes is not kept
+// whole, so it is answered as under block (the calls that resolve and
+// the note), not repaired and not ended with an error: what the proxy
+// keeps of a stream stays bounded.
+func TestStreamRetryLongTurn(t *testing.T) {
+	long := strings.Repeat("a", 3000)
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "retry")
+			evs := strings.SplitAfter(string(fixture(t, api+"/parallel.sse")), "\n\n")
+			chunk := map[string]string{
+				"openai":    `data: {"id":"chatcmpl-sparallel1","object":"chat.completion.chunk","created":1764870100,"model":"gpt-5.1-2025-11-13","choices":[{"index":0,"delta":{"content":"` + long + `"},"logprobs":null,"finish_reason":null}]}` + "\n\n",
+				"anthropic": "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + long + `"}}` + "\n\n",
+			}[api]
+			at := map[string]int{"openai": 2, "anthropic": 4}[api] // after the first text
+			body := strings.Join(evs[:at], "") + strings.Repeat(chunk, 7) + strings.Join(evs[at:], "")
+			e.up.mu.Lock()
+			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(body)})
+			e.up.mu.Unlock()
+			e.up.queue(t, api+"/repaired.sse")
+			o := e.sdk(t, api, "stream", streamRequest(api))
+			if !o.OK {
+				t.Fatalf("SDK failed: %+v", o)
+			}
+			wantIDs := map[string][]string{"openai": {"call_p1", "call_p3"}, "anthropic": {"toolu_01P1", "toolu_01P3"}}[api]
+			if ids := streamedCalls(t, api, o.Response); !slices.Equal(ids, wantIDs) || !bytes.Contains(o.Response, []byte(`\"get_wether\": H1`)) || !bytes.Contains(o.Response, []byte(long)) {
+				t.Errorf("calls %v, want %v and the note", ids, wantIDs)
+			}
+			if n := len(e.up.requests()); n != 1 {
+				t.Errorf("upstream got %d requests, want 1 (no repair)", n)
+			}
+			if !strings.Contains(e.logs.String(), "not repaired") {
+				t.Errorf("the log does not say the turn was not repaired:\n%s", e.logs)
+			}
+		})
+	}
+}
