@@ -16,8 +16,12 @@ func TestTee(t *testing.T) {
 	store, topic := newRecSink(), newRecSink()
 	topic.failing.Store(true)
 	r := start(t, testConfig(c), nil, appender.Tee(store, topic), nil)
-	eventually(t, 30*time.Second, "every call in the first sink", func() bool { return store.unique() >= len(calls) })
-	eventually(t, 10*time.Second, "the second sink retried", func() bool { return topic.failures.Load() >= 3 })
+	// How many calls the first batches hold depends on how fast they
+	// were read (batch_wait), and a stalled batch holds the rest back:
+	// wait for some in the first sink, not all.
+	eventually(t, 30*time.Second, "calls in the first sink, the second retried", func() bool {
+		return store.unique() > 0 && topic.failures.Load() >= 3
+	})
 	adm := admin(t, c)
 	committed, _ := offsets(t, adm, "resolverd")
 	for p, o := range committed {
