@@ -120,16 +120,7 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 			s.finalType, s.finalData = e.Type, ev.data
 			return nil // sent by end
 		}
-		s.note()
-		data, err := s.completed(ev.data, nil, nil)
-		if err != nil {
-			return err
-		}
-		s.send(e.Type, data)
-		if s.withheld != nil && len(s.outputs) > 0 {
-			s.withheld(s.id, s.outputs)
-		}
-		return nil
+		return s.final(e.Type, ev.data, nil, nil)
 	case e.OutputIndex == nil:
 		if s.attempt > 0 && e.Response != nil {
 			return nil // a repair's response.created, in_progress: the client's goes on
@@ -342,19 +333,27 @@ func (s *responsesStream) again() {
 // event, whose response's output is the items sent in every attempt and
 // the note, its usage the sum of the attempts'.
 func (s *responsesStream) end() error {
-	s.note()
 	if s.finalData == nil {
+		s.note()
 		return nil
 	}
 	var usage json.RawMessage
 	if s.attempt > 0 {
 		usage = s.usage
 	}
-	data, err := s.completed(s.finalData, s.earlier, usage)
+	return s.final(s.finalType, s.finalData, s.earlier, usage)
+}
+
+// final sends the note and the final event (typ, data), its output as
+// sent (completed), and hands the withheld calls' outputs on for a
+// request continuing the response.
+func (s *responsesStream) final(typ string, data []byte, earlier []json.RawMessage, usage json.RawMessage) error {
+	s.note()
+	data, err := s.completed(data, earlier, usage)
 	if err != nil {
 		return err
 	}
-	s.send(s.finalType, data)
+	s.send(typ, data)
 	if s.withheld != nil && len(s.outputs) > 0 {
 		s.withheld(s.id, s.outputs)
 	}

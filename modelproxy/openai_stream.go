@@ -37,7 +37,7 @@ type openAIStream struct {
 	raws  []json.RawMessage // choice 0's calls, this attempt
 	usage json.RawMessage   // summed over the attempts
 	done  bool              // the attempt's [DONE], held
-	said  int               // 1: an earlier attempt's text was sent, 2: and this one's follows it
+	after bool              // earlier attempts sent text: this one's first goes after a blank line
 }
 
 type openAIStreamChoice struct {
@@ -134,10 +134,10 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 				if s.t.keep(len(*text), s.out.maxHeld) {
 					s.text.WriteString(*text)
 				}
-				if s.said == 1 { // the text of an earlier attempt goes before
+				if s.after {
 					delta["content"] = mustJSON("\n\n" + *text)
 					ch["delta"] = mustJSON(delta)
-					changed, s.said = true, 2
+					changed, s.after = true, false
 				}
 			}
 		}
@@ -289,9 +289,7 @@ func (s *openAIStream) turn() (response, *streamTurn, bool, error) {
 }
 
 func (s *openAIStream) again() {
-	if s.text.Len() > 0 || s.said > 0 {
-		s.said = 1
-	}
+	s.after = s.after || s.text.Len() > 0
 	s.t.again()
 	s.text.Reset()
 	s.raws, s.done = nil, false

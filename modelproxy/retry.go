@@ -81,11 +81,9 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 	drop := append(make([]bool, len(carried)), d.rejected...)
 	cut := d.nRejected > 0
 	for i, c := range resp.calls() {
-		for _, k := range carriedCalls {
-			if c.name == k.name && sameArgs(c, k) {
-				drop[len(carried)+i] = true
-				cut = true
-			}
+		if repeats(c, carriedCalls) {
+			drop[len(carried)+i] = true
+			cut = true
 		}
 	}
 	resp.merge(carried, carriedCalls, usage)
@@ -111,6 +109,18 @@ func repairResults(rejected []bool, fixes []string) []string {
 		}
 	}
 	return results
+}
+
+// repeats reports whether c repeats one of calls (same name, same
+// arguments): a call already sent, which is dropped so that none runs
+// twice.
+func repeats(c toolCall, calls []toolCall) bool {
+	for _, k := range calls {
+		if c.name == k.name && sameArgs(c, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameArgs reports whether two calls carry the same arguments (compacted

@@ -251,7 +251,7 @@ type repairStream interface {
 }
 
 // streamTurn is what a stream under retry keeps of one attempt: its
-// calls and their decisions, for the repair request; and the calls sent
+// calls' decisions, for the repair request; and the calls sent
 // to the client in any attempt, of which a repeat is dropped (no call
 // runs twice).
 //
@@ -260,7 +260,6 @@ type repairStream interface {
 // be rebuilt, is lost: answered as under block, not repaired.
 type streamTurn struct {
 	retry    bool
-	calls    []toolCall
 	rejected []bool
 	fixes    []string
 	sent     []toolCall
@@ -284,16 +283,10 @@ func (t *streamTurn) decided(c toolCall, withhold bool, fix string) bool {
 	if !t.retry {
 		return !withhold
 	}
-	t.calls = append(t.calls, c)
 	t.rejected = append(t.rejected, withhold)
 	t.fixes = append(t.fixes, fix)
-	if withhold {
+	if withhold || repeats(c, t.sent) {
 		return false
-	}
-	for _, k := range t.sent {
-		if c.name == k.name && sameArgs(c, k) {
-			return false
-		}
 	}
 	t.sent = append(t.sent, c)
 	return true
@@ -304,7 +297,7 @@ func (t *streamTurn) withheld() bool { return slices.Contains(t.rejected, true) 
 
 // again forgets the attempt's calls (not those sent).
 func (t *streamTurn) again() {
-	t.calls, t.rejected, t.fixes, t.size, t.lost = nil, nil, nil, 0, false
+	t.rejected, t.fixes, t.size, t.lost = nil, nil, 0, false
 }
 
 // serveStream answers a streaming request: the upstream's event stream,
