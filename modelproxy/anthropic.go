@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // anthropicMessages is the Anthropic Messages API (POST /v1/messages).
@@ -31,67 +33,57 @@ func serverTool(typ string) bool {
 	return false
 }
 
-func (anthropicMessages) parseRequest(body []byte, maxTools int) (*request, error) {
-	var r struct {
-		Stream     bool              `json:"stream"`
-		Tools      []json.RawMessage `json:"tools"`
-		ToolChoice json.RawMessage   `json:"tool_choice"`
+func (anthropicMessages) parseRequest(v jsontape.Value, maxTools int) (*request, error) {
+	req, err := newRequest(v, maxTools)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
-	}
-	if len(r.Tools) > maxTools {
-		return nil, errTooManyTools(len(r.Tools), maxTools)
-	}
-	req := &request{stream: r.Stream, strict: map[string]bool{}}
-	for i, raw := range r.Tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-			Strict      bool            `json:"strict"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
+	err = arrayOf(v.Get("tools"), "tools", func(i int, t jsontape.Value) error {
+		f := fieldsOf(t, "tool")
+		typ, name, desc, strict := f.str("type"), f.str("name"), f.str("description"), f.boolean("strict")
+		if err := f.wrap("tools[%d]", i); err != nil {
+			return err
 		}
 		switch {
-		case t.Type == "" || t.Type == "custom":
-			if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
-				return nil, fmt.Errorf("tools[%d]: a custom tool without input_schema", i)
+		case typ == "" || typ == "custom":
+			in := t.Get("input_schema")
+			if in.IsNull() {
+				return fmt.Errorf("tools[%d]: a custom tool without input_schema", i)
 			}
-			req.tools = append(req.tools, listingTool(t.Name, t.Description, t.InputSchema))
-		case serverTool(t.Type):
-			continue
+			req.tools = append(req.tools, listingTool(name, desc, in.Raw()))
+		case serverTool(typ):
+			return nil
 		default:
 			// A tool the API defines and the client executes (bash,
 			// text_editor, computer, memory): its name is declared, its
 			// schema is the API's own.
-			req.tools = append(req.tools, listingTool(t.Name, t.Description, openSchema))
+			req.tools = append(req.tools, listingTool(name, desc, openSchema))
 		}
-		if t.Strict {
-			req.strict[t.Name] = true
+		if strict {
+			req.strict[name] = true
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return req, req.frontier(r.ToolChoice, messagesChoice)
+	return req, req.frontier(v.Get("tool_choice"), messagesChoice)
 }
 
 // messagesChoice reads a Messages tool_choice: {"type":"none"} allows no
 // tool, {"type":"tool","name":...} only it; auto and any every declared
 // tool.
-func messagesChoice(raw json.RawMessage) ([]string, bool, error) {
-	var c struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+func messagesChoice(c jsontape.Value) ([]string, bool, error) {
+	f := fieldsOf(c, "tool_choice")
+	typ, name := f.str("type"), f.str("name")
+	if f.err != nil {
+		return nil, false, f.err
 	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, false, err
-	}
-	switch c.Type {
+	switch typ {
 	case "none":
 		return []string{}, true, nil
 	case "tool":
-		return []string{c.Name}, true, nil
+		return []string{name}, true, nil
 	}
 	return nil, false, nil
 }
@@ -103,30 +95,35 @@ type anthropicResponse struct {
 	callItems // the content blocks, the tool_use ones the calls
 }
 
-func (anthropicMessages) parseResponse(body []byte) (response, error) {
+func (anthropicMessages) parseResponse(v jsontape.Value) (response, error) {
 	r := &anthropicResponse{}
-	if err := parseTop(body, &r.top, &r.head, "content", &r.items); err != nil {
+	var err error
+	if r.top, err = readTop(v, &r.head); err != nil {
 		return nil, err
 	}
-	for i, raw := range r.items {
-		var b struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
+	content := v.Get("content")
+	if k := content.Kind(); k != jsontape.Array && k != jsontape.Null {
+		return nil, typeError("content", content, "an array")
+	}
+	r.items, _ = items(content, "content")
+	err = arrayOf(content, "content", func(i int, b jsontape.Value) error {
+		f := fieldsOf(b, "block")
+		if typ := f.str("type"); typ != "tool_use" {
+			return f.wrap("content[%d]", i) // text, thinking; server_tool_use and its results ran at the API
 		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		c := toolCall{id: f.str("id"), name: f.str("name"), args: raw(b.Get("input"))}
+		if err := f.wrap("content[%d]", i); err != nil {
+			return err
 		}
-		if b.Type != "tool_use" {
-			continue // text, thinking; server_tool_use and its results ran at the API
-		}
-		c := toolCall{id: b.ID, name: b.Name, args: b.Input}
-		if len(b.Input) == 0 {
+		if c.args == nil {
 			s := ""
-			c.args, c.raw = nil, &s
+			c.raw = &s
 		}
 		r.add(i, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }

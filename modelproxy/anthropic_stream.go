@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ type anthropicStream struct {
 	usage   json.RawMessage            // summed over the attempts done
 	delta   map[string]json.RawMessage // the last message_delta, held
 	stopped bool                       // message_stop, held
+
+	tape eventTape
 }
 
 // anthropicBlock is a content block of an attempt, accumulated as the
@@ -70,6 +73,20 @@ func (s *anthropicStream) errorEvent(msg string) (string, []byte) {
 }
 
 func (s *anthropicStream) handle(ev *sseEvent) error {
+	switch ev.event {
+	case "", "ping", "error":
+		// The SDKs skip an event without a name and ping, and raise error.
+	default:
+		// The SDKs parse every other event and act on its data's type,
+		// this proxy on the event's name: the two must agree.
+		v, err := s.tape.parse(ev)
+		if err != nil {
+			return fmt.Errorf("%s is not understood, so its tool call cannot be decided: %w", ev.event, err)
+		}
+		if typ := strOr(v.Get("type")); typ != ev.event {
+			return fmt.Errorf("an event named %q holds a %q: the SDKs would read it as the latter, so it is not sent", ev.event, typ)
+		}
+	}
 	if s.t.retry {
 		if err := s.keep(ev); err != nil {
 			return err
@@ -77,14 +94,14 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 	}
 	switch ev.event {
 	case "message_start":
-		var m struct {
-			Message struct {
-				head
-				Usage json.RawMessage `json:"usage"`
-			} `json:"message"`
+		v, _ := s.tape.parse(ev)
+		m := v.Get("message")
+		if m.Get("content").Len() > 0 {
+			// The SDKs start the message from it: its blocks were never
+			// streamed as blocks, and cannot be decided.
+			return errors.New("message_start holds content blocks, which cannot be decided")
 		}
-		_ = json.Unmarshal(ev.data, &m)
-		s.id, s.model, s.start = m.Message.ID, m.Message.Model, m.Message.Usage
+		s.id, s.model, s.start = strOr(m.Get("id")), strOr(m.Get("model")), raw(m.Get("usage"))
 		if s.attempt > 0 {
 			return nil // the client's message goes on
 		}
@@ -101,23 +118,25 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 				return err
 			}
 		}
+		v, err := s.tape.parse(ev)
+		if err != nil && (s.t.retry || len(s.fixes) > 0) {
+			return fmt.Errorf("message_delta: %w", err)
+		}
 		if s.t.retry {
-			var top map[string]json.RawMessage
-			if err := json.Unmarshal(ev.data, &top); err != nil {
-				return fmt.Errorf("message_delta: %w", err)
-			}
+			top, _ := members(v, "")
 			s.delta = top
 			s.usage = sumUsage(s.usage, overlay(s.start, top["usage"]))
 			return nil // sent by end
 		}
 		if len(s.fixes) > 0 {
 			s.note()
-			var top map[string]json.RawMessage
-			var d map[string]json.RawMessage
-			if err := parseTop(ev.data, &top, new(head), "delta", &d); err != nil {
-				return fmt.Errorf("message_delta: %w", err)
+			delta := v.Get("delta")
+			if err := object(delta, "message_delta.delta"); err != nil {
+				return err
 			}
-			if s.sent == 0 && string(d["stop_reason"]) == `"tool_use"` {
+			if s.sent == 0 && delta.Get("stop_reason").StrIs("tool_use") {
+				top, _ := members(v, "")
+				d, _ := members(delta, "")
 				d["stop_reason"] = mustJSON("end_turn")
 				top["delta"] = mustJSON(d)
 				s.out.event(ev.event, mustJSON(top))
@@ -136,27 +155,14 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 
 // block handles a content block event.
 func (s *anthropicStream) block(ev *sseEvent) error {
-	var b struct {
-		Index int `json:"index"`
-		Block *struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-			Name string `json:"name"`
-		} `json:"content_block"`
-		Delta *struct {
-			Type        string `json:"type"`
-			PartialJSON string `json:"partial_json"`
-		} `json:"delta"`
-	}
-	if err := json.Unmarshal(ev.data, &b); err != nil {
+	b, err := readBlockEvent(&s.tape, ev)
+	if err != nil {
 		return fmt.Errorf("%s is not understood, so its tool call cannot be decided: %w", ev.event, err)
 	}
-	if h := s.held; h != nil && b.Index == h.index {
+	if h := s.held; h != nil && b.index == h.index {
 		h.events = append(h.events, ev)
 		h.size += len(ev.raw)
-		if b.Delta != nil {
-			h.input = append(h.input, b.Delta.PartialJSON...)
-		}
+		h.input = append(h.input, b.partialJSON...)
 		if h.size > s.out.maxHeld {
 			return errHeldTooLong
 		}
@@ -165,17 +171,38 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 		}
 		return nil
 	}
-	if ev.event == "content_block_start" && b.Block != nil && b.Block.Type == "tool_use" {
+	if ev.event == "content_block_start" && b.typ == "tool_use" {
 		if s.held != nil {
 			if err := s.complete(); err != nil {
 				return err
 			}
 		}
-		s.held = &anthropicHeld{index: b.Index, id: b.Block.ID, name: b.Block.Name, events: []*sseEvent{ev}}
+		s.held = &anthropicHeld{index: b.index, id: b.id, name: b.name, events: []*sseEvent{ev}}
 		return nil
 	}
-	s.send(ev, b.Index)
+	s.send(ev, b.index)
 	return nil
+}
+
+// blockEvent is what the proxy reads of a content block event.
+type blockEvent struct {
+	index         int
+	typ, id, name string // content_block_start's block
+	partialJSON   string // content_block_delta's input_json_delta
+}
+
+func readBlockEvent(t *eventTape, ev *sseEvent) (blockEvent, error) {
+	v, err := t.parse(ev)
+	if err != nil {
+		return blockEvent{}, err
+	}
+	f := fieldsOf(v, "event")
+	b := blockEvent{index: f.index("index")}
+	cb := f.object("content_block")
+	b.typ, b.id, b.name = cb.str("type"), cb.str("id"), cb.str("name")
+	d := f.object("delta")
+	b.partialJSON = d.str("partial_json")
+	return b, cmp.Or(cb.err, d.err)
 }
 
 // send passes ev on, renumbered when blocks were dropped before it or
@@ -189,11 +216,12 @@ func (s *anthropicStream) send(ev *sseEvent, index int) {
 		s.out.raw(ev.raw)
 		return
 	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(ev.data, &top) != nil {
+	v, err := s.tape.parse(ev)
+	if err != nil {
 		s.out.raw(ev.raw)
 		return
 	}
+	top, _ := members(v, "")
 	top["index"] = mustJSON(n)
 	s.out.event(ev.event, mustJSON(top))
 }
@@ -246,44 +274,40 @@ func (s *anthropicStream) keep(ev *sseEvent) error {
 	if ev.event != "content_block_start" && ev.event != "content_block_delta" || !s.t.keep(len(ev.data), s.out.maxHeld) {
 		return nil
 	}
-	var e struct {
-		Index int                        `json:"index"`
-		Block map[string]json.RawMessage `json:"content_block"`
-		Delta *struct {
-			Text        *string         `json:"text"`
-			Thinking    *string         `json:"thinking"`
-			PartialJSON *string         `json:"partial_json"`
-			Signature   json.RawMessage `json:"signature"`
-			Citation    json.RawMessage `json:"citation"`
-		} `json:"delta"`
-	}
-	if err := json.Unmarshal(ev.data, &e); err != nil {
+	v, err := s.tape.parse(ev)
+	f := fieldsOf(v, "event")
+	i := f.index("index")
+	start, serr := members(v.Get("content_block"), "content_block")
+	df := f.object("delta")
+	d := df.v
+	text, thinking, partial := df.str("text"), df.str("thinking"), df.str("partial_json")
+	if err := cmp.Or(err, serr, df.err); err != nil {
 		return fmt.Errorf("%s is not understood, so its tool call cannot be decided: %w", ev.event, err)
 	}
 	if ev.event == "content_block_start" {
-		if e.Index != len(s.blocks) || e.Block == nil {
+		if i != len(s.blocks) || start == nil {
 			s.t.lost = true // blocks out of order: the turn cannot be rebuilt
 			return nil
 		}
-		s.blocks = append(s.blocks, &anthropicBlock{start: e.Block})
+		s.blocks = append(s.blocks, &anthropicBlock{start: start})
 		return nil
 	}
-	if e.Index < 0 || e.Index >= len(s.blocks) || e.Delta == nil {
+	if i < 0 || i >= len(s.blocks) || d.IsNull() {
 		s.t.lost = true
 		return nil
 	}
-	b, d := s.blocks[e.Index], e.Delta
+	b := s.blocks[i]
 	switch {
-	case d.Text != nil:
-		b.text = append(b.text, *d.Text...)
-	case d.Thinking != nil:
-		b.thinking = append(b.thinking, *d.Thinking...)
-	case d.PartialJSON != nil:
-		b.partial = append(b.partial, *d.PartialJSON...)
-	case d.Signature != nil:
-		b.signature = d.Signature
-	case d.Citation != nil:
-		b.citations = append(b.citations, d.Citation)
+	case present(d.Get("text")):
+		b.text = append(b.text, text...)
+	case present(d.Get("thinking")):
+		b.thinking = append(b.thinking, thinking...)
+	case present(d.Get("partial_json")):
+		b.partial = append(b.partial, partial...)
+	case present(d.Get("signature")):
+		b.signature = d.Get("signature").Raw()
+	case present(d.Get("citation")):
+		b.citations = append(b.citations, d.Get("citation").Raw())
 	}
 	return nil
 }
@@ -303,7 +327,7 @@ func (s *anthropicStream) turn() (response, *streamTurn, bool, error) {
 	}
 	msg := map[string]json.RawMessage{"id": mustJSON(s.id), "type": mustJSON("message"), "role": mustJSON("assistant"),
 		"model": mustJSON(s.model), "content": mustJSON(content), "stop_reason": mustJSON("tool_use")}
-	resp, err := anthropicMessages{}.parseResponse(mustJSON(msg))
+	resp, err := parseStrict(mustJSON(msg), anthropicMessages{}.parseResponse)
 	return resp, &s.t, true, err
 }
 

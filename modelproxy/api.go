@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -23,10 +24,10 @@ type api interface {
 	endpoint() string
 	// parseRequest reads the request's declared tools (at most maxTools);
 	// its error is answered 400.
-	parseRequest(body []byte, maxTools int) (*request, error)
+	parseRequest(body jsontape.Value, maxTools int) (*request, error)
 	// parseResponse reads a successful response; its error is answered
 	// 502 (the calls cannot be decided, so none is returned).
-	parseResponse(body []byte) (response, error)
+	parseResponse(body jsontape.Value) (response, error)
 	// errorBody is an error in the API's own shape.
 	errorBody(status int, msg string) []byte
 	// newStream reads the API's event stream for out, deciding its
@@ -53,8 +54,8 @@ type request struct {
 // frontier sets the request's frontier from tool_choice, read with
 // names: the names it allows and whether it limits them (false: any
 // declared tool).
-func (r *request) frontier(choice json.RawMessage, names func(json.RawMessage) ([]string, bool, error)) error {
-	if len(choice) == 0 || string(choice) == "null" {
+func (r *request) frontier(choice jsontape.Value, names func(jsontape.Value) ([]string, bool, error)) error {
+	if choice.IsNull() {
 		return nil
 	}
 	v, ok, err := names(choice)
@@ -167,30 +168,42 @@ func (p *parsed) id() string        { return p.head.ID }
 func (p *parsed) model() string     { return p.head.Model }
 func (p *parsed) calls() []toolCall { return p.all }
 
-// parseTop reads a response's top-level members and its head, and the
-// list member (choices, content) into list.
-func parseTop(body []byte, top *map[string]json.RawMessage, h *head, member string, list any) error {
-	if err := json.Unmarshal(body, top); err != nil {
-		return err
+// readTop reads a response's top-level members and its head.
+func readTop(v jsontape.Value, h *head) (map[string]json.RawMessage, error) {
+	f := fieldsOf(v, "response")
+	h.ID, h.Model = f.str("id"), f.str("model")
+	top, _ := members(v, "")
+	return top, f.err
+}
+
+// newRequest reads what every API's request says alike: stream, and
+// the tools array (at most maxTools).
+func newRequest(v jsontape.Value, maxTools int) (*request, error) {
+	stream, err := boolean(v.Get("stream"), "stream")
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, h); err != nil {
-		return err
+	tools := v.Get("tools")
+	if k := tools.Kind(); k != jsontape.Array && !tools.IsNull() {
+		return nil, typeError("tools", tools, "an array")
 	}
-	if err := json.Unmarshal((*top)[member], list); err != nil {
-		return fmt.Errorf("%s: %w", member, err)
+	if tools.Len() > maxTools {
+		return nil, errTooManyTools(tools.Len(), maxTools)
 	}
-	return nil
+	return &request{stream: stream, strict: map[string]bool{}}, nil
 }
 
 // withMessages returns request req with add appended to its messages.
 func withMessages(req []byte, add ...json.RawMessage) ([]byte, error) {
-	var top map[string]json.RawMessage
-	var msgs []json.RawMessage
-	if err := parseTop(req, &top, new(head), "messages", &msgs); err != nil {
-		return nil, err
-	}
-	top["messages"] = mustJSON(append(msgs, add...))
-	return mustJSON(top), nil
+	return parseStrict(req, func(v jsontape.Value) ([]byte, error) {
+		top, _ := members(v, "")
+		msgs, err := items(v.Get("messages"), "messages")
+		if err != nil {
+			return nil, err
+		}
+		top["messages"] = mustJSON(append(msgs, add...))
+		return mustJSON(top), nil
+	})
 }
 
 // callItems is a list of items (Anthropic content blocks, Responses

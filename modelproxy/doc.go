@@ -43,7 +43,12 @@
 // without a name or an object schema) are refused (400). A request body
 // with a member name repeated anywhere is refused too (400): JSON readers
 // differ on which repetition wins, and the proxy must read the
-// declarations the upstream reads. The same holds of responses (502).
+// declarations the upstream reads. The same holds of responses (502)
+// and of stream events. Every body and event is parsed once, by
+// jsontape, and its members are read by their exact names, as the SDKs
+// read them (encoding/json's struct fields also take "Name" for "name":
+// a call written with both was decided by one and executed by the
+// other).
 //
 // # A call is an event of that version
 //
@@ -152,12 +157,30 @@
 // becomes "end_turn". The SDKs' stream accumulators and their streaming
 // agent loops read the result as an ordinary stream (the tests assert
 // it). When a call cannot be recorded, or the stream cannot be read (a
-// line longer than Limits.MaxSSELineBytes, a chunk not understood), the
+// line longer than Limits.MaxSSELineBytes, a chunk not understood), or
+// it carries a call where the SDKs would find one and the proxy does not
+// decide it, the
 // stream ends with an error event in the API's shape (OpenAI: a data
 // chunk with "error"; Anthropic: event error), which the SDKs raise, and
 // the call is not sent. The headers are sent before any call is decided,
 // so they carry only Toolaudit-Registry-Version; the other Toolaudit
 // headers come as HTTP trailers.
+//
+// The proxy reads a stream as the SDKs' accumulators do, and refuses
+// what they would read otherwise (TestStreamSmuggledCalls, each case a
+// call the SDKs received undecided before): a line holding a carriage
+// return not before its line feed (the SDKs end a line there); an
+// Anthropic event whose name and data type differ (the SDKs act on the
+// type), or a message_start holding content blocks (the SDKs start the
+// message from it); a Chat Completions chunk whose choice holds a
+// message (the SDK merges a choice's members into its snapshot), or an
+// error and choices both (the SDK reads the choices when the error is
+// null), or a deprecated function_call delta; a Responses event whose
+// response holds a function call before the final event (the SDK's
+// snapshot is that response), a function_call item at an output_index
+// where none was added (the SDK takes an output_item.done's item
+// whatever was added), and a final response holding a function call
+// the stream did not carry as an item.
 //
 // Under retry (repairStream) each attempt's end (Chat Completions: the
 // finish, the usage chunk, [DONE]; Messages: message_delta,

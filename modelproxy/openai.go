@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/schema"
 )
 
@@ -23,86 +24,67 @@ func (openAIChat) decided(method, path string) bool {
 
 func (openAIChat) endpoint() string { return "POST .../chat/completions (Chat Completions)" }
 
-func (openAIChat) parseRequest(body []byte, maxTools int) (*request, error) {
-	var r struct {
-		Stream     bool              `json:"stream"`
-		Tools      []json.RawMessage `json:"tools"`
-		Functions  json.RawMessage   `json:"functions"`
-		ToolChoice json.RawMessage   `json:"tool_choice"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
-	}
-	if len(r.Functions) > 0 && string(r.Functions) != "null" {
+func (openAIChat) parseRequest(v jsontape.Value, maxTools int) (*request, error) {
+	if present(v.Get("functions")) {
 		// Deprecated functions/function_call: their calls come back as
 		// message.function_call, which this proxy does not decide.
 		return nil, errors.New(`"functions" is not supported by this proxy: declare them as "tools"`)
 	}
-	if len(r.Tools) > maxTools {
-		return nil, errTooManyTools(len(r.Tools), maxTools)
+	req, err := newRequest(v, maxTools)
+	if err != nil {
+		return nil, err
 	}
-	req := &request{stream: r.Stream, strict: map[string]bool{}}
-	for i, raw := range r.Tools {
-		var t struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      bool            `json:"strict"`
-			} `json:"function"`
+	err = arrayOf(v.Get("tools"), "tools", func(i int, t jsontape.Value) error {
+		tf := fieldsOf(t, "tool")
+		typ := tf.str("type")
+		f := tf.object("function")
+		name, desc, strict := f.str("name"), f.str("description"), f.boolean("strict")
+		if err := f.wrap("tools[%d]", i); err != nil {
+			return err
 		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
-		}
-		if t.Type != "function" || t.Function == nil {
+		if typ != "function" || f.v.IsNull() {
 			// A custom tool's call carries free text, which the contract's
 			// arguments object cannot hold: refused rather than passed on
 			// undecided.
-			return nil, fmt.Errorf("tools[%d]: type %q is not supported by this proxy (function tools only)", i, t.Type)
+			return fmt.Errorf("tools[%d]: type %q is not supported by this proxy (function tools only)", i, typ)
 		}
-		f := t.Function
-		req.tools = append(req.tools, listingTool(f.Name, f.Description, f.Parameters))
-		if f.Strict {
-			req.strict[f.Name] = true
+		req.tools = append(req.tools, listingTool(name, desc, raw(f.v.Get("parameters"))))
+		if strict {
+			req.strict[name] = true
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return req, req.frontier(r.ToolChoice, chatChoice)
+	return req, req.frontier(v.Get("tool_choice"), chatChoice)
 }
 
 // chatChoice reads a Chat Completions tool_choice: "none" allows no
 // tool, a named function only it, allowed_tools the tools it lists;
 // "auto" and "required" any declared tool.
-func chatChoice(raw json.RawMessage) ([]string, bool, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{}, s == "none", nil
+func chatChoice(c jsontape.Value) ([]string, bool, error) {
+	if c.Kind() == jsontape.String {
+		return []string{}, c.StrIs("none"), nil
 	}
-	var c struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-		AllowedTools struct {
-			Tools []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tools"`
-		} `json:"allowed_tools"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := object(c, "tool_choice"); err != nil {
 		return nil, false, err
 	}
-	switch c.Type {
+	switch strOr(c.Get("type")) {
 	case "function":
-		return []string{c.Function.Name}, true, nil
+		tf := fieldsOf(c, "tool_choice")
+		f := tf.object("function")
+		name := f.str("name")
+		return []string{name}, true, f.wrap("function")
 	case "allowed_tools":
 		names := []string{}
-		for _, t := range c.AllowedTools.Tools {
-			names = append(names, t.Function.Name)
-		}
-		return names, true, nil
+		err := arrayOf(c.Get("allowed_tools").Get("tools"), "allowed_tools.tools", func(i int, t jsontape.Value) error {
+			tf := fieldsOf(t, "tool")
+			f := tf.object("function")
+			names = append(names, f.str("name"))
+			return f.wrap("allowed_tools.tools[%d]", i)
+		})
+		return names, true, err
 	}
 	return nil, false, nil
 }
@@ -117,64 +99,77 @@ type openAIResponse struct {
 	parsed
 }
 
-func (openAIChat) parseResponse(body []byte) (response, error) {
+func (openAIChat) parseResponse(v jsontape.Value) (response, error) {
 	r := &openAIResponse{}
-	if err := parseTop(body, &r.top, &r.head, "choices", &r.choices); err != nil {
+	var err error
+	if r.top, err = readTop(v, &r.head); err != nil {
 		return nil, err
 	}
-	r.msgs = make([]map[string]json.RawMessage, len(r.choices))
-	r.raws = make([][]json.RawMessage, len(r.choices))
-	for i, c := range r.choices {
-		if c == nil {
-			return nil, fmt.Errorf("choices[%d] is not an object", i)
+	choices := v.Get("choices")
+	if k := choices.Kind(); k != jsontape.Array && k != jsontape.Null {
+		return nil, typeError("choices", choices, "an array")
+	}
+	r.choices = make([]map[string]json.RawMessage, 0, choices.Len())
+	r.msgs = make([]map[string]json.RawMessage, choices.Len())
+	r.raws = make([][]json.RawMessage, choices.Len())
+	err = arrayOf(choices, "choices", func(i int, c jsontape.Value) error {
+		if c.Kind() != jsontape.Object {
+			return fmt.Errorf("choices[%d] is not an object", i)
 		}
-		if m, ok := c["message"]; ok && string(m) != "null" {
-			if err := json.Unmarshal(m, &r.msgs[i]); err != nil {
-				return nil, fmt.Errorf("choices[%d].message: %w", i, err)
-			}
+		ch, _ := members(c, "")
+		r.choices = append(r.choices, ch)
+		m := c.Get("message")
+		msg, err := members(m, "message")
+		if err != nil {
+			return fmt.Errorf("choices[%d]: %w", i, err)
 		}
-		msg := r.msgs[i]
-		if fc, ok := msg["function_call"]; ok && string(fc) != "null" {
-			return nil, fmt.Errorf("choices[%d].message.function_call: a deprecated function call, not decided by this proxy", i)
+		r.msgs[i] = msg
+		if present(m.Get("function_call")) {
+			return fmt.Errorf("choices[%d].message.function_call: a deprecated function call, not decided by this proxy", i)
 		}
-		tc, ok := msg["tool_calls"]
-		if !ok || string(tc) == "null" {
-			continue
+		tcs := m.Get("tool_calls")
+		if r.raws[i], err = items(tcs, "tool_calls"); err != nil {
+			return fmt.Errorf("choices[%d].message: %w", i, err)
 		}
-		if err := json.Unmarshal(tc, &r.raws[i]); err != nil {
-			return nil, fmt.Errorf("choices[%d].message.tool_calls: %w", i, err)
-		}
-		for j, raw := range r.raws[i] {
-			var c struct {
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function *struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-				Custom *struct {
-					Name  string `json:"name"`
-					Input string `json:"input"`
-				} `json:"custom"`
-			}
-			if err := json.Unmarshal(raw, &c); err != nil {
-				return nil, fmt.Errorf("choices[%d].message.tool_calls[%d]: %w", i, j, err)
-			}
-			call := toolCall{id: c.ID}
-			switch {
-			case c.Function != nil:
-				call.name = c.Function.Name
-				call.args, call.raw = callArgs(c.Function.Arguments)
-			case c.Custom != nil:
-				// Free text: arguments_raw, MALFORMED.
-				call.name, call.raw = c.Custom.Name, &c.Custom.Input
-			default:
-				return nil, fmt.Errorf("choices[%d].message.tool_calls[%d]: type %q without its call", i, j, c.Type)
+		return arrayOf(tcs, "tool_calls", func(j int, tc jsontape.Value) error {
+			call, err := chatCall(tc)
+			if err != nil {
+				return fmt.Errorf("choices[%d].message.tool_calls[%d]: %w", i, j, err)
 			}
 			r.all = append(r.all, call)
-		}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// chatCall reads one tool call of a message: a function's, or a custom
+// tool's free text (arguments_raw, MALFORMED).
+func chatCall(tc jsontape.Value) (toolCall, error) {
+	t := fieldsOf(tc, "tool call")
+	call := toolCall{id: t.str("id")}
+	typ := t.str("type")
+	switch f, c := t.object("function"), t.object("custom"); {
+	case present(f.v):
+		call.name = f.str("name")
+		args := f.str("arguments")
+		call.args, call.raw = callArgs(args)
+		return call, f.wrap("function")
+	case present(c.v):
+		// Free text: arguments_raw, MALFORMED.
+		call.name = c.str("name")
+		input := c.str("input")
+		call.raw = &input
+		return call, c.wrap("custom")
+	default:
+		if t.err != nil {
+			return call, t.err
+		}
+		return call, fmt.Errorf("type %q without its call", typ)
+	}
 }
 
 // withhold drops the rejected calls from each choice's tool_calls. A

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // openAIResponses is the OpenAI Responses API (POST .../responses).
@@ -31,78 +33,66 @@ func responsesServerTool(typ string) bool {
 	return false
 }
 
-func (openAIResponses) parseRequest(body []byte, maxTools int) (*request, error) {
-	var r struct {
-		Stream     bool              `json:"stream"`
-		Tools      []json.RawMessage `json:"tools"`
-		ToolChoice json.RawMessage   `json:"tool_choice"`
+func (openAIResponses) parseRequest(v jsontape.Value, maxTools int) (*request, error) {
+	req, err := newRequest(v, maxTools)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
-	}
-	if len(r.Tools) > maxTools {
-		return nil, errTooManyTools(len(r.Tools), maxTools)
-	}
-	req := &request{strict: map[string]bool{}, stream: r.Stream}
-	for i, raw := range r.Tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
+	err = arrayOf(v.Get("tools"), "tools", func(i int, t jsontape.Value) error {
+		f := fieldsOf(t, "tool")
+		typ, name, desc, _ := f.str("type"), f.str("name"), f.str("description"), f.boolean("strict")
+		if err := f.wrap("tools[%d]", i); err != nil {
+			return err
 		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
-		}
+		strict := t.Get("strict")
 		switch {
-		case t.Type == "function":
-			req.tools = append(req.tools, listingTool(t.Name, t.Description, t.Parameters))
+		case typ == "function":
+			req.tools = append(req.tools, listingTool(name, desc, raw(t.Get("parameters"))))
 			// Responses functions are strict unless strict: false.
-			if t.Strict == nil || *t.Strict {
-				req.strict[t.Name] = true
+			if strict.IsNull() || strict.Kind() == jsontape.True {
+				req.strict[name] = true
 			}
-		case responsesServerTool(t.Type):
+		case responsesServerTool(typ):
 		default:
 			// computer use, shell, apply_patch, custom: the client executes
 			// their calls, which are not function calls with an arguments
 			// object; refused rather than passed on undecided.
-			return nil, fmt.Errorf("tools[%d]: type %q is not supported by this proxy (function tools and the API's own tools only)", i, t.Type)
+			return fmt.Errorf("tools[%d]: type %q is not supported by this proxy (function tools and the API's own tools only)", i, typ)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return req, req.frontier(r.ToolChoice, responsesChoice)
+	return req, req.frontier(v.Get("tool_choice"), responsesChoice)
 }
 
 // responsesChoice reads a Responses tool_choice: "none" allows no tool,
 // {"type":"function","name":...} only it, allowed_tools the function
 // tools it lists; auto and required every declared tool.
-func responsesChoice(raw json.RawMessage) ([]string, bool, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{}, s == "none", nil
+func responsesChoice(c jsontape.Value) ([]string, bool, error) {
+	if c.Kind() == jsontape.String {
+		return []string{}, c.StrIs("none"), nil
 	}
-	var c struct {
-		Type  string `json:"type"`
-		Name  string `json:"name"`
-		Tools []struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		} `json:"tools"`
+	f := fieldsOf(c, "tool_choice")
+	typ, name := f.str("type"), f.str("name")
+	if f.err != nil {
+		return nil, false, f.err
 	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, false, err
-	}
-	switch c.Type {
+	switch typ {
 	case "function":
-		return []string{c.Name}, true, nil
+		return []string{name}, true, nil
 	case "allowed_tools":
 		names := []string{}
-		for _, t := range c.Tools {
-			if t.Type == "function" {
-				names = append(names, t.Name)
+		err := arrayOf(c.Get("tools"), "tools", func(i int, t jsontape.Value) error {
+			if !t.Get("type").StrIs("function") {
+				return nil
 			}
-		}
-		return names, true, nil
+			f := fieldsOf(t, "tool")
+			names = append(names, f.str("name"))
+			return f.wrap("tools[%d]", i)
+		})
+		return names, true, err
 	}
 	return nil, false, nil
 }
@@ -114,31 +104,42 @@ type openAIResponsesResponse struct {
 	top       map[string]json.RawMessage
 }
 
-func (openAIResponses) parseResponse(body []byte) (response, error) {
+func (openAIResponses) parseResponse(v jsontape.Value) (response, error) {
 	r := &openAIResponsesResponse{}
-	if err := parseTop(body, &r.top, &r.head, "output", &r.items); err != nil {
+	var err error
+	if r.top, err = readTop(v, &r.head); err != nil {
 		return nil, err
 	}
-	for i, raw := range r.items {
-		var it struct {
-			Type      string `json:"type"`
-			CallID    string `json:"call_id"`
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		}
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, fmt.Errorf("output[%d]: %w", i, err)
-		}
-		switch it.Type {
+	output := v.Get("output")
+	if k := output.Kind(); k != jsontape.Array && k != jsontape.Null {
+		return nil, typeError("output", output, "an array")
+	}
+	r.items, _ = items(output, "output")
+	err = arrayOf(output, "output", func(i int, it jsontape.Value) error {
+		f := fieldsOf(it, "item")
+		switch typ := f.str("type"); typ {
 		case "function_call":
-			c := toolCall{id: it.CallID, name: it.Name}
-			c.args, c.raw = callArgs(it.Arguments)
+			c, err := responsesCall(f)
+			if err != nil {
+				return fmt.Errorf("output[%d]: %w", i, err)
+			}
 			r.add(i, c)
 		case "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "custom_tool_call":
-			return nil, fmt.Errorf("output[%d]: a %s, which this proxy does not decide", i, it.Type)
+			return fmt.Errorf("output[%d]: a %s, which this proxy does not decide", i, typ)
 		}
+		return f.wrap("output[%d]", i)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// responsesCall reads a function_call item (f, its type read).
+func responsesCall(f fields) (toolCall, error) {
+	c := toolCall{id: f.str("call_id"), name: f.str("name")}
+	c.args, c.raw = callArgs(f.str("arguments"))
+	return c, f.err
 }
 
 // withhold drops the rejected function_call items and appends the note
@@ -173,41 +174,33 @@ func (r *openAIResponsesResponse) repairable() bool { return true }
 // function_call_output per call (the Responses API has no error flag: a
 // rejection says so in its text).
 func (r *openAIResponsesResponse) repair(req []byte, results []string, _ []bool) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(req, &top); err != nil {
-		return nil, err
-	}
-	input, err := responsesInput(top["input"])
-	if err != nil {
-		return nil, err
-	}
-	for _, raw := range r.items {
-		var it struct {
-			Type string `json:"type"`
+	return parseStrict(req, func(v jsontape.Value) ([]byte, error) {
+		input, err := responsesInput(v.Get("input"))
+		if err != nil {
+			return nil, err
 		}
-		_ = json.Unmarshal(raw, &it)
-		if it.Type == "function_call" || it.Type == "message" {
-			input = append(input, raw)
+		for _, raw := range r.items {
+			if typ := typeOf(raw); typ == "function_call" || typ == "message" {
+				input = append(input, raw)
+			}
 		}
-	}
-	for k, c := range r.all {
-		input = append(input, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": results[k]}))
-	}
-	top["input"] = mustJSON(input)
-	return mustJSON(top), nil
+		for k, c := range r.all {
+			input = append(input, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": results[k]}))
+		}
+		top, _ := members(v, "")
+		top["input"] = mustJSON(input)
+		return mustJSON(top), nil
+	})
 }
 
 // responsesInput is a request's input as a list of items.
-func responsesInput(raw json.RawMessage) ([]json.RawMessage, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+func responsesInput(in jsontape.Value) ([]json.RawMessage, error) {
+	if in.Kind() == jsontape.String {
+		return []json.RawMessage{mustJSON(map[string]any{"role": "user", "content": in.Raw()})}, nil
 	}
-	if raw[0] == '"' {
-		return []json.RawMessage{mustJSON(map[string]any{"role": "user", "content": raw})}, nil
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+	items, err := items(in, "input")
+	if err != nil {
+		return nil, err
 	}
 	return items, nil
 }
@@ -236,27 +229,38 @@ type withheldOutputs struct {
 	mu    sync.Mutex
 	max   int
 	order []string
-	m     map[string][]json.RawMessage
+	m     map[string][]withheldOutput
+}
+
+// withheldOutput is one function_call_output item and its call_id.
+type withheldOutput struct {
+	callID string
+	item   json.RawMessage
 }
 
 func (w *withheldOutputs) put(respID string, items []json.RawMessage) {
 	if respID == "" || len(items) == 0 {
 		return
 	}
+	outs := make([]withheldOutput, len(items))
+	for i, it := range items {
+		id, _ := parseStrict(it, func(v jsontape.Value) (string, error) { return strOr(v.Get("call_id")), nil })
+		outs[i] = withheldOutput{id, it}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string][]json.RawMessage{}
+		w.m = map[string][]withheldOutput{}
 	}
 	if len(w.order) >= w.max {
 		delete(w.m, w.order[0])
 		w.order = w.order[1:]
 	}
 	w.order = append(w.order, respID)
-	w.m[respID] = items
+	w.m[respID] = outs
 }
 
-func (w *withheldOutputs) get(respID string) []json.RawMessage {
+func (w *withheldOutputs) get(respID string) []withheldOutput {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.m[respID]
@@ -266,42 +270,34 @@ func (w *withheldOutputs) get(respID string) []json.RawMessage {
 // the response it continues (previous_response_id) put before its input,
 // but those the client gives itself; body as it is when there are none.
 func (w *withheldOutputs) continued(body []byte) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	var prev string
-	if p, ok := top["previous_response_id"]; !ok || json.Unmarshal(p, &prev) != nil || prev == "" {
-		return body, nil
-	}
-	items := w.get(prev)
-	if len(items) == 0 {
-		return body, nil
-	}
-	input, err := responsesInput(top["input"])
-	if err != nil {
-		return nil, err
-	}
-	given := map[string]bool{}
-	for _, raw := range input {
-		var it struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
+	return parseStrict(body, func(v jsontape.Value) ([]byte, error) {
+		prev := strOr(v.Get("previous_response_id"))
+		if prev == "" {
+			return body, nil
 		}
-		if json.Unmarshal(raw, &it) == nil && it.Type == "function_call_output" {
-			given[it.CallID] = true
+		add := w.get(prev)
+		if len(add) == 0 {
+			return body, nil
 		}
-	}
-	var add []json.RawMessage
-	for _, raw := range items {
-		var it struct {
-			CallID string `json:"call_id"`
+		input, err := responsesInput(v.Get("input"))
+		if err != nil {
+			return nil, err
 		}
-		_ = json.Unmarshal(raw, &it)
-		if !given[it.CallID] {
-			add = append(add, raw)
+		given := map[string]bool{}
+		_ = arrayOf(v.Get("input"), "input", func(_ int, it jsontape.Value) error {
+			if it.Get("type").StrIs("function_call_output") {
+				given[strOr(it.Get("call_id"))] = true
+			}
+			return nil
+		})
+		var adds []json.RawMessage
+		for _, o := range add {
+			if !given[o.callID] {
+				adds = append(adds, o.item)
+			}
 		}
-	}
-	top["input"] = mustJSON(slices.Concat(add, input))
-	return mustJSON(top), nil
+		top, _ := members(v, "")
+		top["input"] = mustJSON(slices.Concat(adds, input))
+		return mustJSON(top), nil
+	})
 }

@@ -1,10 +1,13 @@
 package modelproxy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // responsesStream is a Responses API stream (typed events, each with its
@@ -54,10 +57,13 @@ type responsesStream struct {
 	usage     json.RawMessage   // summed over the attempts
 	finalType string            // the attempt's final event, held
 	finalData []byte
+	released  map[string]bool // the attempt's calls sent: call_id
+
+	tape eventTape
 }
 
 func (openAIResponses) newStream(out *sink, d streamDecider) streamer {
-	return &responsesStream{out: out, decide: d, held: map[int][][]byte{}, dropped: map[string]bool{}}
+	return &responsesStream{out: out, decide: d, held: map[int][][]byte{}, dropped: map[string]bool{}, released: map[string]bool{}}
 }
 
 // errorEvent is the stream's error event, which the SDK raises as an
@@ -66,20 +72,35 @@ func (s *responsesStream) errorEvent(msg string) (string, []byte) {
 	return "error", mustJSON(map[string]any{"type": "error", "code": "toolaudit", "message": msg, "param": nil, "sequence_number": 0})
 }
 
+// responsesEvent is what the proxy reads of a Responses stream event.
 type responsesEvent struct {
-	Type        string `json:"type"`
-	Seq         int    `json:"sequence_number"`
-	OutputIndex *int   `json:"output_index"`
-	Item        *struct {
-		Type      string `json:"type"`
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"item"`
-	Response *struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-	} `json:"response"`
+	typ         string
+	seq         int
+	outputIndex int
+	hasIndex    bool
+	item        jsontape.Value // the event's item, if any
+	response    jsontape.Value // the event's response, if any
+}
+
+func readResponsesEvent(v jsontape.Value) (responsesEvent, error) {
+	f := fieldsOf(v, "event")
+	e := responsesEvent{typ: f.str("type"), seq: f.index("sequence_number"), outputIndex: f.index("output_index"),
+		hasIndex: present(v.Get("output_index"))}
+	item, resp := f.object("item"), f.object("response")
+	e.item, e.response = item.v, resp.v
+	return e, cmp.Or(item.err, resp.err)
+}
+
+// functionCalls is the call_id of every function_call item of a list
+// (a response's output).
+func functionCalls(output jsontape.Value) []string {
+	var ids []string
+	for it := output.Items(); it.Next(); {
+		if item := it.Value(); item.Get("type").StrIs("function_call") {
+			ids = append(ids, strOr(item.Get("call_id")))
+		}
+	}
+	return ids
 }
 
 func (s *responsesStream) handle(ev *sseEvent) error {
@@ -87,75 +108,91 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		s.out.raw(ev.raw)
 		return nil
 	}
+	v, err := s.tape.parse(ev)
 	var e responsesEvent
-	if err := json.Unmarshal(ev.data, &e); err != nil {
+	if err == nil {
+		e, err = readResponsesEvent(v)
+	}
+	if err != nil {
 		return fmt.Errorf("an upstream event is not understood, so its tool calls cannot be decided: %w", err)
 	}
-	if e.Response != nil && e.Response.ID != "" {
-		s.id, s.model = e.Response.ID, e.Response.Model
+	if id := strOr(e.response.Get("id")); id != "" {
+		s.id, s.model = id, strOr(e.response.Get("model"))
 	}
-	if e.Type == "error" {
+	if e.typ == "error" {
 		s.out.raw(ev.raw) // the upstream's: the SDK raises it
 		return nil
 	}
-	final := e.Type == "response.completed" || e.Type == "response.incomplete" || e.Type == "response.failed"
-	if e.Seq > s.maxSeq && !final {
-		s.maxSeq = e.Seq
+	final := e.typ == "response.completed" || e.typ == "response.incomplete" || e.typ == "response.failed"
+	if e.seq > s.maxSeq && !final {
+		s.maxSeq = e.seq
+	}
+	if calls := functionCalls(e.response.Get("output")); len(calls) > 0 && !final {
+		// The SDK's snapshot of the response is each such event's
+		// response: a call there was never streamed as an item.
+		return fmt.Errorf("a %s event whose response holds function calls not streamed as items, which cannot be decided", e.typ)
 	}
 	switch {
 	case final:
 		if len(s.held) > 0 {
 			return fmt.Errorf("the response ended inside a tool call, which cannot be decided")
 		}
+		for _, id := range functionCalls(e.response.Get("output")) {
+			if !s.dropped[id] && !s.released[id] {
+				return fmt.Errorf("the final event's response holds a function call (call_id %q) that was not streamed as an item, which cannot be decided", id)
+			}
+		}
 		if s.t.retry {
-			var f struct {
-				Response struct {
-					Usage json.RawMessage `json:"usage"`
-				} `json:"response"`
+			if u := e.response.Get("usage"); present(u) {
+				s.usage = sumUsage(s.usage, u.Raw())
 			}
-			_ = json.Unmarshal(ev.data, &f)
-			if u := f.Response.Usage; len(u) > 0 && string(u) != "null" {
-				s.usage = sumUsage(s.usage, u)
-			}
-			s.finalType, s.finalData = e.Type, ev.data
+			s.finalType, s.finalData = e.typ, ev.data
 			return nil // sent by end
 		}
-		return s.final(e.Type, ev.data, nil, nil)
-	case e.OutputIndex == nil:
-		if s.attempt > 0 && e.Response != nil {
+		return s.final(e.typ, ev.data, nil, nil)
+	case !e.hasIndex:
+		if s.attempt > 0 && e.response.Exists() {
 			return nil // a repair's response.created, in_progress: the client's goes on
 		}
-		s.pass(ev, e.Type)
+		s.pass(ev, e.typ)
 		return nil
 	}
-	idx := *e.OutputIndex
-	if e.Type == "response.output_item.added" && e.Item != nil && e.Item.Type == "function_call" {
+	idx := e.outputIndex
+	isCall := e.item.Get("type").StrIs("function_call")
+	if e.typ == "response.output_item.added" && isCall {
 		s.held[idx] = nil
 	}
 	if _, ok := s.held[idx]; !ok {
-		if e.Type == "response.output_item.done" {
+		if isCall {
+			// The SDK puts an item of output_item.done at its index
+			// whatever was added there.
+			return fmt.Errorf("a function call item at output_index %d that was not added as one, which cannot be decided", idx)
+		}
+		if e.typ == "response.output_item.done" {
 			s.sent++
-			if item := itemOf(ev.data); s.t.retry && s.t.keep(len(item), s.out.maxHeld) {
+			if item := raw(e.item); s.t.retry && s.t.keep(len(item), s.out.maxHeld) {
 				s.items, s.sentThis = append(s.items, item), append(s.sentThis, item)
 			}
 		}
-		s.pass(ev, e.Type)
+		s.pass(ev, e.typ)
 		return nil
 	}
 	s.held[idx] = append(s.held[idx], ev.data)
 	if s.heldBytes += len(ev.data); s.heldBytes > s.out.maxHeld {
 		return errHeldTooLong
 	}
-	if e.Type != "response.output_item.done" {
+	if e.typ != "response.output_item.done" {
 		return nil
 	}
 	evs := s.held[idx]
 	delete(s.held, idx)
 	s.heldBytes = 0
-	c := toolCall{id: e.Item.CallID, name: e.Item.Name}
-	c.args, c.raw = callArgs(e.Item.Arguments)
+	c, err := responsesCall(fieldsOf(e.item, "item"))
+	if err != nil {
+		return fmt.Errorf("an upstream event is not understood, so its tool calls cannot be decided: item: %w", err)
+	}
 	withhold, fix := s.decide(s.id, s.model, c)
-	item := itemOf(ev.data)
+	item := raw(e.item)
 	kept := s.t.retry && s.t.keep(len(item), s.out.maxHeld)
 	if kept {
 		s.items = append(s.items, item)
@@ -172,12 +209,9 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	if kept {
 		s.sentThis = append(s.sentThis, item)
 	}
+	s.released[c.id] = true
 	for _, d := range evs {
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(d, &t)
-		s.send(t.Type, d)
+		s.send(typeOf(d), d)
 	}
 	s.sent++
 	return nil
@@ -199,8 +233,7 @@ func (s *responsesStream) pass(ev *sseEvent, typ string) {
 // attempts).
 func (s *responsesStream) send(typ string, data []byte) {
 	if s.shift != 0 || s.seqAdd != 0 || s.base != 0 {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(data, &m) == nil {
+		if m, err := parseStrict(data, func(v jsontape.Value) (map[string]json.RawMessage, error) { return members(v, "") }); err == nil {
 			if v, ok := m["output_index"]; ok && s.shift != s.base {
 				if n, err := strconv.Atoi(string(v)); err == nil {
 					m["output_index"] = json.RawMessage(strconv.Itoa(n - s.shift + s.base))
@@ -254,30 +287,30 @@ func (s *responsesStream) completed(data []byte, earlier []json.RawMessage, usag
 	if len(s.dropped) == 0 && earlier == nil && usage == nil {
 		return data, nil
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("the final event: %w", err)
+	type final struct {
+		top, resp map[string]json.RawMessage
+		out       []json.RawMessage
 	}
-	var resp map[string]json.RawMessage
-	if err := json.Unmarshal(top["response"], &resp); err != nil {
-		return nil, fmt.Errorf("the final event's response: %w", err)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(resp["output"], &items); err != nil {
-		return nil, fmt.Errorf("the final event's output: %w", err)
-	}
-	out := slices.Clone(earlier)
-	for _, raw := range items {
-		var it struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
+	f, err := parseStrict(data, func(v jsontape.Value) (final, error) {
+		f := final{out: slices.Clone(earlier)}
+		f.top, _ = members(v, "")
+		r := v.Get("response")
+		if r.Kind() != jsontape.Object {
+			return f, typeError("the final event's response", r, "an object")
 		}
-		_ = json.Unmarshal(raw, &it)
-		if it.Type == "function_call" && s.dropped[it.CallID] {
-			continue
-		}
-		out = append(out, raw)
+		f.resp, _ = members(r, "")
+		err := arrayOf(r.Get("output"), "the final event's output", func(_ int, it jsontape.Value) error {
+			if !it.Get("type").StrIs("function_call") || !s.dropped[strOr(it.Get("call_id"))] {
+				f.out = append(f.out, it.Raw())
+			}
+			return nil
+		})
+		return f, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	top, resp, out := f.top, f.resp, f.out
 	if s.noteItem != nil {
 		out = append(out, s.noteItem)
 	}
@@ -296,15 +329,6 @@ func (s *responsesStream) finish() error {
 	return nil
 }
 
-// itemOf is the item of an output_item.done event's data.
-func itemOf(data []byte) json.RawMessage {
-	var d struct {
-		Item json.RawMessage `json:"item"`
-	}
-	_ = json.Unmarshal(data, &d)
-	return d.Item
-}
-
 func (s *responsesStream) retrying() { s.t.retry = true }
 
 // turn is the attempt's response: its output items.
@@ -313,7 +337,7 @@ func (s *responsesStream) turn() (response, *streamTurn, bool, error) {
 		return nil, &s.t, false, nil
 	}
 	top := map[string]json.RawMessage{"id": mustJSON(s.id), "object": mustJSON("response"), "model": mustJSON(s.model), "output": mustJSON(s.items)}
-	resp, err := openAIResponses{}.parseResponse(mustJSON(top))
+	resp, err := parseStrict(mustJSON(top), openAIResponses{}.parseResponse)
 	return resp, &s.t, true, err
 }
 
@@ -324,7 +348,7 @@ func (s *responsesStream) again() {
 	s.seqAdd += s.maxSeq + 1 // after the last event sent
 	s.maxSeq = 0
 	s.held, s.heldBytes = map[int][][]byte{}, 0
-	s.fixes, s.dropped, s.outputs, s.noteItem = nil, map[string]bool{}, nil, nil
+	s.fixes, s.dropped, s.released, s.outputs, s.noteItem = nil, map[string]bool{}, map[string]bool{}, nil, nil
 	s.earlier, s.sentThis = append(s.earlier, s.sentThis...), nil
 	s.items, s.finalType, s.finalData = nil, "", nil
 }

@@ -1,12 +1,14 @@
 package modelproxy
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // openAIStream is a Chat Completions stream (chat.completion.chunk
@@ -38,6 +40,8 @@ type openAIStream struct {
 	usage json.RawMessage   // summed over the attempts
 	done  bool              // the attempt's [DONE], held
 	after bool              // earlier attempts sent text: this one's first goes after a blank line
+
+	tape eventTape
 }
 
 type openAIStreamChoice struct {
@@ -63,14 +67,37 @@ func (s *openAIStream) errorEvent(msg string) (string, []byte) {
 	return "", openAIChat{}.errorBody(502, msg)
 }
 
+// openAIDelta is one tool call delta of a chunk.
 type openAIDelta struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function *struct {
-		Name      *string `json:"name"`
-		Arguments string  `json:"arguments"`
-	} `json:"function"`
+	index     int
+	id, typ   string
+	name      *string // nil: none in this delta
+	arguments string
+}
+
+func readOpenAIDelta(v jsontape.Value) (openAIDelta, error) {
+	t := fieldsOf(v, "tool call")
+	d := openAIDelta{index: t.index("index"), id: t.str("id"), typ: t.str("type")}
+	f := t.object("function")
+	if present(f.v.Get("name")) {
+		name := f.str("name")
+		d.name = &name
+	}
+	d.arguments = f.str("arguments")
+	return d, f.err
+}
+
+// plainChunk reports whether a chunk holds no tool call and no finish:
+// text, which passes through as it came.
+func plainChunk(v jsontape.Value) bool {
+	for it := v.Get("choices").Items(); it.Next(); {
+		c := it.Value()
+		d := c.Get("delta")
+		if d.Get("tool_calls").Exists() || d.Get("function_call").Exists() || c.Get("message").Exists() || !c.Get("finish_reason").IsNull() {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *openAIStream) handle(ev *sseEvent) error {
@@ -85,88 +112,108 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		s.out.raw(ev.raw)
 		return nil
 	}
-	if s.id != "" && !s.t.retry && plainChunk(ev.data) {
-		s.out.raw(ev.raw) // text: nothing to read, nothing to change
-		return nil
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(ev.data, &top); err != nil {
+	v, err := s.tape.parse(ev)
+	if err != nil {
 		return fmt.Errorf("an upstream chunk is not understood, so its tool calls cannot be decided: %w", err)
 	}
-	if _, ok := top["error"]; ok {
+	cv := v.Get("choices")
+	if v.Get("error").Exists() {
+		if cv.Exists() {
+			// The SDK raises a chunk's error when it is truthy and reads
+			// its choices otherwise: neither is sent undecided.
+			return errors.New("an upstream chunk holds both an error and choices")
+		}
 		s.out.raw(ev.raw)
 		return nil
 	}
-	var h head
-	_ = json.Unmarshal(ev.data, &h)
-	s.id, s.model = cmpOrStr(h.ID, s.id), cmpOrStr(h.Model, s.model)
-	var choices []map[string]json.RawMessage
-	if c, ok := top["choices"]; ok {
-		if err := json.Unmarshal(c, &choices); err != nil {
-			return fmt.Errorf("chunk choices: %w", err)
-		}
+	if k := cv.Kind(); k != jsontape.Invalid && k != jsontape.Null && k != jsontape.Array {
+		return typeError("chunk choices", cv, "an array")
 	}
+	if s.id != "" && !s.t.retry && plainChunk(v) {
+		s.out.raw(ev.raw) // text: nothing to change
+		return nil
+	}
+	s.id, s.model = cmpOrStr(strOr(v.Get("id")), s.id), cmpOrStr(strOr(v.Get("model")), s.model)
+	top, _ := members(v, "")
 	s.envelope = map[string]json.RawMessage{}
 	for k, v := range top {
 		if k != "choices" && k != "usage" {
 			s.envelope[k] = v
 		}
 	}
-	if u := top["usage"]; s.t.retry && len(choices) == 0 && len(u) > 0 && string(u) != "null" {
-		s.usage = sumUsage(s.usage, u) // sent by end
+	if u := v.Get("usage"); s.t.retry && cv.Len() == 0 && present(u) {
+		s.usage = sumUsage(s.usage, u.Raw()) // sent by end
 		return nil
 	}
-	changed, keep := false, len(choices) == 0
-	for _, ch := range choices {
-		var ci int
-		_ = json.Unmarshal(ch["index"], &ci)
+	choices := make([]map[string]json.RawMessage, 0, cv.Len())
+	changed, keep := false, cv.Len() == 0
+	for it := cv.Items(); it.Next(); {
+		c := it.Value()
+		if c.Kind() != jsontape.Object {
+			return typeError("chunk choice", c, "an object")
+		}
+		if c.Get("message").Exists() {
+			// The SDK's accumulator takes a choice's other members as
+			// they are: a message there would replace the one streamed.
+			return errors.New("a chunk's choice holds a message, which cannot be decided")
+		}
+		ch, _ := members(c, "")
+		choices = append(choices, ch)
+		ci, err := index(c.Get("index"), "choice index")
+		if err != nil {
+			return err
+		}
 		st := s.choices[ci]
 		if st == nil {
 			st = &openAIStreamChoice{}
 			s.choices[ci] = st
 		}
-		var delta map[string]json.RawMessage
-		_ = json.Unmarshal(ch["delta"], &delta)
-		if c, ok := delta["content"]; ok && s.t.retry && ci == 0 {
-			var text *string
-			_ = json.Unmarshal(c, &text)
-			if text != nil && *text != "" {
-				if s.t.keep(len(*text), s.out.maxHeld) {
-					s.text.WriteString(*text)
-				}
-				if s.after {
-					delta["content"] = mustJSON("\n\n" + *text)
-					ch["delta"] = mustJSON(delta)
-					changed, s.after = true, false
-				}
+		dv := c.Get("delta")
+		delta, err := members(dv, "delta")
+		if err != nil {
+			return err
+		}
+		if dv.Get("function_call").Exists() {
+			return errors.New("a chunk's delta.function_call: a deprecated function call, not decided by this proxy")
+		}
+		if text := strOr(dv.Get("content")); s.t.retry && ci == 0 && text != "" {
+			if s.t.keep(len(text), s.out.maxHeld) {
+				s.text.WriteString(text)
+			}
+			if s.after {
+				delta["content"] = mustJSON("\n\n" + text)
+				ch["delta"] = mustJSON(delta)
+				changed, s.after = true, false
 			}
 		}
-		if tc, ok := delta["tool_calls"]; ok {
-			var ds []openAIDelta
-			if err := json.Unmarshal(tc, &ds); err != nil {
-				return fmt.Errorf("chunk tool_calls: %w", err)
-			}
-			for _, d := range ds {
-				if st.cur != nil && d.Index != st.cur.index {
+		if tc := dv.Get("tool_calls"); tc.Exists() {
+			err := arrayOf(tc, "chunk tool_calls", func(_ int, dv jsontape.Value) error {
+				d, err := readOpenAIDelta(dv)
+				if err != nil {
+					return fmt.Errorf("chunk tool_calls: %w", err)
+				}
+				if st.cur != nil && d.index != st.cur.index {
 					if err := s.complete(ci, st); err != nil {
 						return err
 					}
 				}
 				if st.cur == nil {
-					st.cur = &openAIStreamCall{index: d.Index}
+					st.cur = &openAIStreamCall{index: d.index}
 				}
 				c := st.cur
-				c.id = cmpOrStr(d.ID, c.id)
-				c.typ = cmpOrStr(d.Type, c.typ)
-				if d.Function != nil {
-					if d.Function.Name != nil {
-						c.name += *d.Function.Name
-					}
-					c.args = append(c.args, d.Function.Arguments...)
+				c.id = cmpOrStr(d.id, c.id)
+				c.typ = cmpOrStr(d.typ, c.typ)
+				if d.name != nil {
+					c.name += *d.name
 				}
+				c.args = append(c.args, d.arguments...)
 				if len(c.args)+len(c.name) > s.out.maxHeld {
 					return errHeldTooLong
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			delete(delta, "tool_calls")
 			ch["delta"] = mustJSON(delta)
@@ -284,7 +331,7 @@ func (s *openAIStream) turn() (response, *streamTurn, bool, error) {
 	choice := map[string]json.RawMessage{"index": json.RawMessage("0"), "message": mustJSON(msg), "finish_reason": st.finish}
 	top := map[string]json.RawMessage{"id": mustJSON(s.id), "object": mustJSON("chat.completion"), "model": mustJSON(s.model),
 		"choices": mustJSON([]map[string]json.RawMessage{choice})}
-	resp, err := openAIChat{}.parseResponse(mustJSON(top))
+	resp, err := parseStrict(mustJSON(top), openAIChat{}.parseResponse)
 	return resp, &s.t, true, err
 }
 
@@ -338,31 +385,6 @@ func (s *openAIStream) envelopeCopy() map[string]json.RawMessage {
 		top = map[string]json.RawMessage{}
 	}
 	return top
-}
-
-// plainChunk reports whether a chunk holds no tool call, no finish and
-// no error: no "tool_calls" or "error" anywhere, and every
-// "finish_reason" null. A chunk that only seems to (the words in its
-// text) is read whole, which is right too.
-func plainChunk(b []byte) bool {
-	if bytes.Contains(b, []byte(`"tool_calls"`)) || bytes.Contains(b, []byte(`"error"`)) {
-		return false
-	}
-	key := []byte(`"finish_reason"`)
-	for {
-		i := bytes.Index(b, key)
-		if i < 0 {
-			return true
-		}
-		b = bytes.TrimLeft(b[i+len(key):], " \t\r\n")
-		if len(b) == 0 || b[0] != ':' {
-			return false
-		}
-		b = bytes.TrimLeft(b[1:], " \t\r\n")
-		if !bytes.HasPrefix(b, []byte("null")) {
-			return false
-		}
-	}
 }
 
 func cmpOrStr(a, b string) string {

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -172,7 +171,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	req, err := parseStrict(body, func() (*request, error) { return a.parseRequest(body, p.cfg.Limits.MaxTools) })
+	req, err := parseStrict(body, func(v jsontape.Value) (*request, error) { return a.parseRequest(v, p.cfg.Limits.MaxTools) })
 	if err != nil {
 		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 		return
@@ -317,33 +316,12 @@ func (p *Proxy) exchange(ctx context.Context, r *http.Request, rt *Route, rest s
 	if int64(len(out)) > p.cfg.Limits.MaxResponseBytes {
 		return nil, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream response is larger than %d bytes; its tool calls cannot be decided", p.cfg.Limits.MaxResponseBytes)
 	}
-	resp, err := parseStrict(out, func() (response, error) { return rt.api.parseResponse(out) })
+	resp, err := parseStrict(out, rt.api.parseResponse)
 	if err != nil {
 		return nil, http.StatusBadGateway, "toolaudit: the upstream response is not understood, so its tool calls cannot be decided: " + err.Error()
 	}
 	return &attempt{status: up.StatusCode, header: up.Header, body: out, resp: resp}, 0, ""
 }
-
-// parseStrict parses b with jsontape before parse reads it: a member
-// name repeated anywhere is refused, so that the proxy and the upstream
-// cannot read two different declarations or calls from one body (JSON
-// readers differ on which repetition wins).
-func parseStrict[T any](b []byte, parse func() (T, error)) (T, error) {
-	var zero T
-	t := tapes.Get().(*jsontape.Tape)
-	defer tapes.Put(t)
-	if err := t.Parse(b); err != nil {
-		return zero, err
-	}
-	if t.Root().Kind() != jsontape.Object {
-		return zero, errors.New("not a JSON object")
-	}
-	return parse()
-}
-
-// tapes are parseStrict's: a tape is most of the allocations of a
-// response's check otherwise.
-var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
 
 // decisions are a response's decisions.
 type decisions struct {

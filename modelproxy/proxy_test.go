@@ -505,3 +505,28 @@ func TestVercelToolLoop(t *testing.T) {
 		t.Errorf("the loop executed a rejected call: %+v", o)
 	}
 }
+
+// A call whose members are also written in another case ("function" and
+// "Function", "name" and "Name") is read as the SDKs read it, by the
+// exact names: the call they would execute, wipe_disk, is decided (H1)
+// and withheld. encoding/json's struct fields also match names without
+// case, and the last one won: the proxy decided get_weather and passed
+// wipe_disk on.
+func TestCaseFoldedNames(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic", "responses"} {
+		t.Run(api, func(t *testing.T) {
+			e := start(t, "block")
+			e.up.queue(t, "smuggled/"+api+"-case-folded.json")
+			o := e.sdk(t, api, "create", requestFor(api))
+			if !o.OK {
+				t.Fatalf("SDK: %s", o.Message)
+			}
+			if bytes.Contains(o.Response, []byte(`"name":"wipe_disk"`)) {
+				t.Fatalf("the SDK got wipe_disk to execute: %s", o.Response)
+			}
+			if recs := e.records(t, 1); !bytes.Contains(recs[0].Call, []byte(`"tool":"wipe_disk"`)) || classes(recs) != "H1" {
+				t.Errorf("audit %s %s, want wipe_disk H1", recs[0].Call, classes(recs))
+			}
+		})
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"strings"
 	"testing"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
-// TestPlainChunk: only a chunk that cannot hold a call, a finish or an
-// error takes the fast path.
+// TestPlainChunk: only a chunk that holds no call and no finish, its
+// names read unescaped, takes the fast path (an error is handled before).
 func TestPlainChunk(t *testing.T) {
 	for _, tc := range []struct {
 		chunk string
@@ -18,11 +20,17 @@ func TestPlainChunk(t *testing.T) {
 		{`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, false},
 		{`{"choices":[{"index":0,"delta":{},"finish_reason": "tool_calls"}]}`, false},
 		{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]},"finish_reason":null}]}`, false},
-		{`{"error":{"message":"x"}}`, false},
 		{`{"choices":[{"index":0,"delta":{"content":"say \"tool_calls\""},"finish_reason":null}]}`, true}, // escaped in a string: no member
 		{`{"choices":[{"index":0,"delta":{"content":"a \"tool_calls\": b"},"finish_reason":null}]}`, true},
+		{`{"choices":[{"index":0,"delta":{"tool\u005fcalls":[{"index":0}]},"finish_reason":null}]}`, false}, // the name escaped: a member all the same
+		{`{"choices":[{"index":0,"delta":{},"finish\u005freason":"stop"}]}`, false},
+		{`{"choices":[{"index":0,"delta":{"function_call":{"name":"x"}},"finish_reason":null}]}`, false},
 	} {
-		if got := plainChunk([]byte(tc.chunk)); got != tc.plain {
+		var tape jsontape.Tape
+		if err := tape.Parse([]byte(tc.chunk)); err != nil {
+			t.Fatal(err)
+		}
+		if got := plainChunk(tape.Root()); got != tc.plain {
 			t.Errorf("%s: plain %v, want %v", tc.chunk, got, tc.plain)
 		}
 	}

@@ -27,7 +27,10 @@ type sseEvent struct {
 	data  []byte
 }
 
-var errLineTooLong = errors.New("an event stream line longer than the limit")
+var (
+	errLineTooLong = errors.New("an event stream line longer than the limit")
+	errBareCR      = errors.New("an event stream line holding a carriage return not before its line feed")
+)
 
 // sseBuffer is what an event stream reader buffers of the upstream: a
 // line longer than it is gathered piece by piece up to the line limit,
@@ -96,7 +99,12 @@ func (r *sseReader) next() (*sseEvent, error) {
 			return nil, err
 		}
 		ev.raw = append(ev.raw, line...)
-		l := bytes.TrimRight(line, "\r\n")
+		l := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if bytes.IndexByte(l, '\r') >= 0 {
+			// The SDKs end a line at a lone CR too: they would read other
+			// lines, and other events, than this reader.
+			return nil, errBareCR
+		}
 		if len(l) == 0 {
 			if len(ev.raw) == len(line) { // blank lines between events
 				ev.raw = ev.raw[:0]

@@ -553,3 +553,48 @@ func TestStreamRetryLongTurn(t *testing.T) {
 		})
 	}
 }
+
+// A stream that carries a call where the proxy would not look (a member
+// name escaped, a choice's message, an event whose name and type
+// differ, a lone CR splitting lines, content in message_start, an item
+// replaced at its done, a call only in a response's snapshot) never
+// hands that call to the SDK undecided: it is decided (the escaped name
+// is read as the SDK reads it: withheld, H1) or the stream ends with the
+// error event. Each of these reached the SDK undecided before the proxy
+// read events as the SDKs do.
+func TestStreamSmuggledCalls(t *testing.T) {
+	for _, tc := range []struct{ api, file, want string }{
+		{"openai", "openai-escaped-name.sse", ""},
+		{"openai", "openai-choice-message.sse", "holds a message"},
+		{"openai", "openai-null-error.sse", "both an error and choices"},
+		{"anthropic", "anthropic-renamed-event.sse", `holds a "content_block_start"`},
+		{"anthropic", "anthropic-start-content.sse", "message_start holds content"},
+		{"anthropic", "anthropic-bare-cr.sse", "carriage return"},
+		{"responses", "responses-replaced-item.sse", "not added as one"},
+		{"responses", "responses-completed-only.sse", "not streamed as an item"},
+		// The proxy's error event comes first: the SDK says so its way.
+		{"responses", "responses-created-output.sse", "got error"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			e := start(t, "block")
+			e.up.queue(t, "smuggled/"+tc.file)
+			o := e.sdk(t, tc.api, "stream", streamRequest(tc.api))
+			call := []byte(`"name":"wipe_disk"`)
+			if bytes.Contains(o.Response, call) || bytes.Contains(o.Final, call) {
+				t.Fatalf("the SDK got the smuggled call: %s%s", o.Response, o.Final)
+			}
+			if tc.want == "" {
+				if !o.OK {
+					t.Fatalf("SDK: %s", o.Message)
+				}
+				if recs := e.records(t, 1); !bytes.Contains(recs[0].Call, []byte(`"tool":"wipe_disk"`)) || classes(recs) != "H1" {
+					t.Errorf("audit %s %s, want wipe_disk H1", recs[0].Call, classes(recs))
+				}
+				return
+			}
+			if o.OK || !strings.Contains(o.Message, tc.want) {
+				t.Errorf("SDK got ok=%v %q, want the stream's error naming %q", o.OK, o.Message, tc.want)
+			}
+		})
+	}
+}

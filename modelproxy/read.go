@@ -1,0 +1,257 @@
+package modelproxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/toolaudit/toolaudit/jsontape"
+)
+
+// Every body and stream event the proxy decides is parsed once, by
+// jsontape, and read from its tape: a member name repeated anywhere is
+// refused, so that the proxy and the upstream or the client cannot read
+// two different declarations or calls from one body (JSON readers differ
+// on which repetition wins), and names are matched exactly, as the SDKs
+// match them (encoding/json's struct fields also take "ID" for "id").
+// encoding/json read the same bytes again at every level it was asked
+// to (each Unmarshal validates its whole input first): half of the
+// proxy's own CPU (docs/performance.md §15).
+//
+// The readers below take a value of a tape and give what encoding/json
+// would have decoded into the same Go type: absent and null are the zero
+// value, any other kind than the type's is an error naming the member.
+// Raw values are views of the parsed bytes, which must outlive them (a
+// request's and a response's body, an event's data: none is reused).
+
+// tapes are the proxy's: a tape is most of the allocations of a
+// response's check otherwise.
+var tapes = sync.Pool{New: func() any { return new(jsontape.Tape) }}
+
+// parseStrict parses b and, when it is an object, reads it with read;
+// the tape goes back to the pool after read returns, so that what read
+// keeps is strings and raw views of b only.
+func parseStrict[T any](b []byte, read func(jsontape.Value) (T, error)) (T, error) {
+	var zero T
+	t := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(t)
+	if err := t.Parse(b); err != nil {
+		return zero, err
+	}
+	if t.Root().Kind() != jsontape.Object {
+		return zero, errors.New("not a JSON object")
+	}
+	return read(t.Root())
+}
+
+// typeError is what a member of the wrong kind is answered with.
+func typeError(what string, v jsontape.Value, want string) error {
+	return fmt.Errorf("%s: %s, not %s", what, v.Kind(), want)
+}
+
+// str reads a string.
+func str(v jsontape.Value, what string) (string, error) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return "", nil
+	case jsontape.String:
+		return string(v.Str()), nil
+	}
+	return "", typeError(what, v, "a string")
+}
+
+// strOr is str, "" for another kind: a member the proxy only looks at.
+func strOr(v jsontape.Value) string { return string(v.Str()) }
+
+// boolean reads a bool.
+func boolean(v jsontape.Value, what string) (bool, error) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null, jsontape.False:
+		return false, nil
+	case jsontape.True:
+		return true, nil
+	}
+	return false, typeError(what, v, "a boolean")
+}
+
+// integer is an integral number's value, 0 for anything else.
+func integer(v jsontape.Value) int {
+	f := v.Float64()
+	if f != float64(int(f)) {
+		return 0
+	}
+	return int(f)
+}
+
+// raw is v's text, nil when absent (as a json.RawMessage member left
+// unset).
+func raw(v jsontape.Value) json.RawMessage {
+	if !v.Exists() {
+		return nil
+	}
+	return v.Raw()
+}
+
+// present reports whether v is there and not null.
+func present(v jsontape.Value) bool { return !v.IsNull() }
+
+// members reads an object's members as raw values; nil for null.
+func members(v jsontape.Value, what string) (map[string]json.RawMessage, error) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return nil, nil
+	case jsontape.Object:
+	default:
+		return nil, typeError(what, v, "an object")
+	}
+	m := make(map[string]json.RawMessage, v.Len())
+	for ms := v.Members(); ms.Next(); {
+		m[string(ms.Name())] = ms.Value().Raw()
+	}
+	return m, nil
+}
+
+// items reads an array's items as raw values; nil for null.
+func items(v jsontape.Value, what string) ([]json.RawMessage, error) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return nil, nil
+	case jsontape.Array:
+	default:
+		return nil, typeError(what, v, "an array")
+	}
+	out := make([]json.RawMessage, 0, v.Len())
+	for it := v.Items(); it.Next(); {
+		out = append(out, it.Value().Raw())
+	}
+	return out, nil
+}
+
+// arrayOf checks that v is an array (or null: no items) and calls each
+// for each item, with its index.
+func arrayOf(v jsontape.Value, what string, each func(int, jsontape.Value) error) error {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return nil
+	case jsontape.Array:
+	default:
+		return typeError(what, v, "an array")
+	}
+	i := 0
+	for it := v.Items(); it.Next(); i++ {
+		if err := each(i, it.Value()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// object checks that v is an object, or null or absent (no members):
+// where encoding/json decodes an object into a struct.
+func object(v jsontape.Value, what string) error {
+	if k := v.Kind(); k != jsontape.Invalid && k != jsontape.Null && k != jsontape.Object {
+		return typeError(what, v, "an object")
+	}
+	return nil
+}
+
+// typeOf is the type member of an object's text, "" when there is none
+// (or the text is not an object).
+func typeOf(b []byte) string {
+	typ, _ := parseStrict(b, func(v jsontape.Value) (string, error) { return strOr(v.Get("type")), nil })
+	return typ
+}
+
+// index reads an index member (a content block's, a choice's, an
+// item's): an integer, 0 when absent or null.
+func index(v jsontape.Value, what string) (int, error) {
+	switch v.Kind() {
+	case jsontape.Invalid, jsontape.Null:
+		return 0, nil
+	case jsontape.Number:
+		if n, err := strconv.Atoi(string(v.Raw())); err == nil {
+			return n, nil
+		}
+	}
+	return 0, typeError(what, v, "an integer")
+}
+
+// eventTape parses a stream's events, each once however many of the
+// stream's readers look at it: the tape holds the last event parsed.
+type eventTape struct {
+	t   jsontape.Tape
+	ev  *sseEvent
+	err error
+}
+
+// parse returns ev's data parsed: an object, else an error.
+func (e *eventTape) parse(ev *sseEvent) (jsontape.Value, error) {
+	if e.ev != ev {
+		e.ev, e.err = ev, e.t.Parse(ev.data)
+		if e.err == nil && e.t.Root().Kind() != jsontape.Object {
+			e.err = errors.New("not a JSON object")
+		}
+	}
+	if e.err != nil {
+		return jsontape.Value{}, e.err
+	}
+	return e.t.Root(), nil
+}
+
+// fields reads the members of one object, keeping the first error: the
+// value not an object (absent and null read as one without members), or
+// a member of the wrong kind.
+type fields struct {
+	v   jsontape.Value
+	err error
+}
+
+func fieldsOf(v jsontape.Value, what string) fields { return fields{v: v, err: object(v, what)} }
+
+func (f *fields) str(name string) string {
+	if f.err != nil {
+		return ""
+	}
+	s, err := str(f.v.Get(name), name)
+	f.err = err
+	return s
+}
+
+func (f *fields) boolean(name string) bool {
+	if f.err != nil {
+		return false
+	}
+	b, err := boolean(f.v.Get(name), name)
+	f.err = err
+	return b
+}
+
+func (f *fields) index(name string) int {
+	if f.err != nil {
+		return 0
+	}
+	n, err := index(f.v.Get(name), name)
+	f.err = err
+	return n
+}
+
+// object reads member name as an object's fields. Its error is f's, if
+// f had one, else its own: read it after f's other members, and check
+// its error.
+func (f *fields) object(name string) fields {
+	o := fields{v: f.v.Get(name), err: f.err}
+	if o.err == nil {
+		o.err = object(o.v, name)
+	}
+	return o
+}
+
+// wrap is f's error, what it read named first; nil when none.
+func (f *fields) wrap(what string, args ...any) error {
+	if f.err == nil {
+		return nil
+	}
+	return fmt.Errorf(what+": %w", append(args, f.err)...)
+}
