@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolaudit/toolaudit/jsontape"
+	"github.com/toolaudit/toolaudit/schema"
 )
 
 // openAIStream is a Chat Completions stream (chat.completion.chunk
@@ -134,6 +136,21 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		return nil
 	}
 	s.id, s.model = cmpOrStr(strOr(v.Get("id")), s.id), cmpOrStr(strOr(v.Get("model")), s.model)
+	if s.envelope != nil && callsOnly(v) {
+		// Held until each call is complete: the chunk itself is dropped,
+		// so it is not rebuilt (most chunks of a call).
+		for it := cv.Items(); it.Next(); {
+			c := it.Value()
+			ci, err := index(c.Get("index"), "choice index")
+			if err != nil {
+				return err
+			}
+			if err := s.callDeltas(ci, s.choice(ci), c.Get("delta").Get("tool_calls")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	top, _ := members(v, "")
 	s.envelope = map[string]json.RawMessage{}
 	for k, v := range top {
@@ -163,11 +180,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		if err != nil {
 			return err
 		}
-		st := s.choices[ci]
-		if st == nil {
-			st = &openAIStreamChoice{}
-			s.choices[ci] = st
-		}
+		st := s.choice(ci)
 		dv := c.Get("delta")
 		delta, err := members(dv, "delta")
 		if err != nil {
@@ -187,32 +200,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 			}
 		}
 		if tc := dv.Get("tool_calls"); tc.Exists() {
-			err := arrayOf(tc, "chunk tool_calls", func(_ int, dv jsontape.Value) error {
-				d, err := readOpenAIDelta(dv)
-				if err != nil {
-					return fmt.Errorf("chunk tool_calls: %w", err)
-				}
-				if st.cur != nil && d.index != st.cur.index {
-					if err := s.complete(ci, st); err != nil {
-						return err
-					}
-				}
-				if st.cur == nil {
-					st.cur = &openAIStreamCall{index: d.index}
-				}
-				c := st.cur
-				c.id = cmpOrStr(d.id, c.id)
-				c.typ = cmpOrStr(d.typ, c.typ)
-				if d.name != nil {
-					c.name += *d.name
-				}
-				c.args = append(c.args, d.arguments...)
-				if len(c.args)+len(c.name) > s.out.maxHeld {
-					return errHeldTooLong
-				}
-				return nil
-			})
-			if err != nil {
+			if err := s.callDeltas(ci, st, tc); err != nil {
 				return err
 			}
 			delete(delta, "tool_calls")
@@ -232,7 +220,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 				ch["finish_reason"] = json.RawMessage("null")
 				changed = true
 			case st.withheld > 0:
-				s.chunk(ci, map[string]any{"content": "\n\n" + noteText(st.fixes)})
+				s.chunk(ci, contentDelta("\n\n"+noteText(st.fixes)))
 				if st.sent == 0 && string(fin) == `"tool_calls"` {
 					ch["finish_reason"] = mustJSON("stop")
 					changed = true
@@ -256,6 +244,78 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 	return nil
 }
 
+// choice is the state of choice ci.
+func (s *openAIStream) choice(ci int) *openAIStreamChoice {
+	st := s.choices[ci]
+	if st == nil {
+		st = &openAIStreamChoice{}
+		s.choices[ci] = st
+	}
+	return st
+}
+
+// callDeltas adds a chunk's tool call deltas (tc) to choice ci's calls:
+// a delta of another index completes the current call.
+func (s *openAIStream) callDeltas(ci int, st *openAIStreamChoice, tc jsontape.Value) error {
+	return arrayOf(tc, "chunk tool_calls", func(_ int, dv jsontape.Value) error {
+		d, err := readOpenAIDelta(dv)
+		if err != nil {
+			return fmt.Errorf("chunk tool_calls: %w", err)
+		}
+		if st.cur != nil && d.index != st.cur.index {
+			if err := s.complete(ci, st); err != nil {
+				return err
+			}
+		}
+		if st.cur == nil {
+			st.cur = &openAIStreamCall{index: d.index}
+		}
+		c := st.cur
+		c.id = cmpOrStr(d.id, c.id)
+		c.typ = cmpOrStr(d.typ, c.typ)
+		if d.name != nil {
+			c.name += *d.name
+		}
+		c.args = append(c.args, d.arguments...)
+		if len(c.args)+len(c.name) > s.out.maxHeld {
+			return errHeldTooLong
+		}
+		return nil
+	})
+}
+
+// callsOnly reports whether every choice of chunk v is tool call deltas
+// and nothing else (no text, no finish): nothing of it is sent as it is.
+func callsOnly(v jsontape.Value) bool {
+	cv := v.Get("choices")
+	if cv.Len() == 0 {
+		return false
+	}
+	for it := cv.Items(); it.Next(); {
+		c := it.Value()
+		if c.Kind() != jsontape.Object {
+			return false
+		}
+		for m := c.Members(); m.Next(); {
+			switch string(m.Name()) {
+			case "index":
+			case "finish_reason", "logprobs":
+				if !m.Value().IsNull() {
+					return false
+				}
+			case "delta":
+				d := m.Value()
+				if d.Kind() != jsontape.Object || d.Len() != 1 || !d.Get("tool_calls").Exists() {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // complete decides the choice's current call and sends it or not.
 func (s *openAIStream) complete(ci int, st *openAIStreamChoice) error {
 	c := st.cur
@@ -263,10 +323,8 @@ func (s *openAIStream) complete(ci int, st *openAIStreamChoice) error {
 	tc := toolCall{id: c.id, name: c.name}
 	tc.args, tc.raw = callArgs(string(c.args))
 	withhold, fix := s.decide(s.id, s.model, tc)
-	call := map[string]any{"id": c.id, "type": cmpOrStr(c.typ, "function"),
-		"function": map[string]any{"name": c.name, "arguments": string(c.args)}}
 	if s.t.retry && ci == 0 {
-		raw := mustJSON(call)
+		raw := appendChatCall(nil, c, -1)
 		if s.t.keep(len(raw), s.out.maxHeld) {
 			s.raws = append(s.raws, raw)
 		}
@@ -278,20 +336,47 @@ func (s *openAIStream) complete(ci int, st *openAIStreamChoice) error {
 		}
 		return nil
 	}
-	call["index"] = st.sent
-	s.chunk(ci, map[string]any{"tool_calls": []any{call}})
+	delta := append([]byte(`{"tool_calls":[`), appendChatCall(nil, c, st.sent)...)
+	s.chunk(ci, append(delta, "]}"...))
 	st.sent++
 	return nil
 }
 
-// chunk sends a chunk of the stream's envelope with one choice's delta.
-func (s *openAIStream) chunk(ci int, delta map[string]any) {
-	top := make(map[string]any, len(s.envelope)+1)
-	for k, v := range s.envelope {
-		top[k] = v
+// appendChatCall appends the tool call c as a Chat Completions message
+// holds it, with its index in the client's stream (none when < 0).
+func appendChatCall(b []byte, c *openAIStreamCall, index int) []byte {
+	b = append(b, `{"function":{"arguments":`...)
+	b = schema.AppendString(b, string(c.args))
+	b = append(b, `,"name":`...)
+	b = schema.AppendString(b, c.name)
+	b = append(b, `},"id":`...)
+	b = schema.AppendString(b, c.id)
+	if index >= 0 {
+		b = append(b, `,"index":`...)
+		b = strconv.AppendInt(b, int64(index), 10)
 	}
-	top["choices"] = []any{map[string]any{"index": ci, "delta": delta, "finish_reason": nil}}
-	s.out.event("", mustJSON(top))
+	b = append(b, `,"type":`...)
+	b = schema.AppendString(b, cmpOrStr(c.typ, "function"))
+	return append(b, '}')
+}
+
+// contentDelta is a delta of text.
+func contentDelta(text string) []byte {
+	return append(schema.AppendString([]byte(`{"content":`), text), '}')
+}
+
+// chunk sends a chunk of the stream's envelope with one choice's delta
+// (a JSON object).
+func (s *openAIStream) chunk(ci int, delta []byte) {
+	top := maps.Clone(s.envelope)
+	if top == nil {
+		top = map[string]json.RawMessage{}
+	}
+	c := append([]byte(`[{"delta":`), delta...)
+	c = append(c, `,"finish_reason":null,"index":`...)
+	c = strconv.AppendInt(c, int64(ci), 10)
+	top["choices"] = append(c, "}]"...)
+	s.out.event("", appendObject(nil, top))
 }
 
 func (s *openAIStream) finish() error {
@@ -352,7 +437,7 @@ func (s *openAIStream) end() error {
 	for _, ci := range s.choiceIndexes() {
 		st := s.choices[ci]
 		if st.withheld > 0 {
-			s.chunk(ci, map[string]any{"content": "\n\n" + noteText(st.fixes)})
+			s.chunk(ci, contentDelta("\n\n"+noteText(st.fixes)))
 		}
 		if st.finish == nil {
 			continue
