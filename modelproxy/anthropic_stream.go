@@ -43,6 +43,10 @@ type anthropicStream struct {
 	delta   map[string]json.RawMessage // the last message_delta, held
 	stopped bool                       // message_stop, held
 
+	// started counts the attempt's blocks started; open is the index of
+	// the one started and not stopped, -1 none.
+	started, open int
+
 	tape eventTape
 }
 
@@ -58,13 +62,15 @@ type anthropicBlock struct {
 type anthropicHeld struct {
 	index    int
 	id, name string
+	start    json.RawMessage // the start block's input
+	deltas   bool            // input_json_delta seen: the input is their partial_json
 	input    []byte
 	events   []*sseEvent
 	size     int // bytes of the events held
 }
 
 func (anthropicMessages) newStream(out *sink, d streamDecider) streamer {
-	return &anthropicStream{out: out, decide: d}
+	return &anthropicStream{out: out, decide: d, open: -1}
 }
 
 // errorEvent is an error event, which the SDK raises as an APIError.
@@ -105,12 +111,7 @@ func (s *anthropicStream) handle(ev *sseEvent) error {
 		if s.attempt > 0 {
 			return nil // the client's message goes on
 		}
-	case "content_block_delta", "content_block_stop":
-		if s.held == nil && s.dropped == 0 && s.base == 0 {
-			break // a block passed on as it is: nothing to read
-		}
-		return s.block(ev)
-	case "content_block_start":
+	case "content_block_start", "content_block_delta", "content_block_stop":
 		return s.block(ev)
 	case "message_delta":
 		if s.held != nil {
@@ -159,10 +160,28 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 	if err != nil {
 		return fmt.Errorf("%s is not understood, so its tool call cannot be decided: %w", ev.event, err)
 	}
+	// The SDKs add a block at each start whatever its index, and apply a
+	// delta to the block at its index: blocks must come one after the
+	// other, each from its start to its stop, for the two to agree.
+	switch {
+	case ev.event == "content_block_start" && (s.open >= 0 || b.index != s.started):
+		return fmt.Errorf("content_block_start of index %d after %d blocks (open: %d): blocks out of order, so the calls cannot be decided", b.index, s.started, s.open)
+	case ev.event == "content_block_start":
+		s.open, s.started = b.index, s.started+1
+	case b.index != s.open:
+		return fmt.Errorf("%s of index %d, not the open block's (%d): blocks out of order, so the calls cannot be decided", ev.event, b.index, s.open)
+	case ev.event == "content_block_stop":
+		s.open = -1
+	}
 	if h := s.held; h != nil && b.index == h.index {
 		h.events = append(h.events, ev)
 		h.size += len(ev.raw)
-		h.input = append(h.input, b.partialJSON...)
+		if b.deltaType == "input_json_delta" {
+			// The SDKs read a tool_use's input from these alone, once
+			// there is one (none other changes it).
+			h.deltas = true
+			h.input = append(h.input, b.partialJSON...)
+		}
 		if h.size > s.out.maxHeld {
 			return errHeldTooLong
 		}
@@ -177,7 +196,7 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 				return err
 			}
 		}
-		s.held = &anthropicHeld{index: b.index, id: b.id, name: b.name, events: []*sseEvent{ev}}
+		s.held = &anthropicHeld{index: b.index, id: b.id, name: b.name, start: b.input, events: []*sseEvent{ev}}
 		return nil
 	}
 	s.send(ev, b.index)
@@ -187,8 +206,10 @@ func (s *anthropicStream) block(ev *sseEvent) error {
 // blockEvent is what the proxy reads of a content block event.
 type blockEvent struct {
 	index         int
-	typ, id, name string // content_block_start's block
-	partialJSON   string // content_block_delta's input_json_delta
+	typ, id, name string          // content_block_start's block
+	input         json.RawMessage // and its input
+	deltaType     string          // content_block_delta's
+	partialJSON   string
 }
 
 func readBlockEvent(t *eventTape, ev *sseEvent) (blockEvent, error) {
@@ -199,9 +220,9 @@ func readBlockEvent(t *eventTape, ev *sseEvent) (blockEvent, error) {
 	f := fieldsOf(v, "event")
 	b := blockEvent{index: f.index("index")}
 	cb := f.object("content_block")
-	b.typ, b.id, b.name = cb.str("type"), cb.str("id"), cb.str("name")
+	b.typ, b.id, b.name, b.input = cb.str("type"), cb.str("id"), cb.str("name"), raw(cb.v.Get("input"))
 	d := f.object("delta")
-	b.partialJSON = d.str("partial_json")
+	b.deltaType, b.partialJSON = d.str("type"), d.str("partial_json")
 	return b, cmp.Or(cb.err, d.err)
 }
 
@@ -230,11 +251,16 @@ func (s *anthropicStream) send(ev *sseEvent, index int) {
 func (s *anthropicStream) complete() error {
 	h := s.held
 	s.held = nil
-	c := toolCall{id: h.id, name: h.name, args: h.input}
-	if len(h.input) == 0 {
-		c.args = []byte("{}") // a tool without input streams no delta
-	} else {
+	// As the SDKs read it: the partial_json of the deltas when there is
+	// any ({} when they are empty), else the start block's input.
+	c := toolCall{id: h.id, name: h.name}
+	switch {
+	case h.deltas && len(h.input) > 0:
 		c.args, c.raw = callArgs(string(h.input))
+	case h.deltas || h.start == nil:
+		c.args = []byte("{}")
+	default:
+		c.args = h.start
 	}
 	withhold, fix := s.decide(s.id, s.model, c)
 	if !s.t.decided(c, withhold, fix) {
@@ -363,6 +389,7 @@ func (s *anthropicStream) again() {
 	s.t.again()
 	s.attempt++
 	s.base, s.dropped, s.fixes, s.held = s.next, 0, nil, nil
+	s.started, s.open = 0, -1
 	s.blocks, s.start, s.delta, s.stopped = nil, nil, nil, false
 }
 

@@ -171,16 +171,24 @@
 // call the SDKs received undecided before): a line holding a carriage
 // return not before its line feed (the SDKs end a line there); an
 // Anthropic event whose name and data type differ (the SDKs act on the
-// type), or a message_start holding content blocks (the SDKs start the
-// message from it); a Chat Completions chunk whose choice holds a
+// type), a message_start holding content blocks (the SDKs start the
+// message from it), or blocks out of order (the SDKs add a block at each
+// start whatever its index and apply a delta at its index: each block
+// must run from its start to its stop, its index the count of blocks
+// before it); a Chat Completions chunk whose choice holds a
 // message (the SDK merges a choice's members into its snapshot), or an
 // error and choices both (the SDK reads the choices when the error is
 // null), or a deprecated function_call delta; a Responses event whose
 // response holds a function call before the final event (the SDK's
 // snapshot is that response), a function_call item at an output_index
 // where none was added (the SDK takes an output_item.done's item
-// whatever was added), and a final response holding a function call
-// the stream did not carry as an item.
+// whatever was added), a call whose added item, arguments deltas or
+// arguments done differ from its done item, and a final response holding
+// a function call other than one the stream released or withheld. A
+// streamed tool_use is decided on the input the SDKs read: its
+// input_json_delta deltas' partial_json, else its start block's input
+// (TestStreamReadAsSDK). A released Chat Completions call is sent as the
+// proxy read it (one delta, re-encoded), so the SDK cannot read another.
 //
 // Under retry (repairStream) each attempt's end (Chat Completions: the
 // finish, the usage chunk, [DONE]; Messages: message_delta,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 )
@@ -37,7 +38,7 @@ type responsesStream struct {
 	withheld func(respID string, items []json.RawMessage)
 
 	id, model string
-	held      map[int][][]byte // output_index -> the held events' data
+	held      map[int]*responsesHeld // by output_index
 	heldBytes int
 	shift     int // items withheld so far
 	sent      int // items sent so far
@@ -57,13 +58,13 @@ type responsesStream struct {
 	usage     json.RawMessage   // summed over the attempts
 	finalType string            // the attempt's final event, held
 	finalData []byte
-	released  map[string]bool // the attempt's calls sent: call_id
+	released  map[string]toolCall // the attempt's calls sent, by call_id
 
 	tape eventTape
 }
 
 func (openAIResponses) newStream(out *sink, d streamDecider) streamer {
-	return &responsesStream{out: out, decide: d, held: map[int][][]byte{}, dropped: map[string]bool{}, released: map[string]bool{}}
+	return &responsesStream{out: out, decide: d, held: map[int]*responsesHeld{}, dropped: map[string]bool{}, released: map[string]toolCall{}}
 }
 
 // errorEvent is the stream's error event, which the SDK raises as an
@@ -89,6 +90,77 @@ func readResponsesEvent(v jsontape.Value) (responsesEvent, error) {
 	item, resp := f.object("item"), f.object("response")
 	e.item, e.response = item.v, resp.v
 	return e, cmp.Or(item.err, resp.err)
+}
+
+// responsesHeld is a function_call item's events, held until its
+// output_item.done, and what they say of the call: the SDK's snapshot
+// takes the added item, the arguments deltas and done, then the done
+// item, and a client may act on any of them (the agent SDKs read the
+// done item or the final response), so all must be the call decided.
+type responsesHeld struct {
+	events            [][]byte
+	callID, name      string // the added item's
+	deltas, argsDone  strings.Builder
+	hasDelta, hasDone bool
+}
+
+func (h *responsesHeld) add(typ string, v jsontape.Value) error {
+	f := fieldsOf(v, "event")
+	switch typ {
+	case "response.output_item.added":
+		it := f.object("item")
+		h.callID, h.name = it.str("call_id"), it.str("name")
+		return it.err
+	case "response.function_call_arguments.delta":
+		h.hasDelta = true
+		h.deltas.WriteString(f.str("delta"))
+	case "response.function_call_arguments.done":
+		h.hasDone = true
+		h.argsDone.WriteString(f.str("arguments"))
+	}
+	return f.err
+}
+
+// agrees checks the held events against the done item's call c.
+func (h *responsesHeld) agrees(c toolCall) error {
+	switch {
+	case h.callID != "" && h.callID != c.id, h.name != "" && h.name != c.name:
+		return fmt.Errorf("call %q %q added as %q %q", c.id, c.name, h.callID, h.name)
+	case h.hasDelta && !sameArgs(argsOf(h.deltas.String()), c), h.hasDone && !sameArgs(argsOf(h.argsDone.String()), c):
+		return fmt.Errorf("call %q: its arguments events and its item differ", c.id)
+	}
+	return nil
+}
+
+// argsOf is a call of arguments text, for sameArgs.
+func argsOf(text string) toolCall {
+	var c toolCall
+	c.args, c.raw = callArgs(text)
+	return c
+}
+
+// finalCalls checks the final response's function calls: each one the
+// stream released, as released, or one it withheld.
+func (s *responsesStream) finalCalls(output jsontape.Value) error {
+	for it := output.Items(); it.Next(); {
+		item := it.Value()
+		if !item.Get("type").StrIs("function_call") {
+			continue
+		}
+		f := fieldsOf(item, "item")
+		c, err := responsesCall(f)
+		if err != nil {
+			return fmt.Errorf("the final event's response: %w", err)
+		}
+		if s.dropped[c.id] {
+			continue
+		}
+		r, ok := s.released[c.id]
+		if !ok || r.name != c.name || !sameArgs(r, c) {
+			return fmt.Errorf("the final event's response holds a function call (call_id %q) other than the one streamed as an item, which cannot be decided", c.id)
+		}
+	}
+	return nil
 }
 
 // functionCalls is the call_id of every function_call item of a list
@@ -137,10 +209,8 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		if len(s.held) > 0 {
 			return fmt.Errorf("the response ended inside a tool call, which cannot be decided")
 		}
-		for _, id := range functionCalls(e.response.Get("output")) {
-			if !s.dropped[id] && !s.released[id] {
-				return fmt.Errorf("the final event's response holds a function call (call_id %q) that was not streamed as an item, which cannot be decided", id)
-			}
+		if err := s.finalCalls(e.response.Get("output")); err != nil {
+			return err
 		}
 		if s.t.retry {
 			if u := e.response.Get("usage"); present(u) {
@@ -160,7 +230,7 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	idx := e.outputIndex
 	isCall := e.item.Get("type").StrIs("function_call")
 	if e.typ == "response.output_item.added" && isCall {
-		s.held[idx] = nil
+		s.held[idx] = &responsesHeld{}
 	}
 	if _, ok := s.held[idx]; !ok {
 		if isCall {
@@ -177,17 +247,20 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		s.pass(ev, e.typ)
 		return nil
 	}
-	s.held[idx] = append(s.held[idx], ev.data)
+	h := s.held[idx]
+	h.events = append(h.events, ev.data)
 	if s.heldBytes += len(ev.data); s.heldBytes > s.out.maxHeld {
 		return errHeldTooLong
 	}
 	if e.typ != "response.output_item.done" {
-		return nil
+		return h.add(e.typ, v)
 	}
-	evs := s.held[idx]
 	delete(s.held, idx)
 	s.heldBytes = 0
 	c, err := responsesCall(fieldsOf(e.item, "item"))
+	if err == nil {
+		err = h.agrees(c)
+	}
 	if err != nil {
 		return fmt.Errorf("an upstream event is not understood, so its tool calls cannot be decided: item: %w", err)
 	}
@@ -209,8 +282,8 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	if kept {
 		s.sentThis = append(s.sentThis, item)
 	}
-	s.released[c.id] = true
-	for _, d := range evs {
+	s.released[c.id] = c
+	for _, d := range h.events {
 		s.send(typeOf(d), d)
 	}
 	s.sent++
@@ -347,8 +420,8 @@ func (s *responsesStream) again() {
 	s.base, s.shift = s.sent, 0
 	s.seqAdd += s.maxSeq + 1 // after the last event sent
 	s.maxSeq = 0
-	s.held, s.heldBytes = map[int][][]byte{}, 0
-	s.fixes, s.dropped, s.released, s.outputs, s.noteItem = nil, map[string]bool{}, map[string]bool{}, nil, nil
+	s.held, s.heldBytes = map[int]*responsesHeld{}, 0
+	s.fixes, s.dropped, s.released, s.outputs, s.noteItem = nil, map[string]bool{}, map[string]toolCall{}, nil, nil
 	s.earlier, s.sentThis = append(s.earlier, s.sentThis...), nil
 	s.items, s.finalType, s.finalData = nil, "", nil
 }

@@ -571,7 +571,10 @@ func TestStreamSmuggledCalls(t *testing.T) {
 		{"anthropic", "anthropic-start-content.sse", "message_start holds content"},
 		{"anthropic", "anthropic-bare-cr.sse", "carriage return"},
 		{"responses", "responses-replaced-item.sse", "not added as one"},
-		{"responses", "responses-completed-only.sse", "not streamed as an item"},
+		{"responses", "responses-completed-only.sse", "other than the one streamed"},
+		{"responses", "responses-final-differs.sse", "other than the one streamed"},
+		{"responses", "responses-added-differs.sse", "added as"},
+		{"anthropic", "anthropic-two-starts.sse", "blocks out of order"},
 		// The proxy's error event comes first: the SDK says so its way.
 		{"responses", "responses-created-output.sse", "got error"},
 	} {
@@ -594,6 +597,48 @@ func TestStreamSmuggledCalls(t *testing.T) {
 			}
 			if o.OK || !strings.Contains(o.Message, tc.want) {
 				t.Errorf("SDK got ok=%v %q, want the stream's error naming %q", o.OK, o.Message, tc.want)
+			}
+		})
+	}
+}
+
+// A streamed tool_use is decided on the input the SDK reads: the
+// input_json_delta deltas' partial_json, and only theirs, or the start
+// block's input when there is none. Before, the proxy decided {} for a
+// block without deltas (rejecting a call the SDK would run with its
+// input) and added any delta's partial_json (deciding limit 50 where the
+// SDK ran {"query":"umbrella"}, its lenient reading of the incomplete
+// input).
+func TestStreamReadAsSDK(t *testing.T) {
+	for _, tc := range []struct {
+		file, args string // args: the call decided and sent; "": withheld
+	}{
+		{"anthropic-start-input.sse", `{"city":"Paris"}`},
+		{"anthropic-delta-type.sse", ""},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			e := start(t, "block")
+			e.up.queue(t, "smuggled/"+tc.file)
+			o := e.sdk(t, "anthropic", "stream", streamRequest("anthropic"))
+			if !o.OK {
+				t.Fatalf("SDK: %s", o.Message)
+			}
+			var m anthropicMessage
+			decode(t, o.Response, &m)
+			var inputs []string
+			for _, c := range m.Content {
+				if c.Type == "tool_use" {
+					inputs = append(inputs, string(c.In))
+				}
+			}
+			recs := e.records(t, 1)
+			switch {
+			case tc.args == "" && len(inputs) != 0:
+				t.Errorf("the SDK got %v, want the call withheld", inputs)
+			case tc.args != "" && (len(inputs) != 1 || inputs[0] != tc.args):
+				t.Errorf("the SDK got %v, want %s", inputs, tc.args)
+			case tc.args != "" && !bytes.Contains(recs[0].Call, []byte(`"arguments":`+tc.args)):
+				t.Errorf("decided %s, want the arguments %s", recs[0].Call, tc.args)
 			}
 		})
 	}
