@@ -216,7 +216,12 @@
 // code_interpreter, image_generation, mcp) run at the API and are not
 // decided, and tools whose calls the client executes in another shape
 // (computer use, shell, apply_patch, custom) are refused (400). Each
-// function_call output item is a call (its call_id the call's id). Block
+// function_call output item is a call (its call_id the call's id). The
+// other items that pass undecided are listed (passedItems: text,
+// reasoning, the API's own tools' calls, outputs, a tool search the
+// server ran); any other, a call in another shape or a type this proxy
+// does not know, is refused (502, or a stream's error event): the client
+// may execute it (TestUndecidedItem). Block
 // drops the rejected function_call items and appends the note as an
 // assistant message item (the SDK's output_text shows it). The API
 // stores a response with every call it returned (store defaults to true)

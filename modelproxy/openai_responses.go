@@ -124,8 +124,10 @@ func (openAIResponses) parseResponse(v jsontape.Value) (response, error) {
 				return fmt.Errorf("output[%d]: %w", i, err)
 			}
 			r.add(i, c)
-		case "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "custom_tool_call":
-			return fmt.Errorf("output[%d]: a %s, which this proxy does not decide", i, typ)
+		default:
+			if err := undecidedItem(typ, it); err != nil {
+				return fmt.Errorf("output[%d]: %w", i, err)
+			}
 		}
 		return f.wrap("output[%d]", i)
 	})
@@ -133,6 +135,34 @@ func (openAIResponses) parseResponse(v jsontape.Value) (response, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// passedItems are the Responses output items that pass undecided: the
+// model's text and reasoning, the API's own tools' calls (run at the
+// API; an MCP approval request is answered by the client and run at the
+// API too), and outputs.
+var passedItems = map[string]bool{
+	"message": true, "reasoning": true, "compaction": true, "additional_tools": true,
+	"file_search_call": true, "web_search_call": true, "code_interpreter_call": true, "image_generation_call": true,
+	"mcp_call": true, "mcp_list_tools": true, "mcp_approval_request": true, "mcp_approval_response": true,
+	"program": true, "program_output": true, "tool_search_output": true,
+	"function_call_output": true, "computer_call_output": true, "local_shell_call_output": true,
+	"shell_call_output": true, "apply_patch_call_output": true, "custom_tool_call_output": true,
+}
+
+// undecidedItem is nil for an output item that passes undecided, else
+// the error refusing it: a call the client executes in another shape
+// than a function's (computer use, shell, apply_patch, custom, a tool
+// search the client runs) has no arguments object to decide, and a type
+// this proxy does not know may be one, so it fails closed.
+func undecidedItem(typ string, item jsontape.Value) error {
+	switch {
+	case typ == "tool_search_call" && !item.Get("execution").StrIs("client"):
+		return nil
+	case passedItems[typ]:
+		return nil
+	}
+	return fmt.Errorf("a %q item, which this proxy does not decide", typ)
 }
 
 // responsesCall reads a function_call item (f, its type read).

@@ -144,7 +144,10 @@ func argsOf(text string) toolCall {
 func (s *responsesStream) finalCalls(output jsontape.Value) error {
 	for it := output.Items(); it.Next(); {
 		item := it.Value()
-		if !item.Get("type").StrIs("function_call") {
+		if typ := strOr(item.Get("type")); typ != "function_call" {
+			if err := undecidedItem(typ, item); err != nil {
+				return fmt.Errorf("the final event's response holds %w", err)
+			}
 			continue
 		}
 		f := fieldsOf(item, "item")
@@ -161,18 +164,6 @@ func (s *responsesStream) finalCalls(output jsontape.Value) error {
 		}
 	}
 	return nil
-}
-
-// functionCalls is the call_id of every function_call item of a list
-// (a response's output).
-func functionCalls(output jsontape.Value) []string {
-	var ids []string
-	for it := output.Items(); it.Next(); {
-		if item := it.Value(); item.Get("type").StrIs("function_call") {
-			ids = append(ids, strOr(item.Get("call_id")))
-		}
-	}
-	return ids
 }
 
 func (s *responsesStream) handle(ev *sseEvent) error {
@@ -199,10 +190,16 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	if e.seq > s.maxSeq && !final {
 		s.maxSeq = e.seq
 	}
-	if calls := functionCalls(e.response.Get("output")); len(calls) > 0 && !final {
+	if out := e.response.Get("output"); !final && out.Len() > 0 {
 		// The SDK's snapshot of the response is each such event's
 		// response: a call there was never streamed as an item.
-		return fmt.Errorf("a %s event whose response holds function calls not streamed as items, which cannot be decided", e.typ)
+		for it := out.Items(); it.Next(); {
+			item := it.Value()
+			typ := strOr(item.Get("type"))
+			if typ == "function_call" || undecidedItem(typ, item) != nil {
+				return fmt.Errorf("a %s event whose response holds calls not streamed as items, which cannot be decided", e.typ)
+			}
+		}
 	}
 	switch {
 	case final:
@@ -229,6 +226,11 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 	}
 	idx := e.outputIndex
 	isCall := e.item.Get("type").StrIs("function_call")
+	if typ := strOr(e.item.Get("type")); e.item.Exists() && !isCall {
+		if err := undecidedItem(typ, e.item); err != nil {
+			return fmt.Errorf("an upstream event holds %w", err)
+		}
+	}
 	if e.typ == "response.output_item.added" && isCall {
 		s.held[idx] = &responsesHeld{}
 	}

@@ -530,3 +530,16 @@ func TestCaseFoldedNames(t *testing.T) {
 		})
 	}
 }
+
+// A Responses output item the client may execute and the proxy cannot
+// decide (a custom tool's, or a type it does not know) is refused (502,
+// which the SDK raises), not passed on: the items that pass undecided
+// are listed (the API's own tools, text, reasoning, outputs).
+func TestUndecidedItem(t *testing.T) {
+	e := start(t, "block")
+	e.up.queue(t, "smuggled/responses-unknown-item.json")
+	o := e.sdk(t, "responses", "create", requestFor("responses"))
+	if o.OK || o.Status != 502 || !strings.Contains(o.Message, `"future_call" item, which this proxy does not decide`) {
+		t.Errorf("SDK got ok=%v %d %q, want 502 naming the item", o.OK, o.Status, o.Message)
+	}
+}

@@ -575,6 +575,7 @@ func TestStreamSmuggledCalls(t *testing.T) {
 		{"responses", "responses-final-differs.sse", "other than the one streamed"},
 		{"responses", "responses-added-differs.sse", "added as"},
 		{"anthropic", "anthropic-two-starts.sse", "blocks out of order"},
+		{"responses", "responses-custom-item.sse", `"custom_tool_call" item, which this proxy does not decide`},
 		// The proxy's error event comes first: the SDK says so its way.
 		{"responses", "responses-created-output.sse", "got error"},
 	} {
