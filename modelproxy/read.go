@@ -76,15 +76,6 @@ func boolean(v jsontape.Value, what string) (bool, error) {
 	return false, typeError(what, v, "a boolean")
 }
 
-// integer is an integral number's value, 0 for anything else.
-func integer(v jsontape.Value) int {
-	f := v.Float64()
-	if f != float64(int(f)) {
-		return 0
-	}
-	return int(f)
-}
-
 // raw is v's text, nil when absent (as a json.RawMessage member left
 // unset).
 func raw(v jsontape.Value) json.RawMessage {
