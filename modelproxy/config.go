@@ -60,8 +60,9 @@ type Limits struct {
 	MaxRequestBytes int64 `json:"max_request_bytes"`
 	// MaxResponseBytes bounds a successful upstream response body, which
 	// the proxy reads whole to decide its tool calls (502 beyond: its
-	// calls cannot be decided). Error bodies pass through unread.
-	// Default 8 MiB.
+	// calls cannot be decided), and so one event of a stream (its lines,
+	// comments included: an error event beyond) and what a stream holds
+	// of a tool call. Error bodies pass through unread. Default 8 MiB.
 	MaxResponseBytes int64 `json:"max_response_bytes"`
 	// MaxTools bounds the tools one request declares (400 beyond).
 	// Default 512.

@@ -157,7 +157,8 @@
 // becomes "end_turn". The SDKs' stream accumulators and their streaming
 // agent loops read the result as an ordinary stream (the tests assert
 // it). When a call cannot be recorded, or the stream cannot be read (a
-// line longer than Limits.MaxSSELineBytes, a chunk not understood), or
+// line longer than Limits.MaxSSELineBytes, an event longer than
+// Limits.MaxResponseBytes, a chunk not understood), or
 // it carries a call where the SDKs would find one and the proxy does not
 // decide it, the
 // stream ends with an error event in the API's shape (OpenAI: a data

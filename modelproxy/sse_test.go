@@ -39,12 +39,13 @@ func TestPlainChunk(t *testing.T) {
 // TestReadEvent: events split on blank lines, data lines joined, CRLF
 // read, a last event without its blank line kept, a line longer than
 // the buffer gathered, one over the limit (its newline counted)
-// refused.
+// refused, and an event of lines over the event limit (comments
+// counted) refused.
 func TestReadEvent(t *testing.T) {
 	long := strings.Repeat("w", 33) // with "data: " and "\n": 40 bytes
 	in := "event: a\r\ndata: 1\r\ndata: 2\r\n\r\n\n\n: comment\ndata: " + long + "\n\nevent: last\ndata: y"
 	reader := func(in string) *sseReader {
-		return &sseReader{br: bufio.NewReaderSize(strings.NewReader(in), 16), max: 40}
+		return &sseReader{br: bufio.NewReaderSize(strings.NewReader(in), 16), max: 40, maxEvent: 100}
 	}
 	r := reader(in)
 	var got []string
@@ -62,5 +63,13 @@ func TestReadEvent(t *testing.T) {
 		if _, err := reader(in).next(); err != errLineTooLong {
 			t.Errorf("%d-byte line: %v, want errLineTooLong", len(in)-1, err)
 		}
+	}
+	for _, in := range []string{strings.Repeat("data: 0123456789\n", 6) + "\n", strings.Repeat(": keep-alive 012345\n", 6)} {
+		if _, err := reader(in).next(); err != errEventTooBig {
+			t.Errorf("%q: %v, want errEventTooBig", in, err)
+		}
+	}
+	if ev, err := reader(strings.Repeat("data: 0123456789\n", 5) + "\n").next(); err != nil || len(ev.data) != 5*11-1 {
+		t.Errorf("an event within the limit: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ type sseEvent struct {
 var (
 	errLineTooLong = errors.New("an event stream line longer than the limit")
 	errBareCR      = errors.New("an event stream line holding a carriage return not before its line feed")
+	errEventTooBig = errors.New("an event stream event larger than the limit (max_response_bytes)")
 )
 
 // sseBuffer is what an event stream reader buffers of the upstream: a
@@ -40,18 +41,20 @@ var (
 const sseBuffer = 4 << 10
 
 // sseReader reads an upstream's events, no line longer than max bytes
-// (its '\n' included).
+// (its '\n' included) and no event (its lines, comments included) longer
+// than maxEvent.
 type sseReader struct {
-	br   *bufio.Reader
-	max  int
-	long []byte // a line longer than br's buffer, gathered
+	br       *bufio.Reader
+	max      int
+	maxEvent int
+	long     []byte // a line longer than br's buffer, gathered
 	// idle, when set, is called before a read that waits for the
 	// upstream: all it sent so far was read.
 	idle func()
 }
 
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, min(sseBuffer, max)), max: max}
+func newSSEReader(r io.Reader, max, maxEvent int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, min(sseBuffer, max)), max: max, maxEvent: maxEvent}
 }
 
 // line is the next line, valid until the next call; errLineTooLong past
@@ -97,6 +100,9 @@ func (r *sseReader) next() (*sseEvent, error) {
 				break // a last event without its blank line
 			}
 			return nil, err
+		}
+		if len(ev.raw)+len(line) > r.maxEvent {
+			return nil, errEventTooBig
 		}
 		ev.raw = append(ev.raw, line...)
 		l := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
@@ -441,7 +447,7 @@ func eventStream(up *http.Response) bool {
 // pipe reads one attempt's upstream stream to its end into s; false when
 // the stream was ended (an error event) or the client is gone.
 func (p *Proxy) pipe(rt *Route, s streamer, out *sink, body io.Reader) bool {
-	sr := newSSEReader(body, p.cfg.Limits.MaxSSELineBytes)
+	sr := newSSEReader(body, p.cfg.Limits.MaxSSELineBytes, int(p.cfg.Limits.MaxResponseBytes))
 	sr.idle = out.flush // before the proxy waits for the upstream
 	for {
 		ev, err := sr.next()
