@@ -141,7 +141,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		// so it is not rebuilt (most chunks of a call).
 		for it := cv.Items(); it.Next(); {
 			c := it.Value()
-			ci, err := index(c.Get("index"), "choice index")
+			ci, err := choiceIndex(c)
 			if err != nil {
 				return err
 			}
@@ -176,7 +176,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		}
 		ch, _ := members(c, "")
 		choices = append(choices, ch)
-		ci, err := index(c.Get("index"), "choice index")
+		ci, err := choiceIndex(c)
 		if err != nil {
 			return err
 		}
@@ -242,6 +242,19 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		s.out.event(ev.event, mustJSON(top))
 	}
 	return nil
+}
+
+// maxChoices bounds a stream's choices (the API's n is at most 128), so
+// that what the proxy keeps of them stays bounded however long the stream.
+const maxChoices = 128
+
+// choiceIndex is a chunk choice's index, from 0 to maxChoices-1.
+func choiceIndex(c jsontape.Value) (int, error) {
+	ci, err := index(c.Get("index"), "choice index")
+	if err == nil && (ci < 0 || ci >= maxChoices) {
+		err = fmt.Errorf("choice index %d, not from 0 to %d", ci, maxChoices-1)
+	}
+	return ci, err
 }
 
 // choice is the state of choice ci.

@@ -49,3 +49,17 @@ func TestReadKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestChoiceIndex: a chunk's choice index is bounded, so that a stream's
+// state is.
+func TestChoiceIndex(t *testing.T) {
+	for body, ok := range map[string]bool{`{"index":0}`: true, `{}`: true, `{"index":127}`: true, `{"index":128}`: false, `{"index":-1}`: false, `{"index":1.5}`: false} {
+		var tape jsontape.Tape
+		if err := tape.Parse([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := choiceIndex(tape.Root()); (err == nil) != ok {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}

@@ -154,13 +154,17 @@ type sink struct {
 	// written since the first of them.
 	pending []*audit.Record
 	held    []byte
-	// unrecorded is record's error: the stream then ends with an error
-	// event, held and what follows never sent.
+	// unrecorded is record's error (or stop's): the stream then ends with
+	// an error event, held and what follows never sent.
 	unrecorded error
 }
 
-// errHeldTooLong ends a stream whose tool call grows past sink.maxHeld.
-var errHeldTooLong = errors.New("a tool call longer than the limit (max_response_bytes); it cannot be decided and is not sent")
+// errHeldTooLong ends a stream whose tool call grows past sink.maxHeld,
+// errStreamCalls one whose calls do, in all.
+var (
+	errHeldTooLong = errors.New("a tool call longer than the limit (max_response_bytes); it cannot be decided and is not sent")
+	errStreamCalls = errors.New("tool calls larger in all than the limit (max_response_bytes); the calls past it cannot be decided and are not sent")
+)
 
 // raw writes b; it reaches the client at the next flush, which the
 // stream's loop calls whenever it has read all the upstream has sent so
@@ -203,6 +207,16 @@ func (s *sink) flush() {
 	if s.err == nil && s.unflushed {
 		s.err = s.rc.Flush()
 		s.unflushed = false
+	}
+}
+
+// stop ends the stream at the proxy's next read with err's error event:
+// the decisions made so far are recorded and what they hold is sent
+// first, what follows is not.
+func (s *sink) stop(err error) {
+	s.flush()
+	if s.unrecorded == nil {
+		s.unrecorded = err
 	}
 }
 
@@ -351,7 +365,18 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	var st retryStats
 	actx := newAttempt(ctx)
 	block := rt.policy != Observe // a retry withholds what it cannot repair
+	var decided int
 	decide := func(respID, model string, c toolCall) (bool, string) {
+		// A stream's calls, in all, are bounded as a response's are: what
+		// the proxy keeps of them (ids, notes, the audit's records) stays
+		// within max_response_bytes however long the stream.
+		if decided += len(c.id) + len(c.name) + len(c.args); c.raw != nil {
+			decided += len(*c.raw)
+		}
+		if decided > out.maxHeld {
+			out.stop(errStreamCalls)
+			return true, ""
+		}
 		d, recs := p.decideUnrecorded(actx, rt, req, decl, respID, model, []toolCall{c})
 		out.decided(recs...)
 		st.calls++

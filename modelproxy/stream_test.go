@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -232,6 +233,32 @@ func TestStreamFailsClosed(t *testing.T) {
 				t.Errorf("SDK got %+v, want the stream's error naming the line", o)
 			}
 			e.records(t, 0)
+		})
+		t.Run(api+"/calls too many", func(t *testing.T) {
+			e := start(t, "observe")
+			// 200 calls of about 100 bytes each: each one small, all of
+			// them past max_response_bytes (16384).
+			var b strings.Builder
+			args := `{\"city\":\"` + strings.Repeat("p", 80) + `\"}`
+			if api == "openai" {
+				for i := range 200 {
+					fmt.Fprintf(&b, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"get_weather","arguments":"%s"}}]},"finish_reason":null}]}`+"\n\n", i, i, args)
+				}
+			} else {
+				b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n")
+				for i := range 200 {
+					fmt.Fprintf(&b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":%d,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_%d\",\"name\":\"get_weather\",\"input\":{}}}\n\n", i, i)
+					fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":%d,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"%s\"}}\n\n", i, args)
+					fmt.Fprintf(&b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":%d}\n\n", i)
+				}
+			}
+			e.up.mu.Lock()
+			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(b.String())})
+			e.up.mu.Unlock()
+			o := e.sdk(t, api, "stream", streamRequest(api))
+			if o.OK || !strings.Contains(o.Message, "tool calls larger in all than the limit") {
+				t.Errorf("SDK got %+v, want the stream's error naming the calls", o)
+			}
 		})
 		t.Run(api+"/call too long", func(t *testing.T) {
 			e := start(t, "observe")
