@@ -98,6 +98,13 @@ func (u *upstream) queue(t *testing.T, files ...string) {
 	}
 }
 
+// reply queues one 200 reply of body.
+func (u *upstream) reply(contentType string, body []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.q = append(u.q, reply{status: 200, contentType: contentType, body: body})
+}
+
 func (u *upstream) requests() []received {
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -391,9 +391,7 @@ func TestBounds(t *testing.T) {
 	}
 	t.Run("response too large", func(t *testing.T) {
 		big := bytes.Replace(fixture(t, "openai/honest.json"), []byte(`"content": null`), []byte(`"content": "`+strings.Repeat("y", 20000)+`"`), 1)
-		e.up.mu.Lock()
-		e.up.q = append(e.up.q, reply{status: 200, contentType: "application/json", body: big})
-		e.up.mu.Unlock()
+		e.up.reply("application/json", big)
 		body, _ := json.Marshal(openAIRequest())
 		resp, err := http.Post(e.url+"/openai/v1/chat/completions", "application/json", bytes.NewReader(body))
 		if err != nil {

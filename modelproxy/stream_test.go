@@ -225,9 +225,7 @@ func TestStreamFailsClosed(t *testing.T) {
 			e := start(t, "observe")
 			sse := fixture(t, api+"/parallel.sse")
 			long := bytes.Replace(sse, []byte("Checking"), bytes.Repeat([]byte("x"), 5000), 1)
-			e.up.mu.Lock()
-			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: long})
-			e.up.mu.Unlock()
+			e.up.reply("text/event-stream", long)
 			o := e.sdk(t, api, "stream", streamRequest(api))
 			if o.OK || !strings.Contains(o.Message, "longer than the limit") {
 				t.Errorf("SDK got %+v, want the stream's error naming the line", o)
@@ -252,9 +250,7 @@ func TestStreamFailsClosed(t *testing.T) {
 					fmt.Fprintf(&b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":%d}\n\n", i)
 				}
 			}
-			e.up.mu.Lock()
-			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(b.String())})
-			e.up.mu.Unlock()
+			e.up.reply("text/event-stream", []byte(b.String()))
 			o := e.sdk(t, api, "stream", streamRequest(api))
 			if o.OK || !strings.Contains(o.Message, "tool calls larger in all than the limit") {
 				t.Errorf("SDK got %+v, want the stream's error naming the calls", o)
@@ -278,9 +274,7 @@ func TestStreamFailsClosed(t *testing.T) {
 					b.WriteString(`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + pad + `"}}` + "\n\n")
 				}
 			}
-			e.up.mu.Lock()
-			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(b.String())})
-			e.up.mu.Unlock()
+			e.up.reply("text/event-stream", []byte(b.String()))
 			o := e.sdk(t, api, "stream", streamRequest(api))
 			if o.OK || !strings.Contains(o.Message, "tool call longer than the limit") {
 				t.Errorf("SDK got %+v, want the stream's error naming the call", o)
@@ -302,9 +296,7 @@ func TestStreamCallWaitsForAudit(t *testing.T) {
 		pad.WriteString(`data: {"id":"chatcmpl-sparallel1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"pad":"` + strings.Repeat("p", 3000) + "\"}\n\n")
 	}
 	sse := bytes.Replace(fixture(t, "openai/parallel.sse"), []byte("data: [DONE]"), []byte(pad.String()+"data: [DONE]"), 1)
-	e.up.mu.Lock()
-	e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: sse})
-	e.up.mu.Unlock()
+	e.up.reply("text/event-stream", sse)
 	release, producing := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	e.kf.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -559,9 +551,7 @@ func TestStreamRetryLongTurn(t *testing.T) {
 			}[api]
 			at := map[string]int{"openai": 2, "anthropic": 4}[api] // after the first text
 			body := strings.Join(evs[:at], "") + strings.Repeat(chunk, 7) + strings.Join(evs[at:], "")
-			e.up.mu.Lock()
-			e.up.q = append(e.up.q, reply{status: 200, contentType: "text/event-stream", body: []byte(body)})
-			e.up.mu.Unlock()
+			e.up.reply("text/event-stream", []byte(body))
 			e.up.queue(t, api+"/repaired.sse")
 			o := e.sdk(t, api, "stream", streamRequest(api))
 			if !o.OK {
