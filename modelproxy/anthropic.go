@@ -183,6 +183,8 @@ func (anthropicMessages) errorBody(status int, msg string) []byte {
 		typ = "not_found_error"
 	case "too_large":
 		typ = "request_too_large"
+	case "forbidden":
+		typ = "permission_error"
 	case "server":
 		typ = "api_error"
 	}

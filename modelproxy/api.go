@@ -146,6 +146,8 @@ func statusKind(status int) string {
 		return "not_found"
 	case status == http.StatusRequestEntityTooLarge:
 		return "too_large"
+	case status == http.StatusForbidden:
+		return "forbidden"
 	case status >= 500:
 		return "server"
 	}

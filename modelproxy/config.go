@@ -1,9 +1,13 @@
 package modelproxy
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -39,6 +43,8 @@ import (
 //	    policy: retry            # or observe, block
 //	    retries: 2               # repair requests per response, 1 to 10
 //	    retry_deadline: 1m
+//	    clients:                 # some clients' own registry and agent, by credential
+//	      - {token_sha256: 3f1c…e9, registry: team-search, agent: search-bot}
 //
 // Decoding is strict: an unknown or repeated key is an error.
 type Config struct {
@@ -91,7 +97,8 @@ type Route struct {
 	// path is appended to it.
 	Upstream string `json:"upstream"`
 	// Registry names the registry of the route's calls: the tools each
-	// request declares are a listing of it.
+	// request declares are a listing of it. It may be empty when Clients
+	// name every client's.
 	Registry string `json:"registry"`
 	// Policy is observe (forward unchanged, record), block (rejected
 	// calls never reach the client as calls to execute) or retry (the
@@ -105,12 +112,79 @@ type Route struct {
 	// everything).
 	Retries       int    `json:"retries"`
 	RetryDeadline string `json:"retry_deadline"`
+	// Clients name the registry and agent of some clients' requests, by
+	// the credential they send (RouteClient): the agents of a fleet
+	// behind one route keep their own registries. A request whose
+	// credential is not listed is the route's (Registry, Agent), and is
+	// refused (403) when the route names no registry.
+	Clients []RouteClient `json:"clients"`
 
+	clients       map[[sha256.Size]byte]*RouteClient
 	upstream      *url.URL
 	api           api   // the route's API of this request (ServeHTTP)
 	apis          []api // the APIs the route serves, by endpoint
 	policy        Policy
 	retryDeadline time.Duration
+}
+
+// RouteClient is one client of a route, known by its credential's
+// SHA-256 only (the proxy passes credentials on and never keeps them):
+// an openai route's is the Authorization header's bearer token, an
+// anthropic route's the x-api-key header, else the bearer token, as the
+// APIs read them.
+type RouteClient struct {
+	// TokenSHA256 is the credential's SHA-256, hex (as `printf %s
+	// "$TOKEN" | sha256sum` prints it).
+	TokenSHA256 string `json:"token_sha256"`
+	// Registry and Agent are the client's; empty: the route's.
+	Registry string `json:"registry"`
+	Agent    string `json:"agent"`
+}
+
+// client is the route's client whose credential h carries, or nil.
+func (r *Route) client(h http.Header) *RouteClient {
+	if len(r.clients) == 0 {
+		return nil
+	}
+	tok := h.Get("X-Api-Key")
+	if r.API != "anthropic" || tok == "" {
+		tok = ""
+		if a := h.Get("Authorization"); len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") {
+			tok = strings.TrimSpace(a[len("Bearer "):])
+		}
+	}
+	if tok == "" {
+		return nil
+	}
+	return r.clients[sha256.Sum256([]byte(tok))]
+}
+
+// validClients checks the route's clients and its registry: its own,
+// or each client's.
+func (r *Route) validClients(at string) error {
+	if len(r.Clients) == 0 {
+		if r.Registry == "" {
+			return fmt.Errorf("%s: no registry", at)
+		}
+		return nil
+	}
+	r.clients = make(map[[sha256.Size]byte]*RouteClient, len(r.Clients))
+	for j := range r.Clients {
+		c := &r.Clients[j]
+		var sum [sha256.Size]byte
+		if n, err := hex.Decode(sum[:], []byte(c.TokenSHA256)); err != nil || n != len(sum) || len(c.TokenSHA256) != 2*len(sum) {
+			return fmt.Errorf("%s: clients[%d]: token_sha256 %q: want the credential's SHA-256, 64 hex digits", at, j, c.TokenSHA256)
+		}
+		if r.clients[sum] != nil {
+			return fmt.Errorf("%s: clients[%d]: token_sha256 %s twice", at, j, c.TokenSHA256)
+		}
+		c.Registry, c.Agent = cmp.Or(c.Registry, r.Registry), cmp.Or(c.Agent, r.Agent)
+		if c.Registry == "" {
+			return fmt.Errorf("%s: clients[%d]: no registry, and the route names none", at, j)
+		}
+		r.clients[sum] = c
+	}
+	return nil
 }
 
 // Policy is what a route does with a rejected call.
@@ -239,8 +313,8 @@ func (c *Config) Validate() error {
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		r.upstream = u
-		if r.Registry == "" {
-			return fmt.Errorf("%s: no registry", at)
+		if err := r.validClients(at); err != nil {
+			return err
 		}
 		switch Policy(r.Policy) {
 		case Observe, Block, Retry:

@@ -17,6 +17,9 @@
 // .../chat/completions and .../responses, POST /v1/messages); any other path of a route is
 // answered 404 in the API's error shape rather than passed on undecided
 // (the Responses API, batches and the like may return tool calls too).
+// A route's clients (RouteClient) name the registry and agent of the
+// requests whose credential has a given SHA-256; other credentials are
+// the route's, or refused (403) on a route without a registry of its own.
 //
 // # The declared tools are a listing
 //

@@ -134,6 +134,16 @@ const topic = "tool-audit"
 
 func start(t *testing.T, policy string) *env {
 	t.Helper()
+	return startRoutes(t, func(up string) string {
+		return `
+  - {prefix: /openai, api: openai, upstream: "` + up + `", registry: fleet, policy: ` + policy + `, agent: agent-7}
+  - {prefix: /anthropic, api: anthropic, upstream: "` + up + `", registry: fleet, policy: ` + policy + `, agent: agent-7}`
+	})
+}
+
+// startRoutes is start with the routes routes(the upstream's URL) gives.
+func startRoutes(t *testing.T, routes func(upstream string) string) *env {
+	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "proxy.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +162,7 @@ func start(t *testing.T, policy string) *env {
 	}
 	t.Cleanup(k.Close)
 	cfg, err := modelproxy.ParseConfig([]byte(`
-routes:
-  - {prefix: /openai, api: openai, upstream: "` + e.up.srv.URL + `", registry: fleet, policy: ` + policy + `, agent: agent-7}
-  - {prefix: /anthropic, api: anthropic, upstream: "` + e.up.srv.URL + `", registry: fleet, policy: ` + policy + `, agent: agent-7}
+routes:` + routes(e.up.srv.URL) + `
 limits: {max_request_bytes: 65536, max_response_bytes: 16384, max_tools: 8, max_sse_line_bytes: 4096}
 `))
 	if err != nil {

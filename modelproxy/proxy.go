@@ -160,7 +160,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	perRequest := *rt
 	perRequest.api = a
+	if c := rt.client(r.Header); c != nil {
+		perRequest.Registry, perRequest.Agent = c.Registry, c.Agent
+	}
 	rt = &perRequest
+	if rt.Registry == "" {
+		writeError(w, a, http.StatusForbidden, "toolaudit: this route decides the calls of the clients it lists only, and the request's credential is not one of them")
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.Limits.MaxRequestBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -3,7 +3,10 @@ package modelproxy_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -539,5 +542,73 @@ func TestUndecidedItem(t *testing.T) {
 	o := e.sdk(t, "responses", "create", requestFor("responses"))
 	if o.OK || o.Status != 502 || !strings.Contains(o.Message, `"future_call" item, which this proxy does not decide`) {
 		t.Errorf("SDK got ok=%v %d %q, want 502 naming the item", o.OK, o.Status, o.Message)
+	}
+}
+
+// A route's clients, known by their credential's SHA-256, have their own
+// registry and agent; other credentials are the route's, or refused (403)
+// on a route that names no registry of its own. The credential goes to
+// the upstream as it came and is in no log.
+func TestClientRegistry(t *testing.T) {
+	sum := func(tok string) string { h := sha256.Sum256([]byte(tok)); return hex.EncodeToString(h[:]) }
+	e := startRoutes(t, func(up string) string {
+		return `
+  - {prefix: /openai, api: openai, upstream: "` + up + `", registry: fleet, policy: block, agent: agent-7, clients: [{token_sha256: ` + sum("sk-team-a") + `, registry: team-a, agent: bot-a}]}
+  - {prefix: /anthropic, api: anthropic, upstream: "` + up + `", registry: fleet, policy: block, clients: [{token_sha256: ` + sum("sk-ant-b") + `, registry: team-b}]}
+  - {prefix: /closed, api: openai, upstream: "` + up + `", policy: block, clients: [{token_sha256: ` + sum("sk-team-a") + `, registry: team-a}]}`
+	})
+	post := func(path string, req map[string]any, header ...string) (int, []byte) {
+		t.Helper()
+		r, _ := http.NewRequest(http.MethodPost, e.url+path, bytes.NewReader(mustMarshal(req)))
+		r.Header.Set("Content-Type", "application/json")
+		for i := 0; i < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	registry := func(rec audit.Record) string {
+		var c struct {
+			Registry string `json:"registry"`
+			Agent    string `json:"agent_id"`
+		}
+		decode(t, rec.Call, &c)
+		return c.Registry + "/" + c.Agent
+	}
+	e.up.queue(t, "openai/honest.json", "openai/honest.json", "anthropic/honest.json", "anthropic/honest.json", "openai/honest.json")
+	for i, tc := range []struct {
+		path   string
+		req    map[string]any
+		header []string
+		want   string
+	}{
+		{"/openai/v1/chat/completions", openAIRequest(), []string{"Authorization", "Bearer sk-team-a"}, "team-a/bot-a"},
+		{"/openai/v1/chat/completions", openAIRequest(), []string{"Authorization", "Bearer sk-other"}, "fleet/agent-7"},
+		{"/anthropic/v1/messages", anthropicRequest(), []string{"X-Api-Key", "sk-ant-b"}, "team-b/"},
+		{"/anthropic/v1/messages", anthropicRequest(), []string{"Authorization", "Bearer sk-ant-b"}, "team-b/"},
+		{"/closed/v1/chat/completions", openAIRequest(), []string{"Authorization", "Bearer sk-team-a"}, "team-a/"},
+	} {
+
+		if st, b := post(tc.path, tc.req, tc.header...); st != 200 {
+			t.Fatalf("%s %v: %d %s", tc.path, tc.header, st, b)
+		}
+		recs := e.records(t, i+1) // one call a response
+		if got := registry(recs[len(recs)-1]); got != tc.want {
+			t.Errorf("%s %v: registry/agent %s, want %s", tc.path, tc.header, got, tc.want)
+		}
+	}
+	if st, b := post("/closed/v1/chat/completions", openAIRequest(), "Authorization", "Bearer sk-other"); st != 403 || !strings.Contains(string(b), "credential is not one of them") {
+		t.Errorf("an unlisted client on a route without a registry: %d %s, want 403", st, b)
+	}
+	if got := e.up.requests(); len(got) != 5 || got[0].header.Get("Authorization") != "Bearer sk-team-a" || got[2].header.Get("X-Api-Key") != "sk-ant-b" {
+		t.Errorf("the upstream got %d requests, credentials %q %q", len(got), got[0].header.Get("Authorization"), got[2].header.Get("X-Api-Key"))
+	}
+	if logs := e.logs.String(); strings.Contains(logs, "sk-team-a") || strings.Contains(logs, "sk-ant-b") {
+		t.Errorf("a credential in the log:\n%s", logs)
 	}
 }
