@@ -79,9 +79,10 @@ func (s *anthropicStream) errorEvent(msg string) (string, []byte) {
 }
 
 func (s *anthropicStream) handle(ev *sseEvent) error {
-	switch ev.event {
-	case "", "ping", "error":
-		// The SDKs skip an event without a name and ping, and raise error.
+	switch {
+	case !ev.named, ev.event == "ping", ev.event == "error", len(ev.data) == 0:
+		// The SDKs skip an event without a name (an empty one is a name),
+		// ping and one without data, and raise error.
 	default:
 		// The SDKs parse every other event and act on its data's type,
 		// this proxy on the event's name: the two must agree.

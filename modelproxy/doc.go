@@ -173,9 +173,10 @@
 // The proxy reads a stream as the SDKs' accumulators do, and refuses
 // what they would read otherwise (TestStreamSmuggledCalls, each case a
 // call the SDKs received undecided before): a line holding a carriage
-// return not before its line feed (the SDKs end a line there); an
-// Anthropic event whose name and data type differ (the SDKs act on the
-// type), a message_start holding content blocks (the SDKs start the
+// return not before its line feed (the SDKs end a line there), or
+// starting with a byte order mark (the JS SDKs drop it from every line);
+// an Anthropic event whose name (an empty one too) and data type differ
+// (the SDKs act on the type), a message_start holding content blocks (the SDKs start the
 // message from it), or blocks out of order (the SDKs add a block at each
 // start whatever its index and apply a delta at its index: each block
 // must run from its start to its stop, its index the count of blocks
@@ -187,7 +188,8 @@
 // snapshot is that response), a function_call item at an output_index
 // where none was added (the SDK takes an output_item.done's item
 // whatever was added), a call whose added item, arguments deltas or
-// arguments done differ from its done item, and a final response holding
+// arguments done differ from its done item, an event at the index of an
+// item already done (the SDK applies it there), and a final response holding
 // a function call other than one the stream released or withheld. A
 // streamed tool_use is decided on the input the SDKs read: its
 // input_json_delta deltas' partial_json, else its start block's input

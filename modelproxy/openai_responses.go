@@ -226,7 +226,7 @@ func (r *openAIResponsesResponse) repair(req []byte, results []string, _ []bool)
 // responsesInput is a request's input as a list of items.
 func responsesInput(in jsontape.Value) ([]json.RawMessage, error) {
 	if in.Kind() == jsontape.String {
-		return []json.RawMessage{mustJSON(map[string]any{"role": "user", "content": in.Raw()})}, nil
+		return []json.RawMessage{mustJSON(map[string]any{"role": "user", "content": json.RawMessage(in.Raw())})}, nil
 	}
 	items, err := items(in, "input")
 	if err != nil {

@@ -59,12 +59,13 @@ type responsesStream struct {
 	finalType string            // the attempt's final event, held
 	finalData []byte
 	released  map[string]toolCall // the attempt's calls sent, by call_id
+	done      map[int]bool        // the attempt's output_index of items done
 
 	tape eventTape
 }
 
 func (openAIResponses) newStream(out *sink, d streamDecider) streamer {
-	return &responsesStream{out: out, decide: d, held: map[int]*responsesHeld{}, dropped: map[string]bool{}, released: map[string]toolCall{}}
+	return &responsesStream{out: out, decide: d, held: map[int]*responsesHeld{}, dropped: map[string]bool{}, released: map[string]toolCall{}, done: map[int]bool{}}
 }
 
 // errorEvent is the stream's error event, which the SDK raises as an
@@ -72,6 +73,9 @@ func (openAIResponses) newStream(out *sink, d streamDecider) streamer {
 func (s *responsesStream) errorEvent(msg string) (string, []byte) {
 	return "error", mustJSON(map[string]any{"type": "error", "code": "toolaudit", "message": msg, "param": nil, "sequence_number": 0})
 }
+
+// maxOutputItems bounds a streamed response's output items.
+const maxOutputItems = 1 << 16
 
 // responsesEvent is what the proxy reads of a Responses stream event.
 type responsesEvent struct {
@@ -89,7 +93,14 @@ func readResponsesEvent(v jsontape.Value) (responsesEvent, error) {
 		hasIndex: present(v.Get("output_index"))}
 	item, resp := f.object("item"), f.object("response")
 	e.item, e.response = item.v, resp.v
-	return e, cmp.Or(item.err, resp.err)
+	if err := cmp.Or(item.err, resp.err); err != nil {
+		return e, err
+	}
+	if e.outputIndex < 0 || e.outputIndex >= maxOutputItems {
+		// What the stream keeps per item stays bounded.
+		return e, fmt.Errorf("output_index %d, not from 0 to %d", e.outputIndex, maxOutputItems-1)
+	}
+	return e, nil
 }
 
 // responsesHeld is a function_call item's events, held until its
@@ -110,6 +121,10 @@ func (h *responsesHeld) add(typ string, v jsontape.Value) error {
 	case "response.output_item.added":
 		it := f.object("item")
 		h.callID, h.name = it.str("call_id"), it.str("name")
+		if args := it.str("arguments"); args != "" {
+			h.hasDelta = true // the SDK's arguments: the added item's, then the deltas
+			h.deltas.WriteString(args)
+		}
 		return it.err
 	case "response.function_call_arguments.delta":
 		h.hasDelta = true
@@ -225,6 +240,14 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		return nil
 	}
 	idx := e.outputIndex
+	if s.done[idx] {
+		// The SDK's snapshot would apply it to the item done there: to a
+		// call already decided.
+		return fmt.Errorf("a %s at output_index %d after its item was done, which cannot be decided", e.typ, idx)
+	}
+	if e.typ == "response.output_item.done" {
+		s.done[idx] = true
+	}
 	isCall := e.item.Get("type").StrIs("function_call")
 	if typ := strOr(e.item.Get("type")); e.item.Exists() && !isCall {
 		if err := undecidedItem(typ, e.item); err != nil {
@@ -424,6 +447,7 @@ func (s *responsesStream) again() {
 	s.maxSeq = 0
 	s.held, s.heldBytes = map[int]*responsesHeld{}, 0
 	s.fixes, s.dropped, s.released, s.outputs, s.noteItem = nil, map[string]bool{}, map[string]toolCall{}, nil, nil
+	s.done = map[int]bool{}
 	s.earlier, s.sentThis = append(s.earlier, s.sentThis...), nil
 	s.items, s.finalType, s.finalData = nil, "", nil
 }

@@ -23,6 +23,18 @@ type responsesOut struct {
 	} `json:"usage"`
 }
 
+// upstreamInput is what the upstream received of a Responses request's
+// input.
+type upstreamInput struct {
+	Input []struct {
+		Type    string `json:"type"`
+		CallID  string `json:"call_id"`
+		Output  string `json:"output"`
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	} `json:"input"`
+}
+
 // continuing is the request that continues response id with the
 // results of the calls call_p1 and call_p3 (the ones block lets through).
 func continuing(id string) map[string]any {
@@ -72,6 +84,23 @@ func TestResponsesSDK(t *testing.T) {
 		}
 		checkOffline(t, recs)
 	})
+	t.Run("block, a string input continues", func(t *testing.T) {
+		e := start(t, "block")
+		e.up.queue(t, "responses/parallel.json", "responses/final.json")
+		o := e.sdk(t, "responses", "create", responsesRequest())
+		var r responsesOut
+		decode(t, o.Response, &r)
+		next := responsesRequest()
+		next["previous_response_id"], next["input"] = r.ID, "And tomorrow?"
+		if o := e.sdk(t, "responses", "create", next); !o.OK {
+			t.Fatalf("%+v", o)
+		}
+		var up upstreamInput
+		decode(t, e.up.requests()[1].body, &up)
+		if len(up.Input) != 2 || up.Input[0].CallID != "call_p2" || up.Input[1].Role != "user" || up.Input[1].Content != "And tomorrow?" {
+			t.Errorf("the continuing request's input %s, want call_p2's output, then the user's text", e.up.requests()[1].body)
+		}
+	})
 	t.Run("block", func(t *testing.T) {
 		e := start(t, "block")
 		e.up.queue(t, "responses/parallel.json", "responses/final.json", "responses/bad.json")
@@ -86,13 +115,7 @@ func TestResponsesSDK(t *testing.T) {
 		if o := e.sdk(t, "responses", "create", next); !o.OK {
 			t.Fatalf("%+v", o)
 		}
-		var up struct {
-			Input []struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
-				Output string `json:"output"`
-			} `json:"input"`
-		}
+		var up upstreamInput
 		decode(t, e.up.requests()[1].body, &up)
 		var ids []string
 		for _, it := range up.Input {

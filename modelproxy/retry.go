@@ -61,6 +61,13 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 			break
 		}
 		st.retries++
+		if !at.resp.repairable() {
+			// Not one model turn (OpenAI: no choice, or no message): its
+			// calls cannot follow the ones carried; the last turn's block
+			// answer goes out instead, and this one is not delivered.
+			p.log.Warn("repair answer not one model turn: block answer", "route", rt.Prefix, "attempt", st.retries)
+			break
+		}
 		raws := resp.rawCalls()
 		for i, c := range resp.calls() {
 			if !d.rejected[i] {

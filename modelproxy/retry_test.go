@@ -259,3 +259,24 @@ func TestRetryDropsRepeats(t *testing.T) {
 	}
 	e.records(t, 5)
 }
+
+// A repair answer that is not one model turn (no choice, or a choice
+// without its message) cannot carry the calls kept from the first: the
+// client gets the first answer's block answer, and the proxy does not
+// fail.
+func TestRetryAnswerNotOneTurn(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"chatcmpl-2","object":"chat.completion","model":"gpt-5.1","choices":[]}`,
+		`{"id":"chatcmpl-2","object":"chat.completion","model":"gpt-5.1","choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`,
+	} {
+		e := start(t, "retry")
+		e.up.queue(t, "openai/parallel.json")
+		e.up.reply("application/json", []byte(body))
+		o := e.sdk(t, "openai", "create", openAIRequest())
+		var m openAIMessage
+		decode(t, o.Response, &m)
+		if !o.OK || !slices.Equal(m.callIDs(), []string{"call_p1", "call_p3"}) || o.Headers["toolaudit-retries"] != "1" {
+			t.Errorf("%s: SDK got %+v, want the first answer's block answer", body, o)
+		}
+	}
+}

@@ -24,6 +24,7 @@ const DefaultMaxSSELine = 1 << 20
 type sseEvent struct {
 	raw   []byte
 	event string
+	named bool // an event line was there (event: with no value names "")
 	data  []byte
 }
 
@@ -31,6 +32,7 @@ var (
 	errLineTooLong = errors.New("an event stream line longer than the limit")
 	errBareCR      = errors.New("an event stream line holding a carriage return not before its line feed")
 	errEventTooBig = errors.New("an event stream event larger than the limit (max_response_bytes)")
+	errBOM         = errors.New("an event stream line starting with a byte order mark")
 )
 
 // sseBuffer is what an event stream reader buffers of the upstream: a
@@ -111,6 +113,11 @@ func (r *sseReader) next() (*sseEvent, error) {
 			// lines, and other events, than this reader.
 			return nil, errBareCR
 		}
+		if bytes.HasPrefix(l, []byte("\uFEFF")) {
+			// The JS SDKs drop it from every line, other readers keep it:
+			// a field the proxy would not see is refused instead.
+			return nil, errBOM
+		}
 		if len(l) == 0 {
 			if len(ev.raw) == len(line) { // blank lines between events
 				ev.raw = ev.raw[:0]
@@ -122,7 +129,7 @@ func (r *sseReader) next() (*sseEvent, error) {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(name) {
 		case "event":
-			ev.event = string(value)
+			ev.event, ev.named = string(value), true
 		case "data":
 			data = append(data, bytes.Clone(value))
 		}

@@ -593,6 +593,11 @@ func TestStreamSmuggledCalls(t *testing.T) {
 		{"responses", "responses-added-differs.sse", "added as"},
 		{"anthropic", "anthropic-two-starts.sse", "blocks out of order"},
 		{"responses", "responses-custom-item.sse", `"custom_tool_call" item, which this proxy does not decide`},
+		{"openai", "openai-bom-data.sse", "byte order mark"},
+		{"anthropic", "anthropic-bom-event.sse", "byte order mark"},
+		{"responses", "responses-bom-data.sse", "byte order mark"},
+		{"anthropic", "anthropic-empty-event.sse", `an event named "" holds a "content_block_start"`},
+		{"responses", "responses-after-done.sse", "after its item was done"},
 		// The proxy's error event comes first: the SDK says so its way.
 		{"responses", "responses-created-output.sse", "got error"},
 	} {
