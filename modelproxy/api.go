@@ -49,6 +49,11 @@ type request struct {
 	// ("none"); a call off it is H4 (wire contract v1.2).
 	visible    []string
 	hasVisible bool
+	// eventIDs counts the call event ids given so far to the request's
+	// calls (every attempt's): an id the upstream repeats is made unique,
+	// so that no decision replaces another in the store.
+	eventIDs map[string]int  // times each id was asked for
+	idsTaken map[string]bool // the ids given
 }
 
 // frontier sets the request's frontier from tool_choice, read with

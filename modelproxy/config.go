@@ -129,9 +129,10 @@ type Route struct {
 
 // RouteClient is one client of a route, known by its credential's
 // SHA-256 only (the proxy passes credentials on and never keeps them):
-// an openai route's is the Authorization header's bearer token, an
-// anthropic route's the x-api-key header, else the bearer token, as the
-// APIs read them.
+// the Authorization header's bearer token, or the x-api-key (Anthropic)
+// or api-key (Azure OpenAI) header. A request carrying more than one of
+// them is refused on a route with clients: which one the upstream reads
+// is the upstream's to say, so the proxy cannot tell whose it is.
 type RouteClient struct {
 	// TokenSHA256 is the credential's SHA-256, hex (as `printf %s
 	// "$TOKEN" | sha256sum` prints it).
@@ -141,22 +142,36 @@ type RouteClient struct {
 	Agent    string `json:"agent"`
 }
 
+// errCredentials refuses a request of two credentials on a route with
+// clients.
+var errCredentials = errors.New("the request carries more than one credential (Authorization, x-api-key, api-key); this route tells its clients by theirs, so it takes one")
+
 // client is the route's client whose credential h carries, or nil.
-func (r *Route) client(h http.Header) *RouteClient {
+func (r *Route) client(h http.Header) (*RouteClient, error) {
 	if len(r.clients) == 0 {
-		return nil
+		return nil, nil
 	}
-	tok := h.Get("X-Api-Key")
-	if r.API != "anthropic" || tok == "" {
-		tok = ""
-		if a := h.Get("Authorization"); len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") {
-			tok = strings.TrimSpace(a[len("Bearer "):])
+	var tok string
+	n := 0
+	if a := h.Values("Authorization"); len(a) > 0 {
+		n += len(a)
+		if len(a[0]) > len("Bearer ") && strings.EqualFold(a[0][:len("Bearer ")], "Bearer ") {
+			tok = strings.TrimSpace(a[0][len("Bearer "):])
 		}
 	}
-	if tok == "" {
-		return nil
+	for _, k := range []string{"X-Api-Key", "Api-Key"} {
+		if v := h.Values(k); len(v) > 0 {
+			n += len(v)
+			tok = v[0]
+		}
 	}
-	return r.clients[sha256.Sum256([]byte(tok))]
+	if n > 1 {
+		return nil, errCredentials
+	}
+	if tok == "" {
+		return nil, nil
+	}
+	return r.clients[sha256.Sum256([]byte(tok))], nil
 }
 
 // validClients checks the route's clients and its registry: its own,

@@ -129,8 +129,9 @@
 // up to Route.Retries repair requests within Route.RetryDeadline. The
 // client receives the first answer whose calls all resolve, carrying
 // before its own calls the calls of earlier answers that resolved, with
-// their ids (a repeat of one, same name and arguments, is dropped: no
-// call runs twice), usage summed over every attempt, finish_reason
+// their ids (a repeat of one in any attempt, same name and arguments
+// equal as JSON values, is dropped: no call runs twice), usage summed
+// over every attempt, finish_reason
 // tool_calls / stop_reason tool_use; or, when the retries or the deadline
 // run out or an attempt fails upstream, the block answer of the last
 // answer decided (with the calls carried). Toolaudit-Retries says how
@@ -164,7 +165,8 @@
 // Limits.MaxResponseBytes, a chunk not understood), or
 // it carries a call where the SDKs would find one and the proxy does not
 // decide it, the
-// stream ends with an error event in the API's shape (OpenAI: a data
+// stream ends with an error event in the API's shape (the decisions made
+// before it recorded all the same, their calls not sent) (OpenAI: a data
 // chunk with "error"; Anthropic: event error), which the SDKs raise, and
 // the call is not sent. The headers are sent before any call is decided,
 // so they carry only Toolaudit-Registry-Version; the other Toolaudit

@@ -160,7 +160,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	perRequest := *rt
 	perRequest.api = a
-	if c := rt.client(r.Header); c != nil {
+	c, err := rt.client(r.Header)
+	if err != nil {
+		writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
+		return
+	}
+	if c != nil {
 		perRequest.Registry, perRequest.Agent = c.Registry, c.Agent
 	}
 	rt = &perRequest
@@ -364,7 +369,7 @@ func (p *Proxy) decideUnrecorded(ctx context.Context, rt *Route, req *request, d
 	traceID, spanID := attemptOf(ctx)
 	for i, tc := range calls {
 		ev := schema.Call{
-			EventID: p.eventID(respID, tc.id), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
+			EventID: req.eventID(p.eventID(respID, tc.id)), EmittedAt: now, Registry: rt.Registry, AgentID: rt.Agent,
 			Model: model, Provider: rt.api.provider(), Surface: "raw_json", Tool: tc.name,
 			TraceID: traceID, SpanID: spanID,
 		}
@@ -397,6 +402,24 @@ func (p *Proxy) decideUnrecorded(ctx context.Context, rt *Route, req *request, d
 	d.note = note.String()
 	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.Version)
 	return d, recs
+}
+
+// eventID is id, or, when the request's calls had it before (an
+// upstream that repeats a response's or a call's id), id#2, id#3...
+func (r *request) eventID(id string) string {
+	if r.eventIDs == nil {
+		r.eventIDs, r.idsTaken = map[string]int{}, map[string]bool{}
+	}
+	for n := r.eventIDs[id] + 1; ; n++ {
+		out := id
+		if n > 1 {
+			out = id + "#" + strconv.Itoa(n)
+		}
+		if !r.idsTaken[out] { // an upstream's own id may be one made here
+			r.eventIDs[id], r.idsTaken[out] = n, true
+			return out
+		}
+	}
 }
 
 // eventID is a call event's id: the response's id and the call's, which

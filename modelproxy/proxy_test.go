@@ -605,6 +605,10 @@ func TestClientRegistry(t *testing.T) {
 	if st, b := post("/closed/v1/chat/completions", openAIRequest(), "Authorization", "Bearer sk-other"); st != 403 || !strings.Contains(string(b), "credential is not one of them") {
 		t.Errorf("an unlisted client on a route without a registry: %d %s, want 403", st, b)
 	}
+	// Two credentials: which one the upstream reads is its own to say.
+	if st, b := post("/anthropic/v1/messages", anthropicRequest(), "Authorization", "Bearer sk-ant-b", "X-Api-Key", "junk"); st != 400 || !strings.Contains(string(b), "more than one credential") {
+		t.Errorf("two credentials: %d %s, want 400", st, b)
+	}
 	if got := e.up.requests(); len(got) != 5 || got[0].header.Get("Authorization") != "Bearer sk-team-a" || got[2].header.Get("X-Api-Key") != "sk-ant-b" {
 		t.Errorf("the upstream got %d requests, credentials %q %q", len(got), got[0].header.Get("Authorization"), got[2].header.Get("X-Api-Key"))
 	}

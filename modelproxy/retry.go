@@ -1,12 +1,13 @@
 package modelproxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 
+	"github.com/toolaudit/toolaudit/jsontape"
 	"github.com/toolaudit/toolaudit/registry/declared"
 )
 
@@ -70,7 +71,9 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 		}
 		raws := resp.rawCalls()
 		for i, c := range resp.calls() {
-			if !d.rejected[i] {
+			// A call kept that repeats one carried from an earlier attempt
+			// is carried once: none runs twice.
+			if !d.rejected[i] && !repeats(c, carriedCalls) {
 				carried, carriedCalls = append(carried, raws[i]), append(carriedCalls, c)
 			}
 		}
@@ -130,17 +133,17 @@ func repeats(c toolCall, calls []toolCall) bool {
 	return false
 }
 
-// sameArgs reports whether two calls carry the same arguments (compacted
-// JSON, or the same text).
+// sameArgs reports whether two calls carry the same arguments: equal
+// JSON values as a client reads them (members in any order, numbers by
+// value, strings unescaped: jsontape.Equal), or the same text.
 func sameArgs(a, b toolCall) bool {
 	if a.args == nil || b.args == nil {
 		return a.args == nil && b.args == nil && a.raw != nil && b.raw != nil && *a.raw == *b.raw
 	}
-	var x, y bytes.Buffer
-	if json.Compact(&x, a.args) != nil || json.Compact(&y, b.args) != nil {
-		return false
-	}
-	return bytes.Equal(x.Bytes(), y.Bytes())
+	x, y := tapes.Get().(*jsontape.Tape), tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(x)
+	defer tapes.Put(y)
+	return x.Parse(a.args) == nil && y.Parse(b.args) == nil && jsontape.Equal(x.Root(), y.Root())
 }
 
 // sumUsage adds two usage objects member by member: numbers are added,
@@ -163,14 +166,18 @@ func sumUsage(a, b json.RawMessage) json.RawMessage {
 		switch {
 		case json.Unmarshal(u, &m) == nil && json.Unmarshal(v, &n) == nil:
 			if i, err := m.Int64(); err == nil {
-				if j, err := n.Int64(); err == nil {
+				if j, err := n.Int64(); err == nil && (j <= 0 || i <= math.MaxInt64-j) && (j >= 0 || i >= math.MinInt64-j) {
 					x[k] = json.RawMessage(strconv.FormatInt(i+j, 10))
 					continue
 				}
 			}
 			f, _ := m.Float64()
 			g, _ := n.Float64()
-			x[k] = json.RawMessage(strconv.FormatFloat(f+g, 'g', -1, 64))
+			if sum := f + g; !math.IsInf(sum, 0) && !math.IsNaN(sum) {
+				x[k] = json.RawMessage(strconv.FormatFloat(sum, 'g', -1, 64))
+			} else {
+				x[k] = v // past float64: the later count, still JSON
+			}
 		case len(u) > 0 && u[0] == '{' && len(v) > 0 && v[0] == '{':
 			x[k] = sumUsage(u, v)
 		default:

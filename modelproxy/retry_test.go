@@ -3,6 +3,7 @@ package modelproxy_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -278,5 +279,68 @@ func TestRetryAnswerNotOneTurn(t *testing.T) {
 		if !o.OK || !slices.Equal(m.callIDs(), []string{"call_p1", "call_p3"}) || o.Headers["toolaudit-retries"] != "1" {
 			t.Errorf("%s: SDK got %+v, want the first answer's block answer", body, o)
 		}
+	}
+}
+
+// chatAnswer is a Chat Completions answer of one choice holding calls.
+func chatAnswer(id, usage string, calls ...[3]string) []byte {
+	var tcs []string
+	for _, c := range calls {
+		tcs = append(tcs, fmt.Sprintf(`{"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}`, c[0], c[1], c[2]))
+	}
+	return []byte(fmt.Sprintf(`{"id":%q,"object":"chat.completion","model":"gpt-5.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":%s}`,
+		id, strings.Join(tcs, ","), usage))
+}
+
+// Under retry a call kept runs once, whichever attempt repeats it and
+// however its arguments are written (members in another order, a number
+// as 5.0): the client receives the first, not its repeats; and usage
+// counts past float64 stay JSON.
+func TestRetryRepeats(t *testing.T) {
+	const usage = `{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}`
+	for _, tc := range []struct {
+		name    string
+		answers [][]byte
+		want    []string
+	}{
+		{"a middle attempt repeats a kept call", [][]byte{
+			chatAnswer("c1", usage, [3]string{"call_p1", "get_weather", `{"city":"Lyon"}`}, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
+			chatAnswer("c2", usage, [3]string{"call_x1", "get_weather", `{"city":"Lyon"}`}, [3]string{"call_x2", "get_wether", `{"city":"Nice"}`}),
+			chatAnswer("c3", usage, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
+		}, []string{"call_p1", "call_r1"}},
+		{"a repeat written otherwise", [][]byte{
+			chatAnswer("c1", usage, [3]string{"call_p1", "search_docs", `{"query":"u","limit":5}`}, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
+			chatAnswer("c2", usage, [3]string{"call_x1", "search_docs", `{"limit":5.0,"query":"\u0075"}`}, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
+		}, []string{"call_p1", "call_r1"}},
+		{"usage past float64", [][]byte{
+			chatAnswer("c1", `{"total_tokens":1e308}`, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
+			chatAnswer("c2", `{"total_tokens":1e308}`, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
+		}, []string{"call_r1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, "retry")
+			for _, a := range tc.answers {
+				e.up.reply("application/json", a)
+			}
+			o := e.sdk(t, "openai", "create", openAIRequest())
+			var m struct {
+				Choices []struct {
+					Message struct {
+						ToolCalls []struct{ ID string } `json:"tool_calls"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			decode(t, o.Response, &m)
+			if len(m.Choices) != 1 {
+				t.Fatalf("SDK got %+v", o)
+			}
+			var ids []string
+			for _, c := range m.Choices[0].Message.ToolCalls {
+				ids = append(ids, c.ID)
+			}
+			if !o.OK || !slices.Equal(ids, tc.want) {
+				t.Errorf("SDK got ok=%v %s %v, want the calls %v", o.OK, o.Message, ids, tc.want)
+			}
+		})
 	}
 }

@@ -228,8 +228,13 @@ func (s *sink) stop(err error) {
 }
 
 // end sends the error event (name, data) that ends a stream, dropping
-// what is held: the calls of decisions not recorded are never sent.
+// what is held: the calls of decisions not yet sent are never sent, but
+// their decisions are recorded when the audit trail takes them (a call
+// rejected stays in the trail however its stream ended).
 func (s *sink) end(name string, data []byte) {
+	if len(s.pending) > 0 && s.unrecorded == nil {
+		_ = s.record(s.pending) // failing, the stream ends all the same
+	}
 	s.pending, s.held, s.unrecorded = nil, nil, nil
 	s.event(name, data)
 	s.flush()

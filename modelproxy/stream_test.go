@@ -666,3 +666,25 @@ func TestStreamReadAsSDK(t *testing.T) {
 		})
 	}
 }
+
+// A call decided in a stream that then fails is not sent, and its
+// decision is in the audit trail all the same: a hostile upstream cannot
+// hide a rejected call by breaking the stream after it.
+func TestStreamFailureKeepsDecisions(t *testing.T) {
+	for _, policy := range []string{"block", "retry"} {
+		t.Run(policy, func(t *testing.T) {
+			e := start(t, policy)
+			e.up.reply("text/event-stream", []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"+
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_bad\",\"name\":\"delete_everything\",\"input\":{}}}\n\n"+
+				"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"+
+				"event: content_block_delta\ndata: {not json}\n\n"))
+			o := e.sdk(t, "anthropic", "stream", streamRequest("anthropic"))
+			if o.OK || bytes.Contains(o.Response, []byte("delete_everything")) {
+				t.Fatalf("SDK got %+v, want the stream's error", o)
+			}
+			if recs := e.records(t, 1); classes(recs) != "H1" || !bytes.Contains(recs[0].Call, []byte(`"tool":"delete_everything"`)) {
+				t.Errorf("audit %s %s, want delete_everything H1", classes(recs), recs[0].Call)
+			}
+		})
+	}
+}
