@@ -173,7 +173,11 @@
 // headers come as HTTP trailers.
 //
 // The proxy reads a stream as the SDKs' accumulators do, and refuses
-// what they would read otherwise (TestStreamSmuggledCalls, each case a
+// what they would read otherwise (and, in a stream event or a response
+// body, any member named __proto__ but inside a tool's input: the OpenAI
+// SDK merges a delta into its message with Object.assign, so such a
+// member became the message's prototype, and a call hidden in it was
+// executed by runTools) (TestStreamSmuggledCalls, each case a
 // call the SDKs received undecided before): a line holding a carriage
 // return not before its line feed (the SDKs end a line there), or
 // starting with a byte order mark (the JS SDKs drop it from every line);
@@ -237,7 +241,11 @@
 // output for each: so the proxy remembers, for the last
 // DefaultWithheldResponses block answers, the calls it withheld, and
 // puts a function_call_output of each (the note) before the input of a
-// request that continues one, unless the client gives it. Retry sends the
+// request that continues one, unless the client gives it: a request of
+// the same route and credentials (another client knowing the response id
+// gets nothing). A conversation (the Conversations API's conversation
+// member) is not continued so: its upstream refuses the next turn for
+// the withheld call's missing output, which fails closed. Retry sends the
 // input so far, the response's message and function_call items and a
 // function_call_output per call.
 //

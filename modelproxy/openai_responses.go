@@ -1,6 +1,8 @@
 package modelproxy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -268,10 +270,21 @@ type withheldOutput struct {
 	item   json.RawMessage
 }
 
-func (w *withheldOutputs) put(respID string, items []json.RawMessage) {
+// withheldScope is whose a withheld output is: the route and the
+// client's credentials (their hash), so that only the client a block
+// answer went to gets its outputs supplied, and a response id learnt
+// elsewhere gives nothing.
+func withheldScope(rt *Route, h http.Header) string {
+	sum := sha256.Sum256([]byte(h.Get("Authorization") + "\n" + h.Get("X-Api-Key") + "\n" + h.Get("Api-Key")))
+	return rt.Prefix + "\x00" + hex.EncodeToString(sum[:16]) + "\x00"
+}
+
+// put keeps the withheld outputs of response respID for scope.
+func (w *withheldOutputs) put(scope, respID string, items []json.RawMessage) {
 	if respID == "" || len(items) == 0 {
 		return
 	}
+	respID = scope + respID
 	outs := make([]withheldOutput, len(items))
 	for i, it := range items {
 		id, _ := parseStrict(it, func(v jsontape.Value) (string, error) { return strOr(v.Get("call_id")), nil })
@@ -290,7 +303,8 @@ func (w *withheldOutputs) put(respID string, items []json.RawMessage) {
 	w.m[respID] = outs
 }
 
-func (w *withheldOutputs) get(respID string) []withheldOutput {
+func (w *withheldOutputs) get(scope, respID string) []withheldOutput {
+	respID = scope + respID
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.m[respID]
@@ -299,13 +313,13 @@ func (w *withheldOutputs) get(respID string) []withheldOutput {
 // continued returns body with the outputs of the calls withheld from
 // the response it continues (previous_response_id) put before its input,
 // but those the client gives itself; body as it is when there are none.
-func (w *withheldOutputs) continued(body []byte) ([]byte, error) {
+func (w *withheldOutputs) continued(scope string, body []byte) ([]byte, error) {
 	return parseStrict(body, func(v jsontape.Value) ([]byte, error) {
 		prev := strOr(v.Get("previous_response_id"))
 		if prev == "" {
 			return body, nil
 		}
-		add := w.get(prev)
+		add := w.get(scope, prev)
 		if len(add) == 0 {
 			return body, nil
 		}

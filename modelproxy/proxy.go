@@ -198,7 +198,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if _, ok := a.(openAIResponses); ok {
-		if body, err = p.withheld.continued(body); err != nil {
+		if body, err = p.withheld.continued(withheldScope(rt, r.Header), body); err != nil {
 			writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 			return
 		}
@@ -252,7 +252,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := a.(openAIResponses); ok && len(st.withheld) > 0 {
-		p.rememberWithheld(out, st.withheld)
+		p.rememberWithheld(withheldScope(rt, r.Header), out, st.withheld)
 	}
 	h := w.Header()
 	h.Set(HeaderCalls, strconv.Itoa(st.calls))
@@ -271,7 +271,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rememberWithheld keeps the outputs of the calls withheld from the
 // Responses answer out (its id, and each call's fix text from the
 // answer's note), for a request that continues it.
-func (p *Proxy) rememberWithheld(out []byte, ids []string) {
+func (p *Proxy) rememberWithheld(scope string, out []byte, ids []string) {
 	var r struct {
 		ID     string `json:"id"`
 		Output []struct {
@@ -288,7 +288,7 @@ func (p *Proxy) rememberWithheld(out []byte, ids []string) {
 	for i, id := range ids {
 		items[i] = mustJSON(map[string]any{"type": "function_call_output", "call_id": id, "output": note})
 	}
-	p.withheld.put(r.ID, items)
+	p.withheld.put(scope, r.ID, items)
 }
 
 // refuse answers a response whose decisions the audit trail did not
@@ -328,7 +328,12 @@ func (p *Proxy) exchange(ctx context.Context, r *http.Request, rt *Route, rest s
 	if int64(len(out)) > p.cfg.Limits.MaxResponseBytes {
 		return nil, http.StatusBadGateway, fmt.Sprintf("toolaudit: the upstream response is larger than %d bytes; its tool calls cannot be decided", p.cfg.Limits.MaxResponseBytes)
 	}
-	resp, err := parseStrict(out, rt.api.parseResponse)
+	resp, err := parseStrict(out, func(v jsontape.Value) (response, error) {
+		if err := checkProto(v); err != nil {
+			return nil, err
+		}
+		return rt.api.parseResponse(v)
+	})
 	if err != nil {
 		return nil, http.StatusBadGateway, "toolaudit: the upstream response is not understood, so its tool calls cannot be decided: " + err.Error()
 	}

@@ -184,6 +184,9 @@ func (e *eventTape) parse(ev *sseEvent) (jsontape.Value, error) {
 		if e.err == nil && e.t.Root().Kind() != jsontape.Object {
 			e.err = errors.New("not a JSON object")
 		}
+		if e.err == nil {
+			e.err = checkProto(e.t.Root())
+		}
 	}
 	if e.err != nil {
 		return jsontape.Value{}, e.err
@@ -245,4 +248,38 @@ func (f *fields) wrap(what string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf(what+": %w", append(args, f.err)...)
+}
+
+// errProto refuses an upstream body or event holding a member named
+// __proto__: the JS SDKs merge some of an event's objects into their
+// snapshot with Object.assign, which makes such a member the snapshot's
+// prototype, and a call hidden there is read by the SDK (its message's
+// tool_calls) and never seen by the proxy.
+var errProto = errors.New(`a member named "__proto__", which the SDKs' accumulators would read as the prototype of what they build`)
+
+// checkProto is errProto when v holds a __proto__ member anywhere but
+// inside an "input" member: a tool's input object, which the SDKs hand to
+// the tool as JSON.parse made it, and which is the resolver's to decide.
+func checkProto(v jsontape.Value) error {
+	switch v.Kind() {
+	case jsontape.Object:
+		for m := v.Members(); m.Next(); {
+			switch string(m.Name()) {
+			case "__proto__":
+				return errProto
+			case "input":
+				continue
+			}
+			if err := checkProto(m.Value()); err != nil {
+				return err
+			}
+		}
+	case jsontape.Array:
+		for it := v.Items(); it.Next(); {
+			if err := checkProto(it.Value()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -63,3 +63,24 @@ func TestChoiceIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckProto: a __proto__ member anywhere in an upstream body or
+// event is refused, but inside a tool's input object.
+func TestCheckProto(t *testing.T) {
+	for body, ok := range map[string]bool{
+		`{"a":1}`:          true,
+		`{"__proto__":{}}`: false,
+		`{"choices":[{"delta":{"__proto__":{"tool_calls":[]}}}]}`:         false,
+		`{"a":[[{"b":{"\u005f_proto__":1}}]]}`:                            false,
+		`{"content":[{"type":"tool_use","input":{"__proto__":{"x":1}}}]}`: true,
+		`{"s":"__proto__"}`: true,
+	} {
+		var tape jsontape.Tape
+		if err := tape.Parse([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkProto(tape.Root()); (err == nil) != ok {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package modelproxy_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,27 @@ func TestResponsesSDK(t *testing.T) {
 			t.Errorf("search_docs surface %q", c.Surface)
 		}
 		checkOffline(t, recs)
+	})
+	t.Run("block, another client continues", func(t *testing.T) {
+		// The withheld outputs are the client's the block answer went to:
+		// another credential continuing the response id gets none.
+		e := start(t, "block")
+		e.up.queue(t, "responses/parallel.json", "responses/final.json")
+		o := e.sdk(t, "responses", "create", responsesRequest())
+		var r responsesOut
+		decode(t, o.Response, &r)
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/openai/v1/responses", bytes.NewReader(mustMarshal(continuing(r.ID))))
+		req.Header.Set("Authorization", "Bearer sk-another")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var up upstreamInput
+		decode(t, e.up.requests()[1].body, &up)
+		if len(up.Input) != 2 || up.Input[0].CallID != "call_p1" {
+			t.Errorf("another client's continuing request went upstream as %s, want its own input only", e.up.requests()[1].body)
+		}
 	})
 	t.Run("block, a string input continues", func(t *testing.T) {
 		e := start(t, "block")

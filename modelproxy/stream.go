@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -402,7 +403,8 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	s := a.newStream(out, decide)
 	if rs, ok := s.(*responsesStream); ok {
-		rs.withheld = p.withheld.put // for a request continuing the response
+		scope := withheldScope(rt, r.Header)
+		rs.withheld = func(id string, items []json.RawMessage) { p.withheld.put(scope, id, items) } // for a request continuing the response
 	}
 	rs, retrying := s.(repairStream)
 	retrying = retrying && rt.policy == Retry

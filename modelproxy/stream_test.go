@@ -594,6 +594,7 @@ func TestStreamSmuggledCalls(t *testing.T) {
 		{"anthropic", "anthropic-two-starts.sse", "blocks out of order"},
 		{"responses", "responses-custom-item.sse", `"custom_tool_call" item, which this proxy does not decide`},
 		{"openai", "openai-bom-data.sse", "byte order mark"},
+		{"openai", "openai-proto-delta.sse", `a member named "__proto__"`},
 		{"anthropic", "anthropic-bom-event.sse", "byte order mark"},
 		{"responses", "responses-bom-data.sse", "byte order mark"},
 		{"anthropic", "anthropic-empty-event.sse", `an event named "" holds a "content_block_start"`},
