@@ -194,8 +194,11 @@
 // snapshot is that response), a function_call item at an output_index
 // where none was added (the SDK takes an output_item.done's item
 // whatever was added), a call whose added item, arguments deltas or
-// arguments done differ from its done item, an event at the index of an
-// item already done (the SDK applies it there), and a final response holding
+// arguments done differ from its done item, items out of order (the SDK
+// appends each added item whatever its index and applies the other
+// events at theirs: an item must be added at the count of those before
+// it, an event be of an item added and not done, and no item be added
+// while a function call is held), and a final response holding
 // a function call other than one the stream released or withheld. A
 // streamed tool_use is decided on the input the SDKs read: its
 // input_json_delta deltas' partial_json, else its start block's input
@@ -246,8 +249,8 @@
 // gets nothing). A conversation (the Conversations API's conversation
 // member) is not continued so: its upstream refuses the next turn for
 // the withheld call's missing output, which fails closed. Retry sends the
-// input so far, the response's message and function_call items and a
-// function_call_output per call.
+// input so far, the response's reasoning, message and function_call
+// items and a function_call_output per call.
 //
 // Streamed (stream: true), its typed events pass through as they come
 // but a function_call item's (output_item.added, the arguments' deltas,

@@ -442,3 +442,25 @@ func (c *nodeClients) stop() {
 // From is what was written from offset n on.
 
 var _ = schema.OK
+
+// choiceCalls are the ids of each choice's tool calls in a Chat
+// Completions answer (usage read as nothing: its counts may be any JSON
+// number).
+func choiceCalls(t *testing.T, b []byte) [][]string {
+	t.Helper()
+	var m struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct{ ID string } `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	decode(t, b, &m)
+	out := make([][]string, len(m.Choices))
+	for i, c := range m.Choices {
+		for _, tc := range c.Message.ToolCalls {
+			out[i] = append(out[i], tc.ID)
+		}
+	}
+	return out
+}

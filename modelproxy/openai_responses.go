@@ -212,7 +212,9 @@ func (r *openAIResponsesResponse) repair(req []byte, results []string, _ []bool)
 			return nil, err
 		}
 		for _, raw := range r.items {
-			if typ := typeOf(raw); typ == "function_call" || typ == "message" {
+			// A reasoning item goes with the call it led to: the API
+			// refuses a reasoning model's call without it.
+			if typ := typeOf(raw); typ == "function_call" || typ == "message" || typ == "reasoning" {
 				input = append(input, raw)
 			}
 		}

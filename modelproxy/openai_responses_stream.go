@@ -60,6 +60,7 @@ type responsesStream struct {
 	finalData []byte
 	released  map[string]toolCall // the attempt's calls sent, by call_id
 	done      map[int]bool        // the attempt's output_index of items done
+	added     int                 // the attempt's items added
 
 	tape eventTape
 }
@@ -240,10 +241,18 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		return nil
 	}
 	idx := e.outputIndex
-	if s.done[idx] {
-		// The SDK's snapshot would apply it to the item done there: to a
-		// call already decided.
-		return fmt.Errorf("a %s at output_index %d after its item was done, which cannot be decided", e.typ, idx)
+	// The SDK appends the item of each output_item.added whatever its
+	// index, and applies every other event at its index (renumbered past
+	// the items withheld): items must be added one after the other, each
+	// event be of an item added and not done, and no item be added while
+	// a function call is held (the client would get it first).
+	switch {
+	case e.typ == "response.output_item.added" && (idx != s.added || len(s.held) > 0):
+		return fmt.Errorf("output_item.added at output_index %d after %d items, %d function calls held: items out of order or interleaved, so the calls cannot be decided", idx, s.added, len(s.held))
+	case e.typ == "response.output_item.added":
+		s.added++
+	case idx >= s.added || s.done[idx]:
+		return fmt.Errorf("a %s at output_index %d, not of an item added and not done: so the calls cannot be decided", e.typ, idx)
 	}
 	if e.typ == "response.output_item.done" {
 		s.done[idx] = true
@@ -447,7 +456,7 @@ func (s *responsesStream) again() {
 	s.maxSeq = 0
 	s.held, s.heldBytes = map[int]*responsesHeld{}, 0
 	s.fixes, s.dropped, s.released, s.outputs, s.noteItem = nil, map[string]bool{}, map[string]toolCall{}, nil, nil
-	s.done = map[int]bool{}
+	s.done, s.added = map[int]bool{}, 0
 	s.earlier, s.sentThis = append(s.earlier, s.sentThis...), nil
 	s.items, s.finalType, s.finalData = nil, "", nil
 }

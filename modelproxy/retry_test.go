@@ -323,22 +323,11 @@ func TestRetryRepeats(t *testing.T) {
 				e.up.reply("application/json", a)
 			}
 			o := e.sdk(t, "openai", "create", openAIRequest())
-			var m struct {
-				Choices []struct {
-					Message struct {
-						ToolCalls []struct{ ID string } `json:"tool_calls"`
-					} `json:"message"`
-				} `json:"choices"`
-			}
-			decode(t, o.Response, &m)
-			if len(m.Choices) != 1 {
+			calls := choiceCalls(t, o.Response)
+			if len(calls) != 1 {
 				t.Fatalf("SDK got %+v", o)
 			}
-			var ids []string
-			for _, c := range m.Choices[0].Message.ToolCalls {
-				ids = append(ids, c.ID)
-			}
-			if !o.OK || !slices.Equal(ids, tc.want) {
+			if ids := calls[0]; !o.OK || !slices.Equal(ids, tc.want) {
 				t.Errorf("SDK got ok=%v %s %v, want the calls %v", o.OK, o.Message, ids, tc.want)
 			}
 		})

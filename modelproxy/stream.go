@@ -304,6 +304,7 @@ type streamTurn struct {
 	rejected []bool
 	fixes    []string
 	sent     []toolCall
+	earlier  int  // of sent, those of earlier attempts
 	size     int  // bytes of the turn kept
 	lost     bool // not kept whole: not repaired
 }
@@ -326,7 +327,10 @@ func (t *streamTurn) decided(c toolCall, withhold bool, fix string) bool {
 	}
 	t.rejected = append(t.rejected, withhold)
 	t.fixes = append(t.fixes, fix)
-	if withhold || repeats(c, t.sent) {
+	// A repeat is of a call an earlier attempt sent (the repair asking
+	// again for one kept): the calls of one turn, or of a response's
+	// several choices, are the model's own.
+	if withhold || repeats(c, t.sent[:t.earlier]) {
 		return false
 	}
 	t.sent = append(t.sent, c)
@@ -338,7 +342,7 @@ func (t *streamTurn) withheld() bool { return slices.Contains(t.rejected, true) 
 
 // again forgets the attempt's calls (not those sent).
 func (t *streamTurn) again() {
-	t.rejected, t.fixes, t.size, t.lost = nil, nil, 0, false
+	t.rejected, t.fixes, t.size, t.lost, t.earlier = nil, nil, 0, false, len(t.sent)
 }
 
 // serveStream answers a streaming request: the upstream's event stream,

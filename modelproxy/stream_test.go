@@ -598,7 +598,7 @@ func TestStreamSmuggledCalls(t *testing.T) {
 		{"anthropic", "anthropic-bom-event.sse", "byte order mark"},
 		{"responses", "responses-bom-data.sse", "byte order mark"},
 		{"anthropic", "anthropic-empty-event.sse", `an event named "" holds a "content_block_start"`},
-		{"responses", "responses-after-done.sse", "after its item was done"},
+		{"responses", "responses-after-done.sse", "not of an item added and not done"},
 		// The proxy's error event comes first: the SDK says so its way.
 		{"responses", "responses-created-output.sse", "got error"},
 	} {
