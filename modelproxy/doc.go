@@ -249,8 +249,8 @@
 // gets nothing). A conversation (the Conversations API's conversation
 // member) is not continued so: its upstream refuses the next turn for
 // the withheld call's missing output, which fails closed. Retry sends the
-// input so far, the response's reasoning, message and function_call
-// items and a function_call_output per call.
+// input so far, the response's output items as they came (a reasoning
+// item with what followed it) and a function_call_output per call.
 //
 // Streamed (stream: true), its typed events pass through as they come
 // but a function_call item's (output_item.added, the arguments' deltas,

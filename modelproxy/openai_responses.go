@@ -211,13 +211,10 @@ func (r *openAIResponsesResponse) repair(req []byte, results []string, _ []bool)
 		if err != nil {
 			return nil, err
 		}
-		for _, raw := range r.items {
-			// A reasoning item goes with the call it led to: the API
-			// refuses a reasoning model's call without it.
-			if typ := typeOf(raw); typ == "function_call" || typ == "message" || typ == "reasoning" {
-				input = append(input, raw)
-			}
-		}
+		// The turn's output items as they came, as the API's manual
+		// conversation state has them: a reasoning item and what follows
+		// it (a server tool's call, the function calls) go together.
+		input = append(input, r.items...)
 		for k, c := range r.all {
 			input = append(input, mustJSON(map[string]any{"type": "function_call_output", "call_id": c.id, "output": results[k]}))
 		}

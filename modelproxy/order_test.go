@@ -74,12 +74,15 @@ func TestResponsesStreamOrder(t *testing.T) {
 	}
 }
 
-// A Responses repair request carries the reasoning item with the call it
-// led to (the API refuses a reasoning model's call without it).
+// A Responses repair request carries the turn's output items as they
+// came: the reasoning item with what followed it, a server tool's call
+// and the function call (the API refuses a reasoning model's call without
+// its reasoning item, and that item without what followed it).
 func TestResponsesRepairKeepsReasoning(t *testing.T) {
 	e := start(t, "retry")
 	rs := map[string]any{"type": "reasoning", "id": "rs_1", "summary": []any{}, "encrypted_content": "ENC"}
-	first := responseObject("resp_r", rs, functionCall("call_w", "get_wether", `{"city":"Nice"}`))
+	ws := map[string]any{"type": "web_search_call", "id": "ws_1", "status": "completed", "action": map[string]any{"type": "search", "query": "weather"}}
+	first := responseObject("resp_r", rs, ws, functionCall("call_w", "get_wether", `{"city":"Nice"}`))
 	first["status"] = "completed"
 	b, _ := json.Marshal(first)
 	e.up.reply("application/json", b)
@@ -97,7 +100,7 @@ func TestResponsesRepairKeepsReasoning(t *testing.T) {
 	for _, it := range repair.Input {
 		types = append(types, it.Type)
 	}
-	if got := strings.Join(types, ","); !strings.Contains(got, "reasoning,function_call,function_call_output") {
+	if got := strings.Join(types, ","); !strings.Contains(got, "reasoning,web_search_call,function_call,function_call_output") {
 		t.Errorf("repair input %s, want the reasoning item before its call", got)
 	}
 }

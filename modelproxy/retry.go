@@ -70,10 +70,12 @@ func (p *Proxy) retry(ctx context.Context, r *http.Request, rt *Route, rest stri
 			break
 		}
 		raws := resp.rawCalls()
+		earlier := carriedCalls[:len(carriedCalls):len(carriedCalls)]
 		for i, c := range resp.calls() {
 			// A call kept that repeats one carried from an earlier attempt
-			// is carried once: none runs twice.
-			if !d.rejected[i] && !repeats(c, carriedCalls) {
+			// is carried once: none runs twice (the calls of one turn are
+			// the model's own, equal or not).
+			if !d.rejected[i] && !repeats(c, earlier) {
 				carried, carriedCalls = append(carried, raws[i]), append(carriedCalls, c)
 			}
 		}

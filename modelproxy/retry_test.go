@@ -312,6 +312,10 @@ func TestRetryRepeats(t *testing.T) {
 			chatAnswer("c1", usage, [3]string{"call_p1", "search_docs", `{"query":"u","limit":5}`}, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
 			chatAnswer("c2", usage, [3]string{"call_x1", "search_docs", `{"limit":5.0,"query":"\u0075"}`}, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
 		}, []string{"call_p1", "call_r1"}},
+		{"one turn's equal calls are the model's own", [][]byte{
+			chatAnswer("c1", usage, [3]string{"call_a", "get_weather", `{"city":"Lyon"}`}, [3]string{"call_b", "get_weather", `{"city":"Lyon"}`}, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
+			chatAnswer("c2", usage, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
+		}, []string{"call_a", "call_b", "call_r1"}},
 		{"usage past float64", [][]byte{
 			chatAnswer("c1", `{"total_tokens":1e308}`, [3]string{"call_p2", "get_wether", `{"city":"Nice"}`}),
 			chatAnswer("c2", `{"total_tokens":1e308}`, [3]string{"call_r1", "get_weather", `{"city":"Nice"}`}),
