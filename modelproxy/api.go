@@ -49,6 +49,9 @@ type request struct {
 	// ("none"); a call off it is H4 (wire contract v1.2).
 	visible    []string
 	hasVisible bool
+	// previous is the response a Responses request continues
+	// (previous_response_id), "" none.
+	previous string
 	// eventIDs counts the call event ids given so far to the request's
 	// calls (every attempt's): an id the upstream repeats is made unique,
 	// so that no decision replaces another in the store.

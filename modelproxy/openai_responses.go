@@ -40,6 +40,9 @@ func (openAIResponses) parseRequest(v jsontape.Value, maxTools int) (*request, e
 	if err != nil {
 		return nil, err
 	}
+	if req.previous, err = str(v.Get("previous_response_id"), "previous_response_id"); err != nil {
+		return nil, err
+	}
 	err = arrayOf(v.Get("tools"), "tools", func(i int, t jsontape.Value) error {
 		f := fieldsOf(t, "tool")
 		typ, name, desc, _ := f.str("type"), f.str("name"), f.str("description"), f.boolean("strict")
@@ -309,19 +312,16 @@ func (w *withheldOutputs) get(scope, respID string) []withheldOutput {
 	return w.m[respID]
 }
 
-// continued returns body with the outputs of the calls withheld from
-// the response it continues (previous_response_id) put before its input,
-// but those the client gives itself; body as it is when there are none.
-func (w *withheldOutputs) continued(scope string, body []byte) ([]byte, error) {
+// continued returns body, a request continuing response prev for
+// scope, with the outputs of the calls withheld from prev put before its
+// input, but those the client gives itself; body as it is when there
+// are none.
+func (w *withheldOutputs) continued(scope, prev string, body []byte) ([]byte, error) {
+	add := w.get(scope, prev)
+	if len(add) == 0 {
+		return body, nil
+	}
 	return parseStrict(body, func(v jsontape.Value) ([]byte, error) {
-		prev := strOr(v.Get("previous_response_id"))
-		if prev == "" {
-			return body, nil
-		}
-		add := w.get(scope, prev)
-		if len(add) == 0 {
-			return body, nil
-		}
 		input, err := responsesInput(v.Get("input"))
 		if err != nil {
 			return nil, err

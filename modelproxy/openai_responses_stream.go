@@ -104,13 +104,19 @@ func readResponsesEvent(v jsontape.Value) (responsesEvent, error) {
 	return e, nil
 }
 
+// heldEvent is a held event's type and data.
+type heldEvent struct {
+	typ  string
+	data []byte
+}
+
 // responsesHeld is a function_call item's events, held until its
 // output_item.done, and what they say of the call: the SDK's snapshot
 // takes the added item, the arguments deltas and done, then the done
 // item, and a client may act on any of them (the agent SDKs read the
 // done item or the final response), so all must be the call decided.
 type responsesHeld struct {
-	events            [][]byte
+	events            []heldEvent
 	callID, name      string // the added item's
 	deltas, argsDone  strings.Builder
 	hasDelta, hasDone bool
@@ -282,7 +288,7 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		return nil
 	}
 	h := s.held[idx]
-	h.events = append(h.events, ev.data)
+	h.events = append(h.events, heldEvent{e.typ, ev.data})
 	if s.heldBytes += len(ev.data); s.heldBytes > s.out.maxHeld {
 		return errHeldTooLong
 	}
@@ -317,8 +323,8 @@ func (s *responsesStream) handle(ev *sseEvent) error {
 		s.sentThis = append(s.sentThis, item)
 	}
 	s.released[c.id] = c
-	for _, d := range h.events {
-		s.send(typeOf(d), d)
+	for _, he := range h.events {
+		s.send(he.typ, he.data)
 	}
 	s.sent++
 	return nil

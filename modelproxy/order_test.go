@@ -54,6 +54,11 @@ func TestResponsesStreamOrder(t *testing.T) {
 			{"type": "response.output_item.done", "output_index": 0, "item": functionCall("call_k", "get_weather", `{"city":"Lyon"}`)},
 			{"type": "response.function_call_arguments.done", "output_index": 1, "item_id": "fc_call_k", "arguments": `{"city":"EVIL"}`},
 		}, "not of an item added and not done"},
+		{"the added item's arguments not the done item's", []map[string]any{
+			{"type": "response.created", "response": responseObject("resp_1")},
+			{"type": "response.output_item.added", "output_index": 0, "item": functionCall("call_k", "get_weather", `{"city":"EVIL"}`)},
+			{"type": "response.output_item.done", "output_index": 0, "item": functionCall("call_k", "get_weather", `{"city":"Lyon"}`)},
+		}, "its arguments events and its item differ"},
 		{"interleaved", []map[string]any{
 			{"type": "response.created", "response": responseObject("resp_1")},
 			{"type": "response.output_item.added", "output_index": 0, "item": functionCall("call_k", "get_weather", "")},

@@ -197,8 +197,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.log.Warn("declared tool not usable: its calls are rejected", "route", rt.Prefix, "issue", is.String())
 	}
 
-	if _, ok := a.(openAIResponses); ok {
-		if body, err = p.withheld.continued(withheldScope(rt, r.Header), body); err != nil {
+	if req.previous != "" {
+		if body, err = p.withheld.continued(withheldScope(rt, r.Header), req.previous, body); err != nil {
 			writeError(w, a, http.StatusBadRequest, "toolaudit: "+err.Error())
 			return
 		}

@@ -37,17 +37,28 @@ func parseStrict[T any](b []byte, read func(jsontape.Value) (T, error)) (T, erro
 	var zero T
 	t := tapes.Get().(*jsontape.Tape)
 	defer tapes.Put(t)
-	if err := t.Parse(b); err != nil {
+	if err := parseObject(t, b); err != nil {
 		return zero, err
-	}
-	if t.Root().Kind() != jsontape.Object {
-		return zero, errors.New("not a JSON object")
 	}
 	return read(t.Root())
 }
 
+// parseObject parses b into t: one JSON object, else an error.
+func parseObject(t *jsontape.Tape, b []byte) error {
+	if err := t.Parse(b); err != nil {
+		return err
+	}
+	if t.Root().Kind() != jsontape.Object {
+		return errors.New("not a JSON object")
+	}
+	return nil
+}
+
 // typeError is what a member of the wrong kind is answered with.
 func typeError(what string, v jsontape.Value, want string) error {
+	if !v.Exists() {
+		return fmt.Errorf("%s: absent, not %s", what, want)
+	}
 	return fmt.Errorf("%s: %s, not %s", what, v.Kind(), want)
 }
 
@@ -148,13 +159,6 @@ func object(v jsontape.Value, what string) error {
 	return nil
 }
 
-// typeOf is the type member of an object's text, "" when there is none
-// (or the text is not an object).
-func typeOf(b []byte) string {
-	typ, _ := parseStrict(b, func(v jsontape.Value) (string, error) { return strOr(v.Get("type")), nil })
-	return typ
-}
-
 // index reads an index member (a content block's, a choice's, an
 // item's): an integer, 0 when absent or null.
 func index(v jsontape.Value, what string) (int, error) {
@@ -180,10 +184,7 @@ type eventTape struct {
 // parse returns ev's data parsed: an object, else an error.
 func (e *eventTape) parse(ev *sseEvent) (jsontape.Value, error) {
 	if e.ev != ev {
-		e.ev, e.err = ev, e.t.Parse(ev.data)
-		if e.err == nil && e.t.Root().Kind() != jsontape.Object {
-			e.err = errors.New("not a JSON object")
-		}
+		e.ev, e.err = ev, parseObject(&e.t, ev.data)
 		if e.err == nil {
 			e.err = checkProto(e.t.Root())
 		}

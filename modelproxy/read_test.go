@@ -24,7 +24,7 @@ func TestReadKinds(t *testing.T) {
 	}{
 		{"chat id a number", chat, `{"id":5,"choices":[]}`, "id: number, not a string"},
 		{"chat choices null", chat, `{"id":"x","choices":null}`, ""},
-		{"chat choices absent", chat, `{"id":"x"}`, "choices: invalid, not an array"},
+		{"chat choices absent", chat, `{"id":"x"}`, "choices: absent, not an array"},
 		{"chat choice not an object", chat, `{"choices":[3]}`, "choices[0] is not an object"},
 		{"chat arguments an object", chat, `{"choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{}}}]}}]}`, "choices[0].message.tool_calls[0]: function: arguments: object, not a string"},
 		{"chat Function only", chat, `{"choices":[{"message":{"tool_calls":[{"id":"c","type":"function","Function":{"name":"f","arguments":"{}"}}]}}]}`, `type "function" without its call`},
