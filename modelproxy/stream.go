@@ -200,6 +200,18 @@ func (s *sink) decided(recs ...*audit.Record) {
 
 // flush records the pending decisions, then sends what was written.
 func (s *sink) flush() {
+	s.commit()
+	if s.err == nil && s.unflushed {
+		s.err = s.rc.Flush()
+		s.unflushed = false
+	}
+}
+
+// commit records the pending decisions, then writes what they held. It
+// reaches the client at the next flush, or when the handler returns:
+// net/http then sends it with the end of the response (the last chunk,
+// the trailers) in one write, not two.
+func (s *sink) commit() {
 	if len(s.pending) > 0 && s.err == nil && s.unrecorded == nil {
 		if err := s.record(s.pending); err != nil {
 			s.unrecorded = fmt.Errorf("a tool call could not be recorded in the audit trail, so it is not sent: %w", err)
@@ -211,10 +223,6 @@ func (s *sink) flush() {
 		_, s.err = s.w.Write(s.held)
 		s.held = s.held[:0]
 		s.unflushed = true
-	}
-	if s.err == nil && s.unflushed {
-		s.err = s.rc.Flush()
-		s.unflushed = false
 	}
 }
 
@@ -449,6 +457,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 			p.endStream(rt, rs, out)
 			return
 		}
+		out.flush() // what the attempt passed on does not wait for the next
 		nu, err := p.forward(dctx, r, rt, rest, next)
 		switch {
 		case err != nil:
@@ -517,11 +526,12 @@ func (p *Proxy) pipe(rt *Route, s streamer, out *sink, body io.Reader) bool {
 	}
 }
 
-// flushEnd records what is pending and sends what is held; false when
-// the decisions could not be recorded (the stream is then ended) or the
-// client is gone.
+// flushEnd records what is pending and writes what is held, sent when
+// the handler returns or, before a repair request, by its flush; false
+// when the decisions could not be recorded (the stream is then ended) or
+// the client is gone.
 func (p *Proxy) flushEnd(rt *Route, s streamer, out *sink) bool {
-	if out.flush(); out.unrecorded != nil {
+	if out.commit(); out.unrecorded != nil {
 		p.failStream(rt, s, out, out.unrecorded.Error())
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -687,5 +688,76 @@ func TestStreamFailureKeepsDecisions(t *testing.T) {
 				t.Errorf("audit %s %s, want delete_everything H1", classes(recs), recs[0].Call)
 			}
 		})
+	}
+}
+
+// Streaming, retry: what an attempt passed on reaches the client before
+// the repair request is answered: its last call (call_p3, complete at
+// the finish_reason the upstream sends last) is not held until the
+// upstream's next turn comes.
+func TestStreamRetrySendsBeforeRepair(t *testing.T) {
+	release := make(chan struct{})
+	var n atomic.Int32
+	first, repaired := fixture(t, "openai/parallel.sse"), fixture(t, "openai/repaired.sse")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		body := first
+		if n.Add(1) > 1 {
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+			body = repaired
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	defer up.Close()
+	cfg, err := modelproxy.ParseConfig([]byte(`routes: [{prefix: /o, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: retry, retries: 1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := modelproxy.New(modelproxy.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	req := streamRequest("openai")
+	req["stream"] = true
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(srv.URL+"/o/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var seen strings.Builder
+	got := make(chan error, 1)
+	go func() {
+		for !strings.Contains(seen.String(), "call_p3") {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				got <- err
+				return
+			}
+			seen.WriteString(line)
+		}
+		got <- nil
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("%v after %q", err, seen.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the attempt's last call did not reach the client while the repair request waited")
+		close(release)
+		<-got
+		return
+	}
+	close(release)
+	if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "call_r1") || n.Load() != 2 {
+		t.Errorf("after the repair (%d requests): %s", n.Load(), rest)
 	}
 }

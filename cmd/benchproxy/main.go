@@ -70,8 +70,19 @@ func main() {
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `FILE`")
 	modes := flag.String("modes", "json,sse", "response modes to measure, comma-separated: json, sse")
 	proxyFlags := flag.String("proxy-flags", "", "more flags of -resolverd's proxy command, space-separated (e.g. \"--gc-percent 100\")")
+	peer := flag.Bool("peer", true, "with -resolverd, measure the peer too: this binary in its own process forwarding each request and producing its tool calls' audit records, acknowledged, before the answer, and nothing else (the floor under any auditing proxy here)")
+	servePeer := flag.String("serve-peer", "", "serve as the peer on `ADDR` (started so by the bench itself)")
+	peerUpstream := flag.String("peer-upstream", "", "with -serve-peer, the upstream's `URL`")
+	peerBrokers := flag.String("peer-brokers", "", "with -serve-peer, the audit's brokers, comma-separated (none: no audit)")
 	resolverd := flag.String("resolverd", "", "run the proxy as `BINARY` proxy, in its own process, as it is deployed (its CPU read from /proc); empty: in this process")
 	flag.Parse()
+	if *servePeer != "" {
+		if err := serveAsPeer(*servePeer, *peerUpstream, *peerBrokers); err != nil {
+			fmt.Fprintln(os.Stderr, "benchproxy -serve-peer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *profile != "" {
 		stop, err := benchutil.CPUProfile(*profile)
 		if err != nil {
@@ -80,7 +91,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*rates, *modes, *resolverd, strings.Fields(*proxyFlags), *duration, *warmup, *rounds, *audit, *data); err != nil {
+	if err := run(*rates, *modes, *resolverd, strings.Fields(*proxyFlags), *peer, *duration, *warmup, *rounds, *audit, *data); err != nil {
 		fmt.Fprintln(os.Stderr, "benchproxy:", err)
 		os.Exit(1)
 	}
@@ -106,7 +117,7 @@ func writeHeapProfile(path string) error {
 	return f.Close()
 }
 
-func run(rates, modes, resolverd string, proxyFlags []string, duration, warmup time.Duration, rounds int, withAudit bool, data string) error {
+func run(rates, modes, resolverd string, proxyFlags []string, peer bool, duration, warmup time.Duration, rounds int, withAudit bool, data string) error {
 	rs, err := benchutil.Ints(rates)
 	if err != nil {
 		return err
@@ -142,16 +153,46 @@ func run(rates, modes, resolverd string, proxyFlags []string, duration, warmup t
 	}))
 	defer up.Close()
 	routes := `routes: [{prefix: /openai, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: block}]`
-	var proxyURL string
-	proxyCPU := func() time.Duration { return 0 }
+	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}}
+	var subs []*subprocess
+	defer func() {
+		for _, s := range subs {
+			s.stop()
+		}
+	}()
+	// otherCPU is the CPU of the servers in processes of their own; an
+	// idle one adds next to nothing to the rounds of the others.
+	otherCPU := func() time.Duration {
+		var d time.Duration
+		for _, s := range subs {
+			d += s.cpu()
+		}
+		return d
+	}
 	if resolverd != "" {
-		sub, err := startResolverd(resolverd, proxyFlags, routes, withAudit)
+		var brokers []string
+		if withAudit {
+			addrs, stop, err := benchutil.Kfake()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			brokers = addrs
+		}
+		if peer {
+			sub, err := startPeer(up.URL, brokers)
+			if err != nil {
+				return err
+			}
+			subs = append(subs, sub)
+			targets = append(targets, struct{ name, url string }{"peer", sub.url + "/openai/v1/chat/completions"})
+		}
+		sub, err := startResolverd(resolverd, proxyFlags, routes, brokers)
 		if err != nil {
 			return err
 		}
-		defer sub.stop()
-		proxyURL = sub.url
-		proxyCPU = sub.cpu
+		subs = append(subs, sub)
+		targets = append(targets, struct{ name, url string }{"proxy", sub.url + "/openai/v1/chat/completions"})
 	} else {
 		opts := modelproxy.Options{Hints: suggest.New(), ResolverBuild: "bench"}
 		if withAudit {
@@ -173,13 +214,15 @@ func run(rates, modes, resolverd string, proxyFlags []string, duration, warmup t
 		}
 		proxy := httptest.NewServer(p)
 		defer proxy.Close()
-		proxyURL = proxy.URL
+		targets = append(targets, struct{ name, url string }{"proxy", proxy.URL + "/openai/v1/chat/completions"})
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{}).DialContext}}
-	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}, {"proxy", proxyURL + "/openai/v1/chat/completions"}}
 	where := "in this process"
 	if resolverd != "" {
 		where = "in its own process (" + strings.Join(append([]string{resolverd, "proxy"}, proxyFlags...), " ") + ")"
+		if peer {
+			where += "; the peer (forward, audit acknowledged, answer: no parsing, no decisions) in its own process"
+		}
 	}
 	fmt.Printf("GOMAXPROCS %d; %d tool calls per response (2 OK, 1 H1), policy block, audit %v; the proxy %s\n", runtime.GOMAXPROCS(0), callsPerResponse, withAudit, where)
 	fmt.Println("rate\tmode\ttarget\tround\tachieved/s\terrors\tp50\tp99\tfirst-byte p50\tfirst-byte p99\tCPU/req")
@@ -189,24 +232,27 @@ func run(rates, modes, resolverd string, proxyFlags []string, duration, warmup t
 			res := map[string][]result{}
 			for round := range rounds {
 				for _, tg := range targets {
-					r := load(client, tg.url, stream, rate, warmup, duration, proxyCPU)
+					r := load(client, tg.url, stream, rate, warmup, duration, otherCPU)
 					res[tg.name] = append(res[tg.name], r)
 					fmt.Printf("%d\t%s\t%s\t%d\t%.0f\t%d\t%v\t%v\t%v\t%v\t%v\n", rate, mode, tg.name, round+1, r.achieved, r.errors,
 						r.p50, r.p99, r.fb50, r.fb99, r.cpu)
 				}
 			}
-			added := func(f func(result) time.Duration) time.Duration {
+			added := func(over string, f func(result) time.Duration) time.Duration {
 				var ds []time.Duration
 				for i := range rounds {
-					ds = append(ds, f(res["proxy"][i])-f(res["direct"][i]))
+					ds = append(ds, f(res[over][i])-f(res["direct"][i]))
 				}
 				slices.Sort(ds)
 				return ds[len(ds)/2]
 			}
-			fmt.Printf("== %d/s %s: added p50 %v, p99 %v; first byte p50 %v, p99 %v; CPU per request %v, per tool call %v (medians of %d rounds)\n",
-				rate, mode, added(func(r result) time.Duration { return r.p50 }), added(func(r result) time.Duration { return r.p99 }),
-				added(func(r result) time.Duration { return r.fb50 }), added(func(r result) time.Duration { return r.fb99 }),
-				added(func(r result) time.Duration { return r.cpu }), added(func(r result) time.Duration { return r.cpu })/callsPerResponse, rounds)
+			for _, tg := range targets[1:] {
+				a := func(f func(result) time.Duration) time.Duration { return added(tg.name, f) }
+				fmt.Printf("== %d/s %s, %s: added p50 %v, p99 %v; first byte p50 %v, p99 %v; CPU per request %v, per tool call %v (medians of %d rounds)\n",
+					rate, mode, tg.name, a(func(r result) time.Duration { return r.p50 }), a(func(r result) time.Duration { return r.p99 }),
+					a(func(r result) time.Duration { return r.fb50 }), a(func(r result) time.Duration { return r.fb99 }),
+					a(func(r result) time.Duration { return r.cpu }), a(func(r result) time.Duration { return r.cpu })/callsPerResponse, rounds)
+			}
 		}
 	}
 	return nil
@@ -291,61 +337,73 @@ func load(client *http.Client, url string, stream bool, rate int, warmup, durati
 	return r
 }
 
-// subprocess is resolverd proxy running beside the bench.
+// subprocess is a server running beside the bench: resolverd proxy, or
+// the peer.
 type subprocess struct {
 	url  string
 	cpu  func() time.Duration
 	stop func()
 }
 
-// startResolverd starts bin proxy with routes, auditing to an embedded
-// broker of this process when withAudit, and waits until it answers.
-func startResolverd(bin string, flags []string, routes string, withAudit bool) (*subprocess, error) {
+// startResolverd starts bin proxy with routes, auditing to brokers (none:
+// no audit), and waits until it answers.
+func startResolverd(bin string, flags []string, routes string, brokers []string) (*subprocess, error) {
 	dir, err := os.MkdirTemp("", "benchproxy")
 	if err != nil {
 		return nil, err
 	}
-	cleanup := []func(){func() { os.RemoveAll(dir) }}
-	undo := func() {
-		for _, f := range slices.Backward(cleanup) {
-			f()
-		}
-	}
 	cfg := filepath.Join(dir, "proxy.yaml")
 	if err := os.WriteFile(cfg, []byte(routes+"\n"), 0o600); err != nil {
-		undo()
+		os.RemoveAll(dir)
 		return nil, err
 	}
+	sub, err := startServer(bin, func(addr string) []string {
+		return append([]string{"proxy", "--config", cfg, "--listen", addr, "--log-level", "warn", "--brokers", strings.Join(brokers, ",")}, flags...)
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("-resolverd: %w", err)
+	}
+	stop := sub.stop
+	sub.stop = func() { stop(); os.RemoveAll(dir) }
+	return sub, nil
+}
+
+// startPeer starts this binary as the peer (servePeer) in front of
+// upstream, auditing to brokers (none: no audit).
+func startPeer(upstream string, brokers []string) (*subprocess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := startServer(self, func(addr string) []string {
+		return []string{"-serve-peer", addr, "-peer-upstream", upstream, "-peer-brokers", strings.Join(brokers, ",")}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the peer: %w", err)
+	}
+	return sub, nil
+}
+
+// startServer starts bin with the arguments args gives for a free
+// loopback address and waits until it answers /healthz there.
+func startServer(bin string, args func(addr string) []string) (*subprocess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		undo()
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := []string{"proxy", "--config", cfg, "--listen", addr, "--log-level", "warn"}
-	if withAudit {
-		addrs, stop, err := benchutil.Kfake()
-		if err != nil {
-			undo()
-			return nil, err
-		}
-		cleanup = append(cleanup, stop)
-		args = append(args, "--brokers", strings.Join(addrs, ","))
-	} else {
-		args = append(args, "--brokers", "")
-	}
-	cmd := exec.Command(bin, append(args, flags...)...)
+	cmd := exec.Command(bin, args(addr)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	// A bench killed does not leave its proxy running (Linux, as /proc).
+	// A bench killed does not leave its servers running (Linux, as /proc).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		undo()
-		return nil, fmt.Errorf("-resolverd: %w", err)
+		return nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	cleanup = append(cleanup, func() {
+	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
@@ -353,14 +411,12 @@ func startResolverd(bin string, flags []string, routes string, withAudit bool) (
 			_ = cmd.Process.Kill()
 			<-exited
 		}
-	})
+	}
 	url := "http://" + addr
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		select {
 		case err := <-exited:
-			exited <- err
-			undo()
-			return nil, fmt.Errorf("%s proxy exited: %v", bin, err)
+			return nil, fmt.Errorf("%s exited: %v", bin, err)
 		default:
 		}
 		if resp, err := http.Get(url + "/healthz"); err == nil {
@@ -370,16 +426,16 @@ func startResolverd(bin string, flags []string, routes string, withAudit bool) (
 			}
 		}
 		if time.Now().After(deadline) {
-			undo()
-			return nil, fmt.Errorf("%s proxy: not answering on %s after 30s", bin, addr)
+			stop()
+			return nil, fmt.Errorf("%s: not answering on %s after 30s", bin, addr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	pid := cmd.Process.Pid
-	return &subprocess{url: url, stop: undo, cpu: func() time.Duration {
+	return &subprocess{url: url, stop: stop, cpu: func() time.Duration {
 		d, err := benchutil.ProcessCPU(pid)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchproxy: the proxy's CPU:", err)
+			fmt.Fprintln(os.Stderr, "benchproxy: the CPU of", bin+":", err)
 		}
 		return d
 	}}, nil
