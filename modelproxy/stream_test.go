@@ -175,15 +175,7 @@ func TestStreamTextPassesThrough(t *testing.T) {
 		}
 		br = bufio.NewReader(resp.Body)
 		t.Cleanup(func() { resp.Body.Close() })
-		for !strings.Contains(seen.String(), "early text") {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				got <- err
-				return
-			}
-			seen.WriteString(line)
-		}
-		got <- nil
+		got <- readUntil(br, &seen, "early text")
 	}()
 	select {
 	case err := <-got:
@@ -734,17 +726,7 @@ func TestStreamRetrySendsBeforeRepair(t *testing.T) {
 	br := bufio.NewReader(resp.Body)
 	var seen strings.Builder
 	got := make(chan error, 1)
-	go func() {
-		for !strings.Contains(seen.String(), "call_p3") {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				got <- err
-				return
-			}
-			seen.WriteString(line)
-		}
-		got <- nil
-	}()
+	go func() { got <- readUntil(br, &seen, "call_p3") }()
 	select {
 	case err := <-got:
 		if err != nil {
@@ -760,4 +742,16 @@ func TestStreamRetrySendsBeforeRepair(t *testing.T) {
 	if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "call_r1") || n.Load() != 2 {
 		t.Errorf("after the repair (%d requests): %s", n.Load(), rest)
 	}
+}
+
+// readUntil reads br's lines into seen until they hold want.
+func readUntil(br *bufio.Reader, seen *strings.Builder, want string) error {
+	for !strings.Contains(seen.String(), want) {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		seen.WriteString(line)
+	}
+	return nil
 }
