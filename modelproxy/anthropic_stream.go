@@ -78,6 +78,8 @@ func (s *anthropicStream) errorEvent(msg string) (string, []byte) {
 	return "error", anthropicMessages{}.errorBody(502, msg)
 }
 
+func (s *anthropicStream) release() { s.tape.release() }
+
 func (s *anthropicStream) handle(ev *sseEvent) error {
 	switch {
 	case !ev.named, ev.event == "ping", ev.event == "error", len(ev.data) == 0:

@@ -294,16 +294,38 @@ func appendObject(b []byte, m map[string]json.RawMessage) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
+	b, _ = appendObjectHole(b, m, nil)
+	return b
+}
+
+// appendObjectHole appends m as appendObject does, with one more member
+// when hole is set, of that name (not one of m's), its value left out:
+// at is where in b it goes.
+func appendObjectHole(b []byte, m map[string]json.RawMessage, hole *string) (_ []byte, at int) {
+	names := slices.AppendSeq(make([]string, 0, len(m)+1), maps.Keys(m))
+	if hole != nil {
+		names = append(names, *hole)
+	}
+	slices.Sort(names)
+	n := 2 // {}
+	for k, v := range m {
+		n += len(k) + 4 + max(len(v), 4) // "k":v, (null when v is empty)
+	}
+	b = slices.Grow(b, n) // one allocation, names needing no escapes
 	b = append(b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range names {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = schema.AppendString(b, k)
 		b = append(b, ':')
+		if hole != nil && k == *hole {
+			at = len(b)
+			continue
+		}
 		b = appendRaw(b, m[k])
 	}
-	return append(b, '}')
+	return append(b, '}'), at
 }
 
 // appendArray appends xs, null when nil (as encoding/json writes it).

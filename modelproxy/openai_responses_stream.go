@@ -188,6 +188,8 @@ func (s *responsesStream) finalCalls(output jsontape.Value) error {
 	return nil
 }
 
+func (s *responsesStream) release() { s.tape.release() }
+
 func (s *responsesStream) handle(ev *sseEvent) error {
 	if len(ev.data) == 0 {
 		s.out.raw(ev.raw)

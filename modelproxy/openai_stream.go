@@ -32,9 +32,14 @@ type openAIStream struct {
 	out      *sink
 	decide   streamDecider
 	envelope map[string]json.RawMessage // the last chunk without choices and usage
-	id       string
-	model    string
-	choices  map[int]*openAIStreamChoice
+	// envelopeText is the envelope as a chunk holds it (names sorted, as
+	// appendObject writes them), choices' value left out at envelopeAt;
+	// nil until a chunk is built of it.
+	envelopeText []byte
+	envelopeAt   int
+	id           string
+	model        string
+	choices      map[int]*openAIStreamChoice
 
 	t     streamTurn
 	text  strings.Builder   // choice 0's content, this attempt
@@ -69,23 +74,20 @@ func (s *openAIStream) errorEvent(msg string) (string, []byte) {
 	return "", openAIChat{}.errorBody(502, msg)
 }
 
-// openAIDelta is one tool call delta of a chunk.
+// openAIDelta is one tool call delta of a chunk, its strings views of
+// the chunk's tape (a call's deltas are many: none is copied but into
+// the call).
 type openAIDelta struct {
-	index     int
-	id, typ   string
-	name      *string // nil: none in this delta
-	arguments string
+	index                    int
+	id, typ, name, arguments []byte
 }
 
 func readOpenAIDelta(v jsontape.Value) (openAIDelta, error) {
 	t := fieldsOf(v, "tool call")
-	d := openAIDelta{index: t.index("index"), id: t.str("id"), typ: t.str("type")}
+	d := openAIDelta{index: t.index("index"), id: t.bytes("id"), typ: t.bytes("type")}
 	f := t.object("function")
-	if present(f.v.Get("name")) {
-		name := f.str("name")
-		d.name = &name
-	}
-	d.arguments = f.str("arguments")
+	d.name = f.bytes("name")
+	d.arguments = f.bytes("arguments")
 	return d, f.err
 }
 
@@ -101,6 +103,8 @@ func plainChunk(v jsontape.Value) bool {
 	}
 	return true
 }
+
+func (s *openAIStream) release() { s.tape.release() }
 
 func (s *openAIStream) handle(ev *sseEvent) error {
 	if string(ev.data) == "[DONE]" || len(ev.data) == 0 {
@@ -135,7 +139,8 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		s.out.raw(ev.raw) // text: nothing to change
 		return nil
 	}
-	s.id, s.model = cmpOrStr(strOr(v.Get("id")), s.id), cmpOrStr(strOr(v.Get("model")), s.model)
+	setStr(&s.id, v.Get("id").Str())
+	setStr(&s.model, v.Get("model").Str())
 	if s.envelope != nil && callsOnly(v) {
 		// Held until each call is complete: the chunk itself is dropped,
 		// so it is not rebuilt (most chunks of a call).
@@ -152,7 +157,7 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		return nil
 	}
 	top, _ := members(v, "")
-	s.envelope = map[string]json.RawMessage{}
+	s.envelope, s.envelopeText = map[string]json.RawMessage{}, nil
 	for k, v := range top {
 		if k != "choices" && k != "usage" {
 			s.envelope[k] = v
@@ -189,12 +194,12 @@ func (s *openAIStream) handle(ev *sseEvent) error {
 		if dv.Get("function_call").Exists() {
 			return errors.New("a chunk's delta.function_call: a deprecated function call, not decided by this proxy")
 		}
-		if text := strOr(dv.Get("content")); s.t.retry && ci == 0 && text != "" {
+		if text := dv.Get("content").Str(); s.t.retry && ci == 0 && len(text) > 0 {
 			if s.t.keep(len(text), s.out.maxHeld) {
-				s.text.WriteString(text)
+				s.text.Write(text)
 			}
 			if s.after {
-				delta["content"] = mustJSON("\n\n" + text)
+				delta["content"] = mustJSON("\n\n" + string(text))
 				ch["delta"] = mustJSON(delta)
 				changed, s.after = true, false
 			}
@@ -284,10 +289,10 @@ func (s *openAIStream) callDeltas(ci int, st *openAIStreamChoice, tc jsontape.Va
 			st.cur = &openAIStreamCall{index: d.index}
 		}
 		c := st.cur
-		c.id = cmpOrStr(d.id, c.id)
-		c.typ = cmpOrStr(d.typ, c.typ)
-		if d.name != nil {
-			c.name += *d.name
+		setStr(&c.id, d.id)
+		setStr(&c.typ, d.typ)
+		if len(d.name) > 0 {
+			c.name += string(d.name)
 		}
 		c.args = append(c.args, d.arguments...)
 		if len(c.args)+len(c.name) > s.out.maxHeld {
@@ -381,15 +386,19 @@ func contentDelta(text string) []byte {
 // chunk sends a chunk of the stream's envelope with one choice's delta
 // (a JSON object).
 func (s *openAIStream) chunk(ci int, delta []byte) {
-	top := maps.Clone(s.envelope)
-	if top == nil {
-		top = map[string]json.RawMessage{}
+	if s.envelopeText == nil {
+		// The envelope's members around "choices", as appendObject sorts
+		// them: built once, not for each chunk.
+		choices := "choices"
+		s.envelopeText, s.envelopeAt = appendObjectHole(nil, s.envelope, &choices)
 	}
-	c := append([]byte(`[{"delta":`), delta...)
+	c := append([]byte(nil), s.envelopeText[:s.envelopeAt]...)
+	c = append(c, `[{"delta":`...)
+	c = append(c, delta...)
 	c = append(c, `,"finish_reason":null,"index":`...)
 	c = strconv.AppendInt(c, int64(ci), 10)
-	top["choices"] = append(c, "}]"...)
-	s.out.event("", appendObject(nil, top))
+	c = append(c, "}]"...)
+	s.out.event("", append(c, s.envelopeText[s.envelopeAt:]...))
 }
 
 func (s *openAIStream) finish() error {

@@ -173,7 +173,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a, http.StatusForbidden, "toolaudit: this route decides the calls of the clients it lists only, and the request's credential is not one of them")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.Limits.MaxRequestBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, p.cfg.Limits.MaxRequestBytes), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -321,7 +321,7 @@ func (p *Proxy) exchange(ctx context.Context, r *http.Request, rt *Route, rest s
 		return &attempt{up: up}, 0, ""
 	}
 	defer up.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(up.Body, p.cfg.Limits.MaxResponseBytes+1))
+	out, err := readAll(io.LimitReader(up.Body, p.cfg.Limits.MaxResponseBytes+1), up.ContentLength)
 	if err != nil {
 		return nil, http.StatusBadGateway, "toolaudit: reading the upstream response: " + err.Error()
 	}
@@ -405,7 +405,9 @@ func (p *Proxy) decideUnrecorded(ctx context.Context, rt *Route, req *request, d
 		note.WriteString(d.fixes[i])
 	}
 	d.note = note.String()
-	p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.Version)
+	if p.log.Enabled(ctx, slog.LevelDebug) { // its arguments are not built for nothing
+		p.log.Debug("response decided", "route", rt.Prefix, "calls", len(calls), "rejected", d.nRejected, "registry_version", decl.Version)
+	}
 	return d, recs
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 
@@ -43,6 +44,33 @@ func parseStrict[T any](b []byte, read func(jsontape.Value) (T, error)) (T, erro
 	return read(t.Root())
 }
 
+// maxPresize bounds what readAll allocates on a body's word: a client
+// that declares a long body and sends none costs no more than this.
+const maxPresize = 64 << 10
+
+// readAll is io.ReadAll of a body that declared its length (-1: none):
+// up to maxPresize that is one allocation, not a series of copies. The
+// length is a hint only; r bounds what is read.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length > maxPresize {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1) // +1: the read that meets the end needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // longer than declared
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // parseObject parses b into t: one JSON object, else an error.
 func parseObject(t *jsontape.Tape, b []byte) error {
 	if err := t.Parse(b); err != nil {
@@ -64,17 +92,31 @@ func typeError(what string, v jsontape.Value, want string) error {
 
 // str reads a string.
 func str(v jsontape.Value, what string) (string, error) {
+	b, err := strBytes(v, what)
+	return string(b), err
+}
+
+// strBytes is str as a view of the tape, valid while it is.
+func strBytes(v jsontape.Value, what string) ([]byte, error) {
 	switch v.Kind() {
 	case jsontape.Invalid, jsontape.Null:
-		return "", nil
+		return nil, nil
 	case jsontape.String:
-		return string(v.Str()), nil
+		return v.Str(), nil
 	}
-	return "", typeError(what, v, "a string")
+	return nil, typeError(what, v, "a string")
 }
 
 // strOr is str, "" for another kind: a member the proxy only looks at.
 func strOr(v jsontape.Value) string { return string(v.Str()) }
+
+// setStr sets *dst to b unless b is empty, copying it only when it
+// differs: a stream's chunks repeat their id and model.
+func setStr(dst *string, b []byte) {
+	if len(b) > 0 && string(b) != *dst {
+		*dst = string(b)
+	}
+}
 
 // boolean reads a bool.
 func boolean(v jsontape.Value, what string) (bool, error) {
@@ -176,7 +218,7 @@ func index(v jsontape.Value, what string) (int, error) {
 // eventTape parses a stream's events, each once however many of the
 // stream's readers look at it: the tape holds the last event parsed.
 type eventTape struct {
-	t   jsontape.Tape
+	t   *jsontape.Tape // from tapes, until release
 	ev  *sseEvent
 	err error
 }
@@ -184,7 +226,10 @@ type eventTape struct {
 // parse returns ev's data parsed: an object, else an error.
 func (e *eventTape) parse(ev *sseEvent) (jsontape.Value, error) {
 	if e.ev != ev {
-		e.ev, e.err = ev, parseObject(&e.t, ev.data)
+		if e.t == nil {
+			e.t = tapes.Get().(*jsontape.Tape)
+		}
+		e.ev, e.err = ev, parseObject(e.t, ev.data)
 		if e.err == nil {
 			e.err = checkProto(e.t.Root())
 		}
@@ -193,6 +238,15 @@ func (e *eventTape) parse(ev *sseEvent) (jsontape.Value, error) {
 		return jsontape.Value{}, e.err
 	}
 	return e.t.Root(), nil
+}
+
+// release gives the tape back to the pool when the stream has ended: no
+// value parsed is read after it.
+func (e *eventTape) release() {
+	if e.t != nil {
+		tapes.Put(e.t)
+	}
+	*e = eventTape{}
 }
 
 // fields reads the members of one object, keeping the first error: the
@@ -212,6 +266,16 @@ func (f *fields) str(name string) string {
 	s, err := str(f.v.Get(name), name)
 	f.err = err
 	return s
+}
+
+// bytes is str as a view of the tape, valid while it is.
+func (f *fields) bytes(name string) []byte {
+	if f.err != nil {
+		return nil
+	}
+	b, err := strBytes(f.v.Get(name), name)
+	f.err = err
+	return b
 }
 
 func (f *fields) boolean(name string) bool {

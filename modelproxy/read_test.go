@@ -1,8 +1,11 @@
 package modelproxy
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/toolaudit/toolaudit/jsontape"
 )
@@ -82,5 +85,35 @@ func TestCheckProto(t *testing.T) {
 		if err := checkProto(tape.Root()); (err == nil) != ok {
 			t.Errorf("%s: %v", body, err)
 		}
+	}
+}
+
+// readAll reads what the body holds whatever length it declared, and
+// keeps the bound of the reader it is given.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	for _, tc := range []struct {
+		name   string
+		length int64
+		r      io.Reader
+		want   string
+		err    error
+	}{
+		{"declared", 1000, strings.NewReader(body), body, nil},
+		{"none declared", -1, strings.NewReader(body), body, nil},
+		{"declared shorter", 10, strings.NewReader(body), body, nil},
+		{"declared longer", 5000, strings.NewReader(body), body, nil},
+		{"declared past the presize", maxPresize + 1, strings.NewReader(body), body, nil},
+		{"empty", 0, strings.NewReader(""), "", nil},
+		{"bounded", 1000, io.LimitReader(strings.NewReader(body), 100), body[:100], nil},
+		{"one byte a read", 1000, iotest.OneByteReader(strings.NewReader(body)), body, nil},
+		{"failing", 1000, io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(io.ErrUnexpectedEOF)), "ab", io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readAll(tc.r, tc.length)
+			if string(got) != tc.want || !errors.Is(err, tc.err) {
+				t.Errorf("%d bytes, %v; want %d, %v", len(got), err, len(tc.want), tc.err)
+			}
+		})
 	}
 }

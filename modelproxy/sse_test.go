@@ -2,6 +2,7 @@ package modelproxy
 
 import (
 	"bufio"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,5 +72,30 @@ func TestReadEvent(t *testing.T) {
 	}
 	if ev, err := reader(strings.Repeat("data: 0123456789\n", 5) + "\n").next(); err != nil || len(ev.data) != 5*11-1 {
 		t.Errorf("an event within the limit: %v", err)
+	}
+	// Data as the SDKs read it (one space after the colon dropped, lines
+	// joined by "\n"), each event's bytes as they came, and every event
+	// unchanged by the reads after it (its data a view of its bytes).
+	in = "data\n\ndata:x\n\ndata:  two\n\ndata: a\ndata\ndata: b\n\n: c\ndata: " + long + "\nevent: e\n\n" +
+		"data: 0123456789\ndata: abcdefghij\ndata: ABCDEFGHIJ\n\ndata: end" // lines longer than the buffer
+	r = reader(in)
+	var evs []*sseEvent
+	for {
+		ev, err := r.next()
+		if err != nil {
+			break
+		}
+		evs = append(evs, ev)
+	}
+	var datas, raws []string
+	for _, ev := range evs {
+		datas = append(datas, string(ev.data))
+		raws = append(raws, string(ev.raw))
+	}
+	if want := []string{"", "x", " two", "a\n\nb", long, "0123456789\nabcdefghij\nABCDEFGHIJ", "end"}; !slices.Equal(datas, want) {
+		t.Errorf("data %q, want %q", datas, want)
+	}
+	if strings.Join(raws, "") != in {
+		t.Errorf("raw %q, want %q", strings.Join(raws, ""), in)
 	}
 }

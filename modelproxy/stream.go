@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolaudit/toolaudit/audit"
 	"github.com/toolaudit/toolaudit/registry/declared"
@@ -57,7 +58,25 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, max, maxEvent int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, min(sseBuffer, max)), max: max, maxEvent: maxEvent}
+	size := min(sseBuffer, max)
+	br, _ := sseBuffers.Get().(*bufio.Reader)
+	if br == nil || br.Size() != size {
+		br = bufio.NewReaderSize(nil, size)
+	}
+	br.Reset(r)
+	return &sseReader{br: br, max: max, maxEvent: maxEvent}
+}
+
+// sseBuffers are the buffers of streams that ended: one stream's costs
+// its events, not a buffer of its own too.
+var sseBuffers sync.Pool
+
+// close gives the reader's buffer to the next stream; r is not used
+// again.
+func (r *sseReader) close() {
+	r.br.Reset(nil) // the upstream's body is not kept
+	sseBuffers.Put(r.br)
+	r.br = nil
 }
 
 // line is the next line, valid until the next call; errLineTooLong past
@@ -90,9 +109,13 @@ func (r *sseReader) waiting() {
 }
 
 // next reads the next event; io.EOF when the stream ended with none.
+//
+// An event's data is a view of its raw bytes when it has one data line
+// (as the APIs send them all), a copy joining its lines otherwise.
 func (r *sseReader) next() (*sseEvent, error) {
 	ev := &sseEvent{}
-	var data [][]byte
+	var data [][]byte // of more than one data line, all of them
+	first := [2]int{-1, -1}
 	for {
 		line, err := r.line()
 		if errors.Is(err, errLineTooLong) {
@@ -107,7 +130,12 @@ func (r *sseReader) next() (*sseEvent, error) {
 		if len(ev.raw)+len(line) > r.maxEvent {
 			return nil, errEventTooBig
 		}
+		if ev.raw == nil {
+			ev.raw = make([]byte, 0, len(line)+2) // and the blank line after it
+		}
+		at := len(ev.raw)
 		ev.raw = append(ev.raw, line...)
+		line = ev.raw[at:]
 		l := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		if bytes.IndexByte(l, '\r') >= 0 {
 			// The SDKs end a line at a lone CR too: they would read other
@@ -132,13 +160,29 @@ func (r *sseReader) next() (*sseEvent, error) {
 		case "event":
 			ev.event, ev.named = string(value), true
 		case "data":
-			data = append(data, bytes.Clone(value))
+			switch {
+			case first[0] < 0 && value == nil: // "data" alone: an empty line of data
+				first = [2]int{at, 0}
+			case first[0] < 0:
+				first = [2]int{at + cap(line) - cap(value), len(value)} // value is a view of line
+			case data == nil:
+				data = [][]byte{ev.raw[first[0] : first[0]+first[1]], value}
+			default:
+				data = append(data, value)
+			}
 		}
 		if err == io.EOF {
 			break
 		}
 	}
-	ev.data = bytes.Join(data, []byte("\n"))
+	switch {
+	case data != nil:
+		ev.data = bytes.Join(data, []byte("\n"))
+	case first[0] >= 0:
+		ev.data = ev.raw[first[0] : first[0]+first[1] : first[0]+first[1]]
+	default:
+		ev.data = []byte{}
+	}
 	return ev, nil
 }
 
@@ -165,6 +209,8 @@ type sink struct {
 	// unrecorded is record's error (or stop's): the stream then ends with
 	// an error event, held and what follows never sent.
 	unrecorded error
+	// scratch is where an event is built before raw copies it.
+	scratch []byte
 }
 
 // errHeldTooLong ends a stream whose tool call grows past sink.maxHeld,
@@ -251,12 +297,15 @@ func (s *sink) end(name string, data []byte) {
 
 // event writes an event of name (none when "") with data.
 func (s *sink) event(name string, data []byte) {
-	var b []byte
+	b := s.scratch[:0]
 	if name != "" {
 		b = append(append(append(b, "event: "...), name...), '\n')
 	}
 	b = append(append(append(b, "data: "...), data...), "\n\n"...)
-	s.raw(b)
+	s.raw(b) // a copy: held, or the writer's (which keeps none)
+	if cap(b) <= sseBuffer {
+		s.scratch = b
+	}
 }
 
 // streamer turns an upstream's events into the client's: it passes
@@ -270,6 +319,8 @@ type streamer interface {
 	// errorEvent is an error in the API's stream shape, which the SDKs
 	// raise: the end of a stream whose calls cannot be decided.
 	errorEvent(msg string) (name string, data []byte)
+	// release frees what the stream parsed with; called when it ended.
+	release()
 }
 
 // streamDecider decides one streamed call: whether it is withheld, and
@@ -414,6 +465,7 @@ func (p *Proxy) serveStream(ctx context.Context, w http.ResponseWriter, r *http.
 		return block && d.rejected[0], d.fixes[0]
 	}
 	s := a.newStream(out, decide)
+	defer s.release()
 	if rs, ok := s.(*responsesStream); ok {
 		scope := withheldScope(rt, r.Header)
 		rs.withheld = func(id string, items []json.RawMessage) { p.withheld.put(scope, id, items) } // for a request continuing the response
@@ -500,6 +552,7 @@ func eventStream(up *http.Response) bool {
 // the stream was ended (an error event) or the client is gone.
 func (p *Proxy) pipe(rt *Route, s streamer, out *sink, body io.Reader) bool {
 	sr := newSSEReader(body, p.cfg.Limits.MaxSSELineBytes, int(p.cfg.Limits.MaxResponseBytes))
+	defer sr.close()
 	sr.idle = out.flush // before the proxy waits for the upstream
 	for {
 		ev, err := sr.next()

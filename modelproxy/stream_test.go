@@ -755,3 +755,42 @@ func readUntil(br *bufio.Reader, seen *strings.Builder, want string) error {
 	}
 	return nil
 }
+
+// Every Chat Completions chunk the client reads, those the proxy builds
+// (a call released whole, the note) as those it passes on, carries the
+// upstream's envelope as it was (id, model, created, fingerprint...).
+func TestStreamChunksKeepEnvelope(t *testing.T) {
+	e := start(t, "block")
+	e.up.queue(t, "openai/parallel.sse")
+	_, body := postStream(t, e.url+"/openai/v1/chat/completions", streamRequest("openai"))
+	envelope := func(data string) string {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		delete(m, "choices")
+		delete(m, "usage")
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	up := fixture(t, "openai/parallel.sse")
+	first, _, _ := strings.Cut(strings.TrimPrefix(string(up), "data: "), "\n")
+	want := envelope(first)
+	var built, n int
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		n++
+		if !strings.Contains(string(up), data) {
+			built++
+		}
+		if got := envelope(data); got != want {
+			t.Errorf("chunk %s: envelope %s, want %s", data, got, want)
+		}
+	}
+	if built < 2 || n < 4 {
+		t.Errorf("%d chunks, %d built by the proxy: want the calls released and the note among them:\n%s", n, built, body)
+	}
+}

@@ -26,14 +26,14 @@ import (
 )
 
 const proxyHelp = `Serves as an HTTP proxy in front of model APIs (OpenAI Chat Completions
-and Anthropic Messages, streaming or not; OpenAI Responses, not
-streaming): an unmodified SDK pointed at it
-(its base URL) works as before, and every tool call a response returns
-is decided against the tools its request declared, recorded in the
-audit topic (acknowledged) before the client gets the response, and,
-under the route's policy block, withheld from the client when it is
-rejected; under retry the proxy first answers the model the call's fix
-text as that tool's error and asks again, a bounded number of times. resolverd run stores the decisions with source "model-proxy".
+and Responses, Anthropic Messages; streaming or not): an unmodified SDK
+pointed at it (its base URL) works as before, and every tool call a
+response returns is decided against the tools its request declared,
+recorded in the audit topic (acknowledged) before the client gets the
+response, and, under the route's policy block, withheld from the client
+when it is rejected; under retry the proxy first answers the model the
+call's fix text as that tool's error and asks again, a bounded number
+of times. resolverd run stores the decisions with source "model-proxy".
 
 The client's credentials (Authorization, x-api-key) pass through to
 the upstream and are never logged or kept. An upstream error passes
