@@ -35,17 +35,17 @@ func convertAnthropic(line []byte, c Context, emit func(Event) error) error {
 	switch typ := o.str("type"); {
 	case typ == "tool_use" || typ == "mcp_tool_use":
 		var b anthropicBlock
-		if err := json.Unmarshal(line, &b); err != nil {
+		if err := unmarshal(line, &b); err != nil {
 			return errShape(err.Error())
 		}
 		m.blocks = []anthropicBlock{b}
 	case o.kindOf("content") != 0 && (typ == "message" || o.kindOf("role") == '"'):
-		if err := json.Unmarshal(line, &m); err != nil {
+		if err := unmarshal(line, &m); err != nil {
 			return errShape(err.Error())
 		}
 		switch (object{"c": m.Content}).kindOf("c") {
 		case '[':
-			if err := json.Unmarshal(m.Content, &m.blocks); err != nil {
+			if err := unmarshal(m.Content, &m.blocks); err != nil {
 				return errShape("content: " + err.Error())
 			}
 		case '"':

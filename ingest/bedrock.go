@@ -36,7 +36,7 @@ func convertBedrock(line []byte, c Context, emit func(Event) error) error {
 	switch {
 	case o.kindOf("output") == '{':
 		var r bedrockResponse
-		if err := json.Unmarshal(line, &r); err != nil {
+		if err := unmarshal(line, &r); err != nil {
 			return errShape(err.Error())
 		}
 		if r.Output.Message == nil {
@@ -45,13 +45,13 @@ func convertBedrock(line []byte, c Context, emit func(Event) error) error {
 		blocks = r.Output.Message.Content
 	case o.kindOf("toolUse") == '{':
 		var b bedrockBlock
-		if err := json.Unmarshal(line, &b); err != nil {
+		if err := unmarshal(line, &b); err != nil {
 			return errShape(err.Error())
 		}
 		blocks = []bedrockBlock{b}
 	case o.kindOf("content") == '[':
 		var m bedrockMessage
-		if err := json.Unmarshal(line, &m); err != nil {
+		if err := unmarshal(line, &m); err != nil {
 			return errShape(err.Error())
 		}
 		blocks = m.Content

@@ -34,7 +34,7 @@ func openEnvelope(line []byte, o object) (meta Meta, inner json.RawMessage, f Fo
 		return Meta{}, nil, FormatUnknown, true, fmt.Errorf("%w: more than one format key", ErrBadEnvelope)
 	}
 	var e envelope
-	if err := json.Unmarshal(line, &e); err != nil {
+	if err := unmarshal(line, &e); err != nil {
 		return Meta{}, nil, f, true, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
 	}
 	meta = Meta{

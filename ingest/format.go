@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/toolaudit/toolaudit/jsontape"
 )
 
 // Format names an input format.
@@ -71,9 +73,18 @@ func decodeObject(b []byte) (object, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return nil, ErrNotJSON
 	}
-	var obj object
-	if err := json.Unmarshal(b, &obj); err != nil {
+	t := tapes.Get().(*jsontape.Tape)
+	defer tapes.Put(t)
+	if err := t.Parse(b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
+	}
+	root := t.Root()
+	if root.Kind() != jsontape.Object {
+		return nil, fmt.Errorf("%w: not an object", ErrNotJSON)
+	}
+	obj := make(object, root.Len())
+	for ms := root.Members(); ms.Next(); {
+		obj[string(ms.Name())] = ms.Value().Raw() // a view of b
 	}
 	return obj, nil
 }
@@ -85,7 +96,7 @@ func (o object) str(key string) string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
@@ -149,7 +160,7 @@ func detectObject(o object) Format {
 // ones ({"text":…}, {"toolUse":…}).
 func detectBlocks(raw json.RawMessage) Format {
 	var blocks []object
-	if json.Unmarshal(raw, &blocks) != nil {
+	if unmarshal(raw, &blocks) != nil {
 		return FormatUnknown
 	}
 	for _, b := range blocks {

@@ -55,7 +55,7 @@ func (a *MCPAdapter) Convert(line []byte, c Context, emit func(Event) error) err
 		return errShape("not a JSON-RPC request, notification or response")
 	}
 	var m mcpMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := unmarshal(line, &m); err != nil {
 		return errShape(err.Error())
 	}
 	switch {

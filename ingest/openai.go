@@ -49,7 +49,7 @@ func convertOpenAI(line []byte, c Context, emit func(Event) error) error {
 	switch {
 	case o.kindOf("choices") == '[':
 		var r openAIResponse
-		if err := json.Unmarshal(line, &r); err != nil {
+		if err := unmarshal(line, &r); err != nil {
 			return errShape(err.Error())
 		}
 		if r.Object == "chat.completion.chunk" {
@@ -74,7 +74,7 @@ func convertOpenAI(line []byte, c Context, emit func(Event) error) error {
 		}
 	case o.kindOf("tool_calls") != 0, o.kindOf("function_call") != 0, o.kindOf("role") == '"':
 		var m openAIMessage
-		if err := json.Unmarshal(line, &m); err != nil {
+		if err := unmarshal(line, &m); err != nil {
 			return errShape(err.Error())
 		}
 		messages = append(messages, &m)
@@ -121,7 +121,7 @@ func openAIArgs(raw json.RawMessage) (argValue, error) {
 		return argValue{}, nil
 	case '"':
 		var text string
-		if err := json.Unmarshal(raw, &text); err != nil {
+		if err := unmarshal(raw, &text); err != nil {
 			return argValue{}, errShape("arguments: " + err.Error())
 		}
 		return argsFromText(text), nil
