@@ -68,6 +68,12 @@ func Detect(line []byte) Format {
 // object is a JSON object with its values undecoded.
 type object map[string]json.RawMessage
 
+// decodeObject reads a line's members for its detection and routing. A
+// line that jsontape refuses (a repeated member, invalid UTF-8, nesting
+// past its bound, or not JSON) is read as encoding/json reads it, as
+// before: a contract event so written passes through for the resolver to
+// decide MALFORMED (a row in the store, not a line error), and a
+// provider's object is refused by unmarshal.
 func decodeObject(b []byte) (object, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
@@ -75,8 +81,12 @@ func decodeObject(b []byte) (object, error) {
 	}
 	t := tapes.Get().(*jsontape.Tape)
 	defer tapes.Put(t)
-	if err := t.Parse(b); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
+	if t.Parse(b) != nil {
+		var obj object
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
+		}
+		return obj, nil
 	}
 	root := t.Root()
 	if root.Kind() != jsontape.Object {
@@ -96,7 +106,7 @@ func (o object) str(key string) string {
 		return ""
 	}
 	var s string
-	if unmarshal(raw, &s) != nil {
+	if json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
@@ -160,7 +170,7 @@ func detectObject(o object) Format {
 // ones ({"text":…}, {"toolUse":…}).
 func detectBlocks(raw json.RawMessage) Format {
 	var blocks []object
-	if unmarshal(raw, &blocks) != nil {
+	if json.Unmarshal(raw, &blocks) != nil {
 		return FormatUnknown
 	}
 	for _, b := range blocks {
