@@ -4,13 +4,14 @@
 //
 // # Formats
 //
-// Each input line is one JSON object, read as the agent's own parser
-// reads it (JSON.parse, the SDKs) or refused as a per-line error: an
-// object that repeats a member name, invalid UTF-8, and a member whose
-// name is a field's only when case is folded ("FUNCTION", "Name"), which
-// encoding/json would take for the field and the agent ignores, so that
-// the trail would name a call other than the one that ran. [Detect]
-// tells its [Format]:
+// Each input line is one JSON object. A provider's object is read as the
+// agent's own parser reads it (JSON.parse, the SDKs) or refused as a
+// per-line error: an object that repeats a member name, invalid UTF-8,
+// and a member whose name is a field's only when case is folded
+// ("FUNCTION", "Name"), which encoding/json would take for the field and
+// the agent ignores, so that the trail would name a call other than the
+// one that ran. (A contract event so written passes through: the
+// resolver decides it MALFORMED.) [Detect] tells its [Format]:
 //
 //   - [FormatEvent]: the contract's own call or listing events. They pass
 //     through byte for byte once they are good enough to route: "type" is
