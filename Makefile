@@ -96,6 +96,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFormats -fuzztime $(FUZZTIME) ./signature/format/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./approvals/
 	$(GO) test -run '^$$' -fuzz FuzzReadLock -fuzztime $(FUZZTIME) ./approvals/
+	$(GO) test -run '^$$' -fuzz FuzzUpstream -fuzztime $(FUZZTIME) ./modelproxy/
+	$(GO) test -run '^$$' -fuzz FuzzConvert -fuzztime $(FUZZTIME) ./ingest/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./resolve/
