@@ -392,7 +392,7 @@ func (s *openAIStream) chunk(ci int, delta []byte) {
 		choices := "choices"
 		s.envelopeText, s.envelopeAt = appendObjectHole(nil, s.envelope, &choices)
 	}
-	c := append([]byte(nil), s.envelopeText[:s.envelopeAt]...)
+	c := append(make([]byte, 0, len(s.envelopeText)+len(delta)+64), s.envelopeText[:s.envelopeAt]...)
 	c = append(c, `[{"delta":`...)
 	c = append(c, delta...)
 	c = append(c, `,"finish_reason":null,"index":`...)

@@ -67,8 +67,8 @@ func newSSEReader(r io.Reader, max, maxEvent int) *sseReader {
 	return &sseReader{br: br, max: max, maxEvent: maxEvent}
 }
 
-// sseBuffers are the buffers of streams that ended: one stream's costs
-// its events, not a buffer of its own too.
+// sseBuffers are the buffers of streams that ended: a stream costs its
+// events, not a buffer of its own too.
 var sseBuffers sync.Pool
 
 // close gives the reader's buffer to the next stream; r is not used
@@ -115,7 +115,7 @@ func (r *sseReader) waiting() {
 func (r *sseReader) next() (*sseEvent, error) {
 	ev := &sseEvent{}
 	var data [][]byte // of more than one data line, all of them
-	first := [2]int{-1, -1}
+	at0, n0 := -1, 0  // the first data line's value, in ev.raw
 	for {
 		line, err := r.line()
 		if errors.Is(err, errLineTooLong) {
@@ -135,7 +135,7 @@ func (r *sseReader) next() (*sseEvent, error) {
 		}
 		at := len(ev.raw)
 		ev.raw = append(ev.raw, line...)
-		line = ev.raw[at:]
+		line = ev.raw[at:] // what is read of it is a view of ev.raw
 		l := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		if bytes.IndexByte(l, '\r') >= 0 {
 			// The SDKs end a line at a lone CR too: they would read other
@@ -161,12 +161,12 @@ func (r *sseReader) next() (*sseEvent, error) {
 			ev.event, ev.named = string(value), true
 		case "data":
 			switch {
-			case first[0] < 0 && value == nil: // "data" alone: an empty line of data
-				first = [2]int{at, 0}
-			case first[0] < 0:
-				first = [2]int{at + cap(line) - cap(value), len(value)} // value is a view of line
+			case at0 < 0 && value == nil: // "data" alone: an empty line of data
+				at0 = at
+			case at0 < 0:
+				at0, n0 = at+cap(line)-cap(value), len(value) // value is a view of line
 			case data == nil:
-				data = [][]byte{ev.raw[first[0] : first[0]+first[1]], value}
+				data = [][]byte{ev.raw[at0 : at0+n0], value}
 			default:
 				data = append(data, value)
 			}
@@ -178,8 +178,8 @@ func (r *sseReader) next() (*sseEvent, error) {
 	switch {
 	case data != nil:
 		ev.data = bytes.Join(data, []byte("\n"))
-	case first[0] >= 0:
-		ev.data = ev.raw[first[0] : first[0]+first[1] : first[0]+first[1]]
+	case at0 >= 0:
+		ev.data = ev.raw[at0 : at0+n0 : at0+n0] // appending to it does not touch ev.raw
 	default:
 		ev.data = []byte{}
 	}
