@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -61,7 +62,7 @@ func exactNames(v jsontape.Value, t reflect.Type, ptr string) error {
 			}
 			for _, f := range fs.names {
 				if strings.EqualFold(f, name) { // encoding/json's folding
-					return fmt.Errorf("%s: member %q is not %q: names are matched exactly", cmpOr(ptr, "/"), name, f)
+					return fmt.Errorf("%s: member %q is not %q: names are matched exactly", cmp.Or(ptr, "/"), name, f)
 				}
 			}
 		}
@@ -86,13 +87,6 @@ func exactNames(v jsontape.Value, t reflect.Type, ptr string) error {
 		}
 	}
 	return nil
-}
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
 }
 
 // structNames are the JSON names of a struct's fields as encoding/json

@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,20 +56,10 @@ func readAll(r io.Reader, length int64) ([]byte, error) {
 	if length < 0 || length > maxPresize {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, length+1) // +1: the read that meets the end needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) { // longer than declared
-			b = append(b, 0)[:len(b)]
-		}
-	}
+	var b bytes.Buffer
+	b.Grow(int(length) + bytes.MinRead) // ReadFrom wants MinRead free before each read
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // parseObject parses b into t: one JSON object, else an error.

@@ -153,39 +153,20 @@ func TestStreamTextPassesThrough(t *testing.T) {
 		ev("message_stop", `{"type":"message_stop"}`)
 	}))
 	defer up.Close()
-	cfg, err := modelproxy.ParseConfig([]byte(`routes: [{prefix: /a, api: anthropic, upstream: "` + up.URL + `", registry: fleet, policy: block}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := modelproxy.New(modelproxy.Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	url := serveProxy(t, `{prefix: /a, api: anthropic, upstream: "`+up.URL+`", registry: fleet, policy: block}`)
 	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 10, "stream": true, "messages": []any{}, "tools": anthropicRequest()["tools"]})
 	var seen strings.Builder
 	var br *bufio.Reader
-	got := make(chan error, 1)
-	go func() { // the response's headers too must come before the upstream ends
-		resp, err := http.Post(srv.URL+"/a/v1/messages", "application/json", bytes.NewReader(body))
+	read := func() error { // the response's headers too must come before the upstream ends
+		resp, err := http.Post(url+"/a/v1/messages", "application/json", bytes.NewReader(body))
 		if err != nil {
-			got <- err
-			return
+			return err
 		}
 		br = bufio.NewReader(resp.Body)
 		t.Cleanup(func() { resp.Body.Close() })
-		got <- readUntil(br, &seen, "early text")
-	}()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatalf("%v after %q", err, seen.String())
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the text did not reach the client while the upstream held the rest of the stream")
-		close(release)
-		<-got
+		return readUntil(br, &seen, "early text")
+	}
+	if !arrivesWhileHeld(t, read, &seen, release, "the text") {
 		return
 	}
 	// The text arrived while the upstream holds the call: nothing of the
@@ -705,7 +686,30 @@ func TestStreamRetrySendsBeforeRepair(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	defer up.Close()
-	cfg, err := modelproxy.ParseConfig([]byte(`routes: [{prefix: /o, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: retry, retries: 1}]`))
+	url := serveProxy(t, `{prefix: /o, api: openai, upstream: "`+up.URL+`", registry: fleet, policy: retry, retries: 1}`)
+	req := streamRequest("openai")
+	req["stream"] = true
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(url+"/o/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var seen strings.Builder
+	if !arrivesWhileHeld(t, func() error { return readUntil(br, &seen, "call_p3") }, &seen, release, "the attempt's last call") {
+		return
+	}
+	close(release)
+	if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "call_r1") || n.Load() != 2 {
+		t.Errorf("after the repair (%d requests): %s", n.Load(), rest)
+	}
+}
+
+// serveProxy serves a proxy of one route (YAML) for the test; its URL.
+func serveProxy(t *testing.T, route string) string {
+	t.Helper()
+	cfg, err := modelproxy.ParseConfig([]byte("routes: [" + route + "]"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -714,33 +718,29 @@ func TestStreamRetrySendsBeforeRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(p)
-	defer srv.Close()
-	req := streamRequest("openai")
-	req["stream"] = true
-	body, _ := json.Marshal(req)
-	resp, err := http.Post(srv.URL+"/o/v1/chat/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	var seen strings.Builder
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// arrivesWhileHeld runs read (reading into seen until what is there)
+// while the upstream holds the rest of its answer until release is
+// closed: false, the test failed and the upstream released, when it did
+// not within 5 s.
+func arrivesWhileHeld(t *testing.T, read func() error, seen *strings.Builder, release chan struct{}, what string) bool {
+	t.Helper()
 	got := make(chan error, 1)
-	go func() { got <- readUntil(br, &seen, "call_p3") }()
+	go func() { got <- read() }()
 	select {
 	case err := <-got:
 		if err != nil {
 			t.Fatalf("%v after %q", err, seen.String())
 		}
+		return true
 	case <-time.After(5 * time.Second):
-		t.Error("the attempt's last call did not reach the client while the repair request waited")
+		t.Errorf("%s did not reach the client while the upstream held the rest", what)
 		close(release)
 		<-got
-		return
-	}
-	close(release)
-	if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "call_r1") || n.Load() != 2 {
-		t.Errorf("after the repair (%d requests): %s", n.Load(), rest)
+		return false
 	}
 }
 

@@ -153,7 +153,7 @@ func run(rates, modes, resolverd string, proxyFlags []string, peer bool, duratio
 	}))
 	defer up.Close()
 	routes := `routes: [{prefix: /openai, api: openai, upstream: "` + up.URL + `", registry: fleet, policy: block}]`
-	targets := []struct{ name, url string }{{"direct", up.URL + "/v1/chat/completions"}}
+	targets := []target{{"direct", up.URL + "/v1/chat/completions"}}
 	var subs []*subprocess
 	defer func() {
 		for _, s := range subs {
@@ -185,14 +185,14 @@ func run(rates, modes, resolverd string, proxyFlags []string, peer bool, duratio
 				return err
 			}
 			subs = append(subs, sub)
-			targets = append(targets, struct{ name, url string }{"peer", sub.url + "/openai/v1/chat/completions"})
+			targets = append(targets, target{"peer", sub.url + "/openai/v1/chat/completions"})
 		}
 		sub, err := startResolverd(resolverd, proxyFlags, routes, brokers)
 		if err != nil {
 			return err
 		}
 		subs = append(subs, sub)
-		targets = append(targets, struct{ name, url string }{"proxy", sub.url + "/openai/v1/chat/completions"})
+		targets = append(targets, target{"proxy", sub.url + "/openai/v1/chat/completions"})
 	} else {
 		opts := modelproxy.Options{Hints: suggest.New(), ResolverBuild: "bench"}
 		if withAudit {
@@ -214,7 +214,7 @@ func run(rates, modes, resolverd string, proxyFlags []string, peer bool, duratio
 		}
 		proxy := httptest.NewServer(p)
 		defer proxy.Close()
-		targets = append(targets, struct{ name, url string }{"proxy", proxy.URL + "/openai/v1/chat/completions"})
+		targets = append(targets, target{"proxy", proxy.URL + "/openai/v1/chat/completions"})
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{}).DialContext}}
 	where := "in this process"
@@ -336,6 +336,10 @@ func load(client *http.Client, url string, stream bool, rate int, warmup, durati
 	}
 	return r
 }
+
+// target is what a round loads: the upstream itself, the peer or the
+// proxy.
+type target struct{ name, url string }
 
 // subprocess is a server running beside the bench: resolverd proxy, or
 // the peer.
